@@ -1,0 +1,53 @@
+// An accelerator type: datasheet compute peaks, memory, power and dated prices with their sources.
+//
+// JSON document (kind "gpu"): name, aliases, vendor, arch, peak_tflops {fp32, tf32, bf16, fp16,
+// fp8} (dense, no sparsity; a precision the part lacks is omitted or null), hbm_GiB,
+// hbm_bandwidth_GBps, tdp_W, nvlink_bandwidth_GBps (per direction, per GPU; 0 when there is none),
+// pcie_bandwidth_GBps (per direction), prices [{offering, usd_per_gpu_hour, provider, instance,
+// region, date, source}], source, notes.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "planner/core/enums.hpp"
+#include "planner/core/units.hpp"
+
+namespace planner {
+
+struct PriceEntry {
+  Offering offering = Offering::kOnDemand;
+  Usd usd_per_gpu_hour;
+  std::string provider;
+  std::string instance;
+  std::string region;
+  std::string date;
+  std::string source;
+};
+
+struct GpuSpec {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string vendor;
+  std::string arch;
+  // Dense peak per precision, indexed by Precision; zero when the part has no such mode.
+  std::array<FlopRate, 5> peak{};
+  Bytes hbm;
+  Bandwidth hbm_bandwidth;
+  double tdp_watts = 0;
+  Bandwidth nvlink_bandwidth;  // per direction per GPU
+  Bandwidth pcie_bandwidth;    // per direction
+  std::vector<PriceEntry> prices;
+  std::string source;
+  std::string notes;
+
+  FlopRate peak_for(Precision p) const { return peak[static_cast<std::size_t>(p)]; }
+  bool supports(Precision p) const { return peak_for(p).raw() > 0; }
+  // The cheapest catalogue price for an offering, or nullptr.
+  const PriceEntry* price_for(Offering o) const;
+  // True when `query` equals the name or an alias, ignoring case.
+  bool matches(std::string_view query) const;
+};
+
+}  // namespace planner

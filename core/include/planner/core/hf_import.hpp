@@ -1,0 +1,28 @@
+// Import of Hugging Face `config.json` files into model specs.
+//
+// Supported architectures (the `architectures` list, or `model_type` when that list is absent):
+//   LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM,
+//   Qwen2MoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM,
+//   FalconForCausalLM (and its older RWForCausalLM name).
+// Keys the architecture needs are type-checked and reported at their JSON pointer; the many other
+// keys a Hugging Face config carries (dropout rates, token ids, rope scaling ...) do not change the
+// shapes planner models and are ignored. An unknown architecture is an error listing the supported
+// ones.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "planner/core/model_spec.hpp"
+#include "planner/core/status.hpp"
+
+namespace planner {
+
+// `name` becomes the model's name; when empty, it is taken from `_name_or_path` or `model_type`.
+Result<ModelSpec> import_hf_config(std::string_view text, std::string_view source,
+                                   std::string name = {});
+
+// The architectures import_hf_config() understands, comma-separated.
+std::string supported_hf_architectures();
+
+}  // namespace planner

@@ -1,0 +1,34 @@
+#include "planner/core/gpu_spec.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace planner {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+const PriceEntry* GpuSpec::price_for(Offering o) const {
+  const PriceEntry* best = nullptr;
+  for (const PriceEntry& p : prices) {
+    if (p.offering == o && (best == nullptr || p.usd_per_gpu_hour < best->usd_per_gpu_hour)) {
+      best = &p;
+    }
+  }
+  return best;
+}
+
+bool GpuSpec::matches(std::string_view query) const {
+  if (iequals(name, query)) return true;
+  return std::any_of(aliases.begin(), aliases.end(),
+                     [&](const std::string& a) { return iequals(a, query); });
+}
+
+}  // namespace planner

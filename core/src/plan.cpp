@@ -1,0 +1,124 @@
+#include "planner/core/plan.hpp"
+
+#include "planner/core/diagnostics.hpp"
+
+namespace planner {
+namespace {
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+}  // namespace
+
+std::int64_t Plan::num_microbatches() const {
+  const std::int64_t per_step = static_cast<std::int64_t>(parallel.dp) * parallel.micro_batch_size;
+  return per_step > 0 ? training.global_batch_size / per_step : 0;
+}
+
+void check_plan(const Plan& plan, Diagnostics& diag) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& p = plan.parallel;
+  const TrainingSpec& t = plan.training;
+
+  if (p.world_size() != plan.cluster.num_gpus()) {
+    diag.add("/parallel", "tp x cp x dp x pp = " + str(p.tp) + " x " + str(p.cp) + " x " +
+                              str(p.dp) + " x " + str(p.pp) + " = " + str(p.world_size()) +
+                              ", but the cluster has " + str(plan.cluster.num_gpus()) +
+                              " GPUs (nodes x gpus_per_node = " + str(plan.cluster.nodes) + " x " +
+                              str(plan.cluster.gpus_per_node) + ")");
+  }
+  if (m.heads % p.tp != 0) {
+    diag.add("/parallel/tp", "must divide heads (" + str(m.heads) + "), got " + str(p.tp));
+  } else if (m.kv_heads % p.tp != 0) {
+    diag.add("/parallel/tp", "must divide kv_heads (" + str(m.kv_heads) + "), got " + str(p.tp));
+  }
+  if (m.ffn_hidden % p.tp != 0) {
+    diag.add("/parallel/tp",
+             "must divide ffn_hidden (" + str(m.ffn_hidden) + "), got " + str(p.tp));
+  }
+  if (m.vocab % p.tp != 0) {
+    diag.add("/parallel/tp", "must divide vocab (" + str(m.vocab) +
+                                 ") so the embedding splits evenly, got " + str(p.tp));
+  }
+  const std::int64_t chunks = static_cast<std::int64_t>(p.pp) * p.virtual_stages;
+  if (m.num_layers % chunks != 0) {
+    diag.add("/parallel/pp", "pp x virtual_stages (" + str(p.pp) + " x " + str(p.virtual_stages) +
+                                 " = " + str(chunks) + ") must divide layers (" +
+                                 str(m.num_layers) + ")");
+  }
+  const std::int64_t per_step = static_cast<std::int64_t>(p.dp) * p.micro_batch_size;
+  if (per_step > 0 && t.global_batch_size % per_step != 0) {
+    diag.add("/training/global_batch_size", "must be a multiple of dp x micro_batch_size (" +
+                                                str(p.dp) + " x " + str(p.micro_batch_size) +
+                                                " = " + str(per_step) + "), got " +
+                                                str(t.global_batch_size));
+  }
+  if (p.cp > 1 && t.seq_length % (2 * p.cp) != 0) {
+    diag.add("/training/seq_length", "must be divisible by 2 x cp (" + str(2 * p.cp) +
+                                         ") for load-balanced context parallelism, got " +
+                                         str(t.seq_length));
+  }
+  if (m.position_embedding == PositionEmbedding::kLearned && m.max_seq_len > 0 &&
+      t.seq_length > m.max_seq_len) {
+    diag.add("/training/seq_length",
+             "exceeds the model's learned position embeddings (max_seq_len " + str(m.max_seq_len) +
+                 "), got " + str(t.seq_length));
+  }
+  if (p.ep > 1) {
+    if (!m.is_moe()) {
+      diag.add("/parallel/ep", "expert parallelism needs an MoE model, got ep " + str(p.ep) +
+                                   " for dense model " + m.name);
+    } else if (m.moe->num_experts % p.ep != 0) {
+      diag.add("/parallel/ep", "must divide the number of experts (" + str(m.moe->num_experts) +
+                                   "), got " + str(p.ep));
+    }
+    if ((static_cast<std::int64_t>(p.dp) * p.cp) % p.ep != 0) {
+      diag.add("/parallel/ep",
+               "must divide dp x cp (" + str(static_cast<std::int64_t>(p.dp) * p.cp) +
+                   "): experts are spread over data-parallel ranks, got " + str(p.ep));
+    }
+  }
+  if (p.sequence_parallel && p.tp == 1) {
+    diag.add("/parallel/sequence_parallel",
+             "needs tp > 1 (it shards activations inside the tp group)");
+  }
+  if (p.schedule == Schedule::kInterleaved) {
+    if (p.virtual_stages < 2) {
+      diag.add("/parallel/virtual_stages",
+               "the interleaved schedule needs virtual_stages >= 2, got " + str(p.virtual_stages));
+    }
+    if (p.pp < 2) diag.add("/parallel/schedule", "the interleaved schedule needs pp >= 2");
+    const std::int64_t mb = plan.num_microbatches();
+    if (p.pp > 1 && mb > 0 && mb % p.pp != 0) {
+      diag.add("/parallel/schedule", "the interleaved schedule needs num_microbatches (" + str(mb) +
+                                         ") to be a multiple of pp (" + str(p.pp) + ")");
+    }
+  } else if (p.virtual_stages != 1) {
+    diag.add("/parallel/virtual_stages", "only the interleaved schedule uses virtual stages; got " +
+                                             str(p.virtual_stages) + " with " +
+                                             std::string(to_string(p.schedule)));
+  }
+  if (p.dp_sync == DpSync::kParameterServer) {
+    if (p.param_servers < 1) {
+      diag.add("/parallel/param_servers", "dp_sync parameter-server needs param_servers >= 1");
+    }
+    if (p.zero_stage != 0) {
+      diag.add("/parallel/zero_stage",
+               "ZeRO shards state over data-parallel ranks and cannot be "
+               "combined with parameter servers; got zero_stage " +
+                   str(p.zero_stage));
+    }
+  } else if (p.param_servers != 0) {
+    diag.add("/parallel/param_servers",
+             "only used with dp_sync parameter-server, got " + str(p.param_servers));
+  }
+  if (!plan.gpu.name.empty() && !plan.gpu.supports(t.precision)) {
+    diag.add("/training/precision", plan.gpu.name + " has no " +
+                                        std::string(to_string(t.precision)) +
+                                        " support (no peak_tflops." +
+                                        std::string(to_string(t.precision)) + " in its spec)");
+  }
+}
+
+}  // namespace planner

@@ -1,0 +1,445 @@
+#include "planner/core/spec_json.hpp"
+
+#include "planner/core/diagnostics.hpp"
+#include "planner/core/loaders.hpp"
+#include "planner/core/rank_grid.hpp"
+
+namespace planner {
+namespace {
+
+constexpr std::int64_t kMaxDim = 10'000'000;
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+void read_price(const Json& item, const std::string& pointer, Diagnostics& diag,
+                std::vector<PriceEntry>& out) {
+  JsonObject obj(item, pointer, diag);
+  if (!obj.valid()) return;
+  PriceEntry p;
+  obj.read_enum("offering", p.offering, Need::kRequired);
+  double usd = 0;
+  if (obj.read("usd_per_gpu_hour", usd, Need::kRequired,
+               {0.0, 1000.0, true, "US dollars per GPU-hour, not per instance"})) {
+    p.usd_per_gpu_hour = Usd(usd);
+  }
+  obj.read("provider", p.provider, Need::kOptional);
+  obj.read("instance", p.instance, Need::kOptional);
+  obj.read("region", p.region, Need::kOptional);
+  obj.read("date", p.date, Need::kRequired);
+  obj.read("source", p.source, Need::kRequired);
+  obj.finish();
+  out.push_back(std::move(p));
+}
+
+}  // namespace
+
+bool ModelSpec::matches(std::string_view query) const {
+  auto iequal = [](std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(a[i])) !=
+          std::tolower(static_cast<unsigned char>(b[i]))) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (iequal(name, query)) return true;
+  for (const std::string& a : aliases) {
+    if (iequal(a, query)) return true;
+  }
+  return false;
+}
+
+bool read_document_header(JsonObject& root, std::string_view expected_kind) {
+  Diagnostics& diag = root.diagnostics();
+  const std::size_t before = diag.size();
+  int version = 0;
+  if (root.read("schema_version", version, Need::kRequired, {1, 1000}) &&
+      version != kSchemaVersion) {
+    root.error("schema_version", "unsupported schema_version " + str(version) +
+                                     " (this planner reads version " + str(kSchemaVersion) + ")");
+  }
+  std::string kind;
+  if (root.read("kind", kind, Need::kRequired) && kind != expected_kind) {
+    root.error("kind", "expected \"" + std::string(expected_kind) + "\", got \"" + kind + "\"");
+  }
+  return diag.size() == before;
+}
+
+bool read_model_fields(JsonObject& obj, ModelSpec& m) {
+  Diagnostics& diag = obj.diagnostics();
+  const std::size_t before = diag.size();
+  obj.read("name", m.name, Need::kRequired);
+  obj.read("aliases", m.aliases, Need::kOptional);
+  obj.read("family", m.family, Need::kOptional);
+  obj.read("source", m.source, Need::kOptional);
+  const bool have_layers = obj.read("layers", m.num_layers, Need::kRequired, {1, 100000});
+  const bool have_hidden = obj.read("hidden", m.hidden, Need::kRequired, {1, kMaxDim});
+  const bool have_heads = obj.read("heads", m.heads, Need::kRequired, {1, 1000000});
+  bool have_kv = obj.read("kv_heads", m.kv_heads, Need::kOptional, {1, 1000000});
+  const bool have_head_dim = obj.read("head_dim", m.head_dim, Need::kOptional, {1, 1000000});
+  obj.read("ffn_hidden", m.ffn_hidden, Need::kRequired, {1, kMaxDim});
+  obj.read_enum("mlp", m.mlp, Need::kOptional);
+  obj.read_enum("norm", m.norm, Need::kOptional);
+  m.position_embedding = PositionEmbedding::kRope;
+  obj.read_enum("position_embedding", m.position_embedding, Need::kOptional);
+  obj.read("vocab", m.vocab, Need::kRequired, {1, 100'000'000});
+  obj.read("tied_embeddings", m.tied_embeddings, Need::kOptional);
+  const bool have_max_seq =
+      obj.read("max_seq_len", m.max_seq_len, Need::kOptional, {1, 1'000'000'000});
+  obj.read("bias", m.bias, Need::kOptional);
+
+  if (have_heads && !have_kv && !obj.has("kv_heads")) {
+    m.kv_heads = m.heads;
+    have_kv = true;
+  }
+  if (have_heads && have_kv && m.heads % m.kv_heads != 0) {
+    obj.error("kv_heads", "must divide heads (" + str(m.heads) + "), got " + str(m.kv_heads));
+  }
+  if (have_heads && have_hidden && !have_head_dim && !obj.has("head_dim")) {
+    if (m.hidden % m.heads != 0) {
+      obj.error("heads", "must divide hidden (" + str(m.hidden) + "), got " + str(m.heads) +
+                             " (or give head_dim explicitly)");
+    } else {
+      m.head_dim = static_cast<int>(m.hidden / m.heads);
+    }
+  }
+  if (m.position_embedding == PositionEmbedding::kLearned && !have_max_seq &&
+      !obj.has("max_seq_len")) {
+    obj.error("max_seq_len", "required with learned position embeddings (it sizes the table)");
+  }
+
+  if (const Json* moe = obj.child("moe", Need::kOptional)) {
+    if (!moe->is_null()) {
+      JsonObject mo(*moe, obj.pointer_of("moe"), diag);
+      if (mo.valid()) {
+        MoeSpec s;
+        s.expert_ffn_hidden = m.ffn_hidden;
+        const bool have_experts = mo.read("experts", s.num_experts, Need::kRequired, {2, 1000000});
+        if (mo.read("top_k", s.top_k, Need::kRequired, {1, 1000000}) && have_experts &&
+            s.top_k > s.num_experts) {
+          mo.error("top_k", "must be <= experts (" + str(s.num_experts) + "), got " + str(s.top_k));
+        }
+        mo.read("expert_ffn_hidden", s.expert_ffn_hidden, Need::kOptional, {1, kMaxDim});
+        mo.read("capacity_factor", s.capacity_factor, Need::kOptional, {0.0, 64.0, true});
+        if (mo.read("layer_freq", s.layer_freq, Need::kOptional, {1, 100000}) && have_layers &&
+            s.layer_freq > m.num_layers) {
+          mo.error("layer_freq",
+                   "must be <= layers (" + str(m.num_layers) + "), got " + str(s.layer_freq));
+        }
+        mo.finish();
+        m.moe = s;
+      }
+    }
+  }
+  obj.finish();
+  return diag.size() == before;
+}
+
+bool read_gpu_fields(JsonObject& obj, GpuSpec& g) {
+  Diagnostics& diag = obj.diagnostics();
+  const std::size_t before = diag.size();
+  obj.read("name", g.name, Need::kRequired);
+  obj.read("aliases", g.aliases, Need::kOptional);
+  obj.read("vendor", g.vendor, Need::kOptional);
+  obj.read("arch", g.arch, Need::kOptional);
+  if (const Json* peak = obj.child("peak_tflops", Need::kRequired)) {
+    JsonObject po(*peak, obj.pointer_of("peak_tflops"), diag);
+    if (po.valid()) {
+      bool any = false;
+      for (const auto& [precision, name] : EnumTraits<Precision>::kNames) {
+        const Json* v = po.child(name, Need::kOptional);
+        if (v == nullptr || v->is_null()) continue;
+        double tflops = 0;
+        if (po.read(name, tflops, Need::kOptional,
+                    {0.0, 100000.0, true, "dense TFLOP/s, not FLOP/s"})) {
+          g.peak[static_cast<std::size_t>(precision)] = tflops_per_s(tflops);
+          any = true;
+        }
+      }
+      po.finish();
+      if (!any) {
+        obj.error("peak_tflops", "must give at least one of " + enum_choices<Precision>());
+      }
+    }
+  }
+  double hbm_gib = 0;
+  if (obj.read("hbm_GiB", hbm_gib, Need::kRequired, {0.0, 65536.0, true, "GiB, not bytes"})) {
+    g.hbm = gibibytes(hbm_gib);
+  }
+  double hbm_bw = 0;
+  if (obj.read("hbm_bandwidth_GBps", hbm_bw, Need::kRequired,
+               {50.0, 1e6, false, "GB/s: 3.35 TB/s is 3350"})) {
+    g.hbm_bandwidth = GBps(hbm_bw);
+  }
+  obj.read("tdp_W", g.tdp_watts, Need::kOptional, {1.0, 10000.0, false, "watts"});
+  double nvlink = 0;
+  if (obj.read("nvlink_bandwidth_GBps", nvlink, Need::kOptional,
+               {0.0, 100000.0, false, "GB/s per direction"})) {
+    g.nvlink_bandwidth = GBps(nvlink);
+  }
+  double pcie = 32;
+  obj.read("pcie_bandwidth_GBps", pcie, Need::kOptional,
+           {1.0, 10000.0, false, "GB/s per direction"});
+  g.pcie_bandwidth = GBps(pcie);
+  if (const Json* prices = obj.child("prices", Need::kOptional)) {
+    if (!prices->is_array()) {
+      obj.error("prices", "expected an array of price objects, got " + describe_json(*prices));
+    } else {
+      for (std::size_t i = 0; i < prices->size(); ++i) {
+        read_price((*prices)[i], obj.pointer_of("prices") + "/" + str(static_cast<std::int64_t>(i)),
+                   diag, g.prices);
+      }
+    }
+  }
+  obj.read("source", g.source, Need::kRequired);
+  obj.read("notes", g.notes, Need::kOptional, /*allow_empty=*/true);
+  obj.finish();
+  return diag.size() == before;
+}
+
+bool read_training_fields(JsonObject& obj, TrainingSpec& t) {
+  const std::size_t before = obj.diagnostics().size();
+  obj.read("global_batch_size", t.global_batch_size, Need::kRequired,
+           {1, 100'000'000, "in sequences, not tokens"});
+  obj.read("seq_length", t.seq_length, Need::kRequired, {1, 100'000'000});
+  obj.read_enum("precision", t.precision, Need::kOptional);
+  obj.read_enum("optimizer", t.optimizer, Need::kOptional);
+  obj.read("token_budget", t.token_budget, Need::kOptional, {0.0, 1e16, true, "tokens"});
+  obj.read("seed", t.seed, Need::kOptional, {0, std::int64_t{1} << 53});
+  obj.finish();
+  return obj.diagnostics().size() == before;
+}
+
+bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
+  const std::size_t before = obj.diagnostics().size();
+  const IntRange axis{1, 1 << 20};
+  obj.read("tp", p.tp, Need::kRequired, axis);
+  obj.read("pp", p.pp, Need::kRequired, axis);
+  p.dp = 0;
+  obj.read("dp", p.dp, Need::kOptional, axis);
+  obj.read("cp", p.cp, Need::kOptional, axis);
+  obj.read("ep", p.ep, Need::kOptional, axis);
+  obj.read("sequence_parallel", p.sequence_parallel, Need::kOptional);
+  obj.read("micro_batch_size", p.micro_batch_size, Need::kOptional, {1, 1'000'000});
+  obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
+  obj.read_enum("schedule", p.schedule, Need::kOptional);
+  obj.read_enum("recompute", p.recompute, Need::kOptional);
+  obj.read("zero_stage", p.zero_stage, Need::kOptional, {0, 3});
+  obj.read_enum("offload", p.offload, Need::kOptional);
+  if (obj.read("order", p.order, Need::kOptional)) {
+    auto grid = RankGrid::create(AxisSizes{}, p.order);
+    if (!grid) {
+      obj.error("order",
+                "expected a '-'-separated permutation of tp, cp, ep, dp, pp (innermost "
+                "first), got \"" +
+                    p.order + "\"");
+    }
+  }
+  obj.read_enum("dp_sync", p.dp_sync, Need::kOptional);
+  obj.read("param_servers", p.param_servers, Need::kOptional, {0, 1 << 20});
+  obj.read("overlap_grad_reduce", p.overlap_grad_reduce, Need::kOptional);
+  obj.read("overlap_param_gather", p.overlap_param_gather, Need::kOptional);
+  obj.finish();
+  return obj.diagnostics().size() == before;
+}
+
+bool read_cluster_fields(JsonObject& obj, const Catalog& catalog, ClusterSpec& c) {
+  const std::size_t before = obj.diagnostics().size();
+  obj.read("name", c.name, Need::kOptional);
+  obj.read("nodes", c.nodes, Need::kRequired, {1, 1'000'000});
+  obj.read("gpus_per_node", c.gpus_per_node, Need::kRequired, {1, 1024});
+  if (obj.read("gpu", c.gpu, Need::kRequired)) {
+    auto gpu = catalog.gpu(c.gpu);
+    if (!gpu) obj.error("gpu", gpu.status().message());
+  }
+  obj.read("topology", c.topology, Need::kOptional);
+  obj.read_enum("offering", c.offering, Need::kOptional);
+  double price = 0;
+  if (obj.read("usd_per_gpu_hour", price, Need::kOptional, {0.0, 1000.0, true})) {
+    c.usd_per_gpu_hour = Usd(price);
+  }
+  obj.finish();
+  return obj.diagnostics().size() == before;
+}
+
+bool read_plan_fields(JsonObject& obj, const Catalog& catalog, Plan& plan) {
+  Diagnostics& diag = obj.diagnostics();
+  const std::size_t before = diag.size();
+  obj.read("name", plan.name, Need::kOptional);
+  bool parts_ok = true;
+  if (const Json* model = obj.child("model", Need::kRequired)) {
+    if (model->is_string()) {
+      auto m = catalog.model(model->get<std::string>());
+      if (m) {
+        plan.model = *m;
+      } else {
+        obj.error("model", m.status().message());
+        parts_ok = false;
+      }
+    } else {
+      JsonObject mo(*model, obj.pointer_of("model"), diag);
+      parts_ok &= mo.valid() && read_model_fields(mo, plan.model);
+    }
+  } else {
+    parts_ok = false;
+  }
+  auto section = [&](std::string_view key, auto&& reader) {
+    const Json* j = obj.child(key, Need::kRequired);
+    if (j == nullptr) {
+      parts_ok = false;
+      return;
+    }
+    JsonObject so(*j, obj.pointer_of(key), diag);
+    parts_ok &= so.valid() && reader(so);
+  };
+  section("cluster", [&](JsonObject& o) { return read_cluster_fields(o, catalog, plan.cluster); });
+  section("training", [&](JsonObject& o) { return read_training_fields(o, plan.training); });
+  section("parallel", [&](JsonObject& o) { return read_parallel_fields(o, plan.parallel); });
+  obj.finish();
+  if (!parts_ok || diag.size() != before) return false;
+
+  plan.gpu = *catalog.gpu(plan.cluster.gpu);
+  ParallelConfig& p = plan.parallel;
+  if (p.dp == 0) {
+    const std::int64_t mp = p.model_parallel_size();
+    if (plan.cluster.num_gpus() % mp != 0) {
+      diag.add("/parallel", "dp is not given and the cluster's " + str(plan.cluster.num_gpus()) +
+                                " GPUs are not a multiple of tp x cp x pp (" + str(mp) + ")");
+      return false;
+    }
+    p.dp = static_cast<int>(plan.cluster.num_gpus() / mp);
+  }
+  check_plan(plan, diag);
+  return diag.size() == before;
+}
+
+Json to_json(const ModelSpec& m) {
+  Json j;
+  j["name"] = m.name;
+  if (!m.aliases.empty()) j["aliases"] = m.aliases;
+  if (!m.family.empty()) j["family"] = m.family;
+  if (!m.source.empty()) j["source"] = m.source;
+  j["layers"] = m.num_layers;
+  j["hidden"] = m.hidden;
+  j["heads"] = m.heads;
+  j["kv_heads"] = m.kv_heads;
+  if (m.head_dim > 0 && m.hidden != static_cast<std::int64_t>(m.heads) * m.head_dim) {
+    j["head_dim"] = m.head_dim;
+  }
+  j["ffn_hidden"] = m.ffn_hidden;
+  j["mlp"] = to_string(m.mlp);
+  j["norm"] = to_string(m.norm);
+  j["position_embedding"] = to_string(m.position_embedding);
+  j["vocab"] = m.vocab;
+  j["tied_embeddings"] = m.tied_embeddings;
+  if (m.max_seq_len > 0) j["max_seq_len"] = m.max_seq_len;
+  j["bias"] = m.bias;
+  if (m.is_moe()) {
+    j["moe"] = {{"experts", m.moe->num_experts},
+                {"top_k", m.moe->top_k},
+                {"expert_ffn_hidden", m.moe->expert_ffn_hidden},
+                {"capacity_factor", m.moe->capacity_factor},
+                {"layer_freq", m.moe->layer_freq}};
+  }
+  return j;
+}
+
+Json to_json(const GpuSpec& g) {
+  Json j;
+  j["name"] = g.name;
+  if (!g.aliases.empty()) j["aliases"] = g.aliases;
+  if (!g.vendor.empty()) j["vendor"] = g.vendor;
+  if (!g.arch.empty()) j["arch"] = g.arch;
+  Json peak = Json::object();
+  for (const auto& [precision, name] : EnumTraits<Precision>::kNames) {
+    if (g.supports(precision)) peak[std::string(name)] = to_tflops_per_s(g.peak_for(precision));
+  }
+  j["peak_tflops"] = peak;
+  j["hbm_GiB"] = to_GiB(g.hbm);
+  j["hbm_bandwidth_GBps"] = to_GBps(g.hbm_bandwidth);
+  if (g.tdp_watts > 0) j["tdp_W"] = g.tdp_watts;
+  j["nvlink_bandwidth_GBps"] = to_GBps(g.nvlink_bandwidth);
+  j["pcie_bandwidth_GBps"] = to_GBps(g.pcie_bandwidth);
+  Json prices = Json::array();
+  for (const PriceEntry& p : g.prices) {
+    Json e{{"offering", to_string(p.offering)}, {"usd_per_gpu_hour", p.usd_per_gpu_hour.raw()}};
+    if (!p.provider.empty()) e["provider"] = p.provider;
+    if (!p.instance.empty()) e["instance"] = p.instance;
+    if (!p.region.empty()) e["region"] = p.region;
+    e["date"] = p.date;
+    e["source"] = p.source;
+    prices.push_back(std::move(e));
+  }
+  if (!prices.empty()) j["prices"] = prices;
+  j["source"] = g.source;
+  if (!g.notes.empty()) j["notes"] = g.notes;
+  return j;
+}
+
+Json to_json(const TrainingSpec& t) {
+  Json j{{"global_batch_size", t.global_batch_size},
+         {"seq_length", t.seq_length},
+         {"precision", to_string(t.precision)},
+         {"optimizer", to_string(t.optimizer)},
+         {"seed", t.seed}};
+  if (t.token_budget > 0) j["token_budget"] = t.token_budget;
+  return j;
+}
+
+Json to_json(const ParallelConfig& p) {
+  Json j{{"tp", p.tp},
+         {"pp", p.pp},
+         {"dp", p.dp},
+         {"cp", p.cp},
+         {"ep", p.ep},
+         {"sequence_parallel", p.sequence_parallel},
+         {"micro_batch_size", p.micro_batch_size},
+         {"virtual_stages", p.virtual_stages},
+         {"schedule", to_string(p.schedule)},
+         {"recompute", to_string(p.recompute)},
+         {"zero_stage", p.zero_stage},
+         {"offload", to_string(p.offload)},
+         {"order", p.order},
+         {"dp_sync", to_string(p.dp_sync)},
+         {"overlap_grad_reduce", p.overlap_grad_reduce},
+         {"overlap_param_gather", p.overlap_param_gather}};
+  if (p.dp_sync == DpSync::kParameterServer) j["param_servers"] = p.param_servers;
+  return j;
+}
+
+Json to_json(const ClusterSpec& c) {
+  Json j;
+  if (!c.name.empty()) j["name"] = c.name;
+  j["nodes"] = c.nodes;
+  j["gpus_per_node"] = c.gpus_per_node;
+  j["gpu"] = c.gpu;
+  if (!c.topology.empty()) j["topology"] = c.topology;
+  j["offering"] = to_string(c.offering);
+  if (c.usd_per_gpu_hour) j["usd_per_gpu_hour"] = c.usd_per_gpu_hour->raw();
+  return j;
+}
+
+Json to_json(const Plan& plan) {
+  Json j;
+  if (!plan.name.empty()) j["name"] = plan.name;
+  j["model"] = to_json(plan.model);
+  j["cluster"] = to_json(plan.cluster);
+  j["training"] = to_json(plan.training);
+  j["parallel"] = to_json(plan.parallel);
+  return j;
+}
+
+Json as_document(std::string_view kind, const Json& fields) {
+  Json doc;
+  doc["schema_version"] = kSchemaVersion;
+  doc["kind"] = kind;
+  for (auto it = fields.begin(); it != fields.end(); ++it)
+    doc[it.key()] = it.value();
+  return doc;
+}
+
+}  // namespace planner

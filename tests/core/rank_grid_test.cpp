@@ -1,0 +1,95 @@
+#include "planner/core/rank_grid.hpp"
+
+#include <gtest/gtest.h>
+
+namespace planner {
+namespace {
+
+using Groups = std::vector<std::vector<int>>;
+
+// The worked example in rank_grid.hpp.
+TEST(RankGrid, WorkedExampleFromTheHeader) {
+  AxisSizes s;
+  s.tp = 2;
+  s.pp = 2;
+  s.dp = 2;
+  auto grid = RankGrid::create(s, "tp-pp-dp");
+  ASSERT_TRUE(grid) << grid.status().message();
+  EXPECT_EQ(grid->world_size(), 8);
+  EXPECT_EQ(*grid->groups("dp"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(*grid->groups("tp"), (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(*grid->groups("pp"), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(*grid->groups("tp-pp"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(grid->coordinate(6, Axis::kDp), 1);
+  EXPECT_EQ(grid->coordinate(6, Axis::kPp), 1);
+  EXPECT_EQ(grid->coordinate(6, Axis::kTp), 0);
+}
+
+TEST(RankGrid, DefaultOrderPutsTensorParallelInnermost) {
+  ParallelConfig p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 2;
+  auto grid = RankGrid::dense(p);
+  ASSERT_TRUE(grid);
+  EXPECT_EQ(grid->world_size(), 64);
+  EXPECT_EQ(*grid->group_of(13, "tp"), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  // tp-cp-ep-dp-pp: dp stride is tp = 8, pp stride is tp x dp = 16.
+  EXPECT_EQ(*grid->group_of(3, "dp"), (std::vector<int>{3, 11}));
+  EXPECT_EQ(*grid->group_of(3, "pp"), (std::vector<int>{3, 19, 35, 51}));
+}
+
+TEST(RankGrid, EveryRankInExactlyOneGroup) {
+  AxisSizes s;
+  s.tp = 2;
+  s.cp = 2;
+  s.dp = 3;
+  s.pp = 2;
+  auto grid = RankGrid::create(s);
+  ASSERT_TRUE(grid);
+  for (const char* axes : {"tp", "cp", "dp", "pp", "dp-cp", "tp-pp", "tp-cp-dp-pp"}) {
+    auto groups = grid->groups(axes);
+    ASSERT_TRUE(groups) << axes;
+    std::vector<int> seen(static_cast<std::size_t>(grid->world_size()), 0);
+    for (const auto& g : *groups) {
+      for (int r : g)
+        ++seen[static_cast<std::size_t>(r)];
+    }
+    for (int count : seen)
+      EXPECT_EQ(count, 1) << axes;
+  }
+  EXPECT_EQ(grid->groups("dp-cp")->front(), (std::vector<int>{0, 2, 4, 6, 8, 10}));
+}
+
+TEST(RankGrid, ExpertGridCarvesExpertParallelismOutOfDataParallel) {
+  ParallelConfig p;
+  p.tp = 2;
+  p.dp = 8;
+  p.ep = 4;
+  auto dense = RankGrid::dense(p);
+  auto expert = RankGrid::expert(p);
+  ASSERT_TRUE(dense);
+  ASSERT_TRUE(expert);
+  EXPECT_EQ(dense->world_size(), expert->world_size());
+  EXPECT_EQ(*expert->group_of(0, "ep"), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(*expert->group_of(0, "dp"), (std::vector<int>{0, 8}));
+  EXPECT_EQ(*dense->group_of(0, "dp"), (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
+}
+
+TEST(RankGrid, RejectsBadOrders) {
+  AxisSizes s;
+  s.tp = 2;
+  s.dp = 2;
+  EXPECT_FALSE(RankGrid::create(s, "tp-tp-dp"));
+  EXPECT_FALSE(RankGrid::create(s, "tp-xp-dp"));
+  auto missing = RankGrid::create(s, "tp-pp");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find("leaves out dp"), std::string::npos);
+  auto grid = RankGrid::create(s, "dp-tp");
+  ASSERT_TRUE(grid);
+  EXPECT_EQ(*grid->group_of(0, "tp"), (std::vector<int>{0, 2}));
+  EXPECT_FALSE(grid->groups("zz"));
+}
+
+}  // namespace
+}  // namespace planner
