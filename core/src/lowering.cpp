@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <functional>
 #include <unordered_map>
 
 #include "planner/core/diagnostics.hpp"
@@ -131,7 +130,15 @@ class Lowerer {
   // ---- sizes
   void setup_sizes();
   // ---- descriptors
-  std::uint32_t cached(OpRole role, Phase ph, int variant, const std::function<OpDesc()>& make);
+  // The descriptor for (role, phase, variant), made by `make` the first time.
+  template <class Make>
+  std::uint32_t cached(OpRole role, Phase ph, int variant, Make&& make) {
+    const auto i =
+        (static_cast<std::size_t>(role) * kPhases + static_cast<std::size_t>(ph)) * kVariants +
+        static_cast<std::size_t>(variant);
+    if (desc_cache_[i] == kNoOp) desc_cache_[i] = prog_.intern(make());
+    return desc_cache_[i];
+  }
   OpDesc gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
               std::uint8_t flags) const;
   OpDesc misc(OpKind kind, Stream st, std::int64_t m, std::int64_t n, std::int64_t read,
@@ -251,15 +258,6 @@ void Lowerer::setup_sizes() {
 }
 
 // ---- descriptors
-
-std::uint32_t Lowerer::cached(OpRole role, Phase ph, int variant,
-                              const std::function<OpDesc()>& make) {
-  const auto i =
-      (static_cast<std::size_t>(role) * kPhases + static_cast<std::size_t>(ph)) * kVariants +
-      static_cast<std::size_t>(variant);
-  if (desc_cache_[i] == kNoOp) desc_cache_[i] = prog_.intern(make());
-  return desc_cache_[i];
-}
 
 OpDesc Lowerer::gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
                      std::uint8_t flags) const {

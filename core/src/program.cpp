@@ -114,6 +114,11 @@ void RankProgram::reserve(std::size_t ops, std::size_t deps) {
   deps_.reserve(deps);
 }
 
+std::size_t RankProgram::memory_bytes() const {
+  return ops_.capacity() * sizeof(Op) +
+         (dep_offsets_.capacity() + deps_.capacity()) * sizeof(std::uint32_t);
+}
+
 const RankProgram* StepProgram::find(int rank) const {
   if (rank < 0 || static_cast<std::size_t>(rank) >= rank_index_.size()) return nullptr;
   const std::int32_t i = rank_index_[static_cast<std::size_t>(rank)];
@@ -124,6 +129,16 @@ std::size_t StepProgram::total_ops() const {
   std::size_t n = 0;
   for (const RankProgram& r : ranks_)
     n += r.size();
+  return n;
+}
+
+std::size_t StepProgram::memory_bytes() const {
+  std::size_t n = descs_.capacity() * sizeof(OpDesc) + ranks_.capacity() * sizeof(RankProgram) +
+                  rank_index_.capacity() * sizeof(std::int32_t);
+  for (const RankProgram& r : ranks_)
+    n += r.memory_bytes();
+  for (const CommGroup& g : groups_)
+    n += sizeof(CommGroup) + g.ranks.capacity() * sizeof(int) + g.axes.capacity();
   return n;
 }
 

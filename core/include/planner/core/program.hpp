@@ -453,6 +453,8 @@ class RankProgram {
     return {deps_.data() + dep_offsets_[i], deps_.data() + dep_offsets_[i + 1]};
   }
   std::size_t num_deps() const { return deps_.size(); }
+  // Heap bytes held by this program (its vectors' capacity).
+  std::size_t memory_bytes() const;
 
   // Appends an op; every dependency must be an index below size(). Returns the op's index.
   std::uint32_t add(const Op& op, std::span<const std::uint32_t> deps);
@@ -499,6 +501,8 @@ class StepProgram {
   // True when every rank was lowered.
   bool complete() const { return static_cast<int>(ranks_.size()) == total_ranks(); }
   std::size_t total_ops() const;
+  // Heap bytes held by the program: ops, dependencies, descriptors and groups.
+  std::size_t memory_bytes() const;
 
   // Construction (used by lowering).
   std::uint32_t intern(const OpDesc& desc);
