@@ -1,9 +1,9 @@
 // planner memory: per-stage memory of one GPU for a model, a GPU and a parallel configuration.
-#include <filesystem>
 #include <iostream>
 
 #include "app.hpp"
 #include "output.hpp"
+#include "plan_args.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/memory.hpp"
 #include "planner/core/spec_json.hpp"
@@ -12,36 +12,11 @@ namespace planner::cli {
 namespace {
 
 struct MemoryArgs {
-  std::string plan;
-  std::string model = "gpt3-175b";
-  std::string gpu;
-  ParallelConfig parallel;
-  std::int64_t seq = 0;
-  std::int64_t gbs = 0;
-  std::string precision = "bf16";
-  std::string optimizer = "adam";
-  std::string schedule = "1f1b";
-  std::string recompute = "none";
-  std::string offload = "none";
+  PlanArgs config;
   double overhead_gib = kDefaultFrameworkOverheadGiB;
   bool no_flash = false;
   bool fp32_grads = false;
 };
-
-template <class E>
-Result<E> parse_flag(const std::string& flag, const std::string& text) {
-  auto v = parse_enum<E>(text);
-  if (!v) {
-    return Status::invalid_input(flag + ": unknown " + std::string(EnumTraits<E>::kWhat) + " \"" +
-                                 text + "\" (choices: " + enum_choices<E>() + ")");
-  }
-  return *v;
-}
-
-Result<ModelSpec> resolve_model(const Catalog& catalog, const std::string& name) {
-  if (name.ends_with(".json") || std::filesystem::exists(name)) return load_model_file(name);
-  return catalog.model(name);
-}
 
 std::string gib(Bytes b) {
   return fmt(to_GiB(b), 2);
@@ -66,36 +41,11 @@ Json stage_json(const StageMemory& s) {
 }
 
 Status memory_report(const CliContext& ctx, const MemoryArgs& args) {
-  ModelSpec model;
-  TrainingSpec training;
-  ParallelConfig parallel;
-  GpuSpec gpu;
-  if (!args.plan.empty()) {
-    PLANNER_ASSIGN_OR_RETURN(Plan plan, load_plan_file(args.plan, *ctx.catalog));
-    model = plan.model;
-    training = plan.training;
-    parallel = plan.parallel;
-    gpu = plan.gpu;
-  } else {
-    PLANNER_ASSIGN_OR_RETURN(model, resolve_model(*ctx.catalog, args.model));
-    if (!args.gpu.empty()) {
-      PLANNER_ASSIGN_OR_RETURN(gpu, ctx.catalog->gpu(args.gpu));
-    }
-    parallel = args.parallel;
-    PLANNER_ASSIGN_OR_RETURN(parallel.schedule, parse_flag<Schedule>("--schedule", args.schedule));
-    PLANNER_ASSIGN_OR_RETURN(parallel.recompute,
-                             parse_flag<Recompute>("--recompute", args.recompute));
-    PLANNER_ASSIGN_OR_RETURN(parallel.offload, parse_flag<Offload>("--offload", args.offload));
-    PLANNER_ASSIGN_OR_RETURN(training.precision,
-                             parse_flag<Precision>("--precision", args.precision));
-    PLANNER_ASSIGN_OR_RETURN(training.optimizer,
-                             parse_flag<Optimizer>("--optimizer", args.optimizer));
-    training.seq_length =
-        args.seq > 0 ? args.seq : (model.max_seq_len > 0 ? model.max_seq_len : 2048);
-    training.global_batch_size = args.gbs > 0 ? args.gbs
-                                              : static_cast<std::int64_t>(parallel.dp) *
-                                                    parallel.micro_batch_size * parallel.pp;
-  }
+  PLANNER_ASSIGN_OR_RETURN(ResolvedPlan config, resolve_plan(*ctx.catalog, args.config));
+  const ModelSpec& model = config.model;
+  const TrainingSpec& training = config.training;
+  const ParallelConfig& parallel = config.parallel;
+  const GpuSpec& gpu = config.gpu;
   MemoryOptions options;
   options.framework_overhead = gibibytes(args.overhead_gib);
   options.flash_attention = !args.no_flash;
@@ -183,35 +133,7 @@ void register_memory_command(CLI::App& app, CliContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "memory", "Per-stage GPU memory of a training configuration, and whether it fits");
   auto a = std::make_shared<MemoryArgs>();
-  CLI::Option* plan =
-      cmd->add_option("--plan", a->plan, "A plan document (model, GPU, training, parallel)");
-  std::vector<CLI::Option*> config;
-  config.push_back(
-      cmd->add_option("--model", a->model, "Model preset or model file (default gpt3-175b)"));
-  config.push_back(
-      cmd->add_option("--gpu", a->gpu, "GPU preset whose HBM the peak is checked against"));
-  config.push_back(cmd->add_option("--tp", a->parallel.tp, "Tensor parallel size"));
-  config.push_back(cmd->add_option("--pp", a->parallel.pp, "Pipeline parallel size"));
-  config.push_back(cmd->add_option("--dp", a->parallel.dp, "Data parallel size"));
-  config.push_back(cmd->add_option("--cp", a->parallel.cp, "Context parallel size"));
-  config.push_back(cmd->add_option("--ep", a->parallel.ep, "Expert parallel size"));
-  config.push_back(cmd->add_option("--mbs", a->parallel.micro_batch_size, "Micro-batch size"));
-  config.push_back(cmd->add_flag("--sp", a->parallel.sequence_parallel, "Sequence parallelism"));
-  config.push_back(cmd->add_option("--recompute", a->recompute, "none, selective or full"));
-  config.push_back(cmd->add_option("--zero", a->parallel.zero_stage, "ZeRO stage 0-3"));
-  config.push_back(cmd->add_option("--schedule", a->schedule, "gpipe, 1f1b, interleaved or zb-h1"));
-  config.push_back(cmd->add_option("--vpp", a->parallel.virtual_stages,
-                                   "Virtual stages per GPU (interleaved schedule)"));
-  config.push_back(cmd->add_option("--offload", a->offload, "none, optimizer or optimizer+params"));
-  config.push_back(
-      cmd->add_option("--seq", a->seq, "Sequence length (default: the model's maximum)"));
-  config.push_back(cmd->add_option(
-      "--gbs", a->gbs,
-      "Global batch size in sequences (default dp x mbs x pp: one micro-batch per stage)"));
-  config.push_back(cmd->add_option("--precision", a->precision, "fp32, tf32, bf16, fp16 or fp8"));
-  config.push_back(cmd->add_option("--optimizer", a->optimizer, "adam, adamw or sgd"));
-  for (CLI::Option* o : config)
-    plan->excludes(o);
+  add_plan_options(cmd, a->config);
   cmd->add_option("--overhead-gib", a->overhead_gib,
                   "Framework overhead per GPU in GiB (CUDA context, workspaces, NCCL)");
   cmd->add_flag("--no-flash", a->no_flash,

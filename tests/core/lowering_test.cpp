@@ -356,6 +356,54 @@ TEST(Lowering, DataParallelZeroStages) {
   }
 }
 
+// Megatron's overlap flags: with overlap_grad_reduce a bucket is reduced as soon as its last
+// micro-batch gradients exist (inside the backward); with overlap_param_gather the updated
+// parameters are gathered at the start of the step and each layer's first forward waits for them.
+TEST(Lowering, GradReduceAndParamGatherPlacement) {
+  LowerOptions o;
+  o.bucket_elements = 1;
+  for (bool overlap : {true, false}) {
+    ParallelConfig p;
+    p.dp = 2;
+    p.zero_stage = 1;
+    p.overlap_grad_reduce = overlap;
+    p.overlap_param_gather = overlap;
+    const StepProgram prog = lowered(tiny(), training(), p, o);
+    ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+    const RankProgram& r = *prog.find(0);
+    std::size_t first_reduce = r.size(), last_backward = 0, first_forward = r.size();
+    std::size_t optimizer = 0, first_gather = r.size(), last_gather = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const OpId id = r.op(i).id;
+      const bool compute = is_compute(prog.desc(r.op(i)).kind);
+      if (id.role() == OpRole::kDpGradReduce) first_reduce = std::min(first_reduce, i);
+      if (compute && (id.phase() == kB || id.phase() == kW)) last_backward = i;
+      if (compute && id.phase() == kF) first_forward = std::min(first_forward, i);
+      if (id.role() == OpRole::kOptimizerStep) optimizer = i;
+      if (id.role() == OpRole::kDpParamGather) {
+        first_gather = std::min(first_gather, i);
+        last_gather = i;
+      }
+    }
+    if (overlap) {
+      EXPECT_LT(first_reduce, last_backward);
+      EXPECT_LT(last_gather, first_forward);
+      // The first layer's first forward op waits for the bucket holding its norm weights.
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (r.op(i).id == OpId::make(0, 0, kF, OpRole::kAttnNorm)) {
+          bool waits = false;
+          for (std::uint32_t d : r.deps(i))
+            waits |= r.op(d).id.role() == OpRole::kDpParamGather;
+          EXPECT_TRUE(waits);
+        }
+      }
+    } else {
+      EXPECT_GT(first_reduce, last_backward);
+      EXPECT_GT(first_gather, optimizer);
+    }
+  }
+}
+
 TEST(Lowering, MegatronBucketsByDefault) {
   EXPECT_EQ(default_bucket_elements(16), 40'000'000);
   EXPECT_EQ(default_bucket_elements(128), 128'000'000);
