@@ -18,14 +18,18 @@
 // Execution semantics (what the simulator models and the executor follows):
 //   * Every op runs on one stream of its rank (OpDesc::stream). Streams are FIFO: an op starts
 //     when the previous op of the same stream on that rank has finished and every op it depends
-//     on has finished. Ops on different streams overlap (NCCL on its own CUDA streams).
+//     on has finished. Ops on different streams overlap (NCCL on its own CUDA streams): tp, ep
+//     and dp collectives each have a stream, so bucketed gradient reduction overlaps backward.
+//     Sends and receives use separate streams per axis (pp-send / pp-recv, cp-send / cp-recv,
+//     ps-send / ps-recv), as NCCL group calls post both directions together.
 //   * A collective (all-reduce, all-gather, reduce-scatter, all-to-all, broadcast) runs on the
 //     group Op::group; it finishes for all members together, after each member has started it.
 //     All members issue the same collectives on a group in the same order (same OpIds).
 //   * A send (to Op::peer) matches the recv on the peer whose peer is the sender and whose tag
-//     is equal; the pair finishes together after both have started (rendezvous). A recv depends
-//     on nothing local: it is posted when its stream reaches it; the data dependency is the
-//     matching send on the peer.
+//     is equal; the pair finishes together after both have started (rendezvous). Pipeline and
+//     context-parallel receives depend on nothing local: they are posted when their stream
+//     reaches them; the data dependency is the matching send on the peer. (A parameter-server
+//     pull waits for the rank's backward, since it overwrites the weights.)
 //   * Dependencies are data dependencies within a rank (the consumer reads what the producer
 //     wrote, or overwrites what it read); program order alone orders ops of one stream.
 //
@@ -56,7 +60,13 @@
 // FLOPs follow flops.hpp: GEMMs 2·m·n·k·batch; attention 4·batch·m·n·k (× 1/2 for causal or half
 // blocks) forward and twice that backward; other kinds 0 (they are memory-bound; bytes_read and
 // bytes_written give their HBM traffic). Summed over all ranks, the non-recompute ops of a
-// program equal model_flops_per_step() and all ops hardware_flops_per_step().
+// program equal model_flops_per_step() and all ops hardware_flops_per_step() (for MoE with
+// capacity_factor 1 and divisible token counts; padding to capacity adds expert FLOPs).
+//
+// Rank subsets: lowering may cover only some ranks (LowerOptions::ranks). Ranks of one pipeline
+// stage run identical op lists (same OpIds and descriptors; groups and peers differ, and
+// parameter-server ops carry the worker's rank in their id), so a simulator can time one rank
+// per stage and treat collectives and messages with ranks that were not lowered as symmetric.
 #pragma once
 
 #include <array>
