@@ -53,6 +53,8 @@ Status memory_report(const CliContext& ctx, const MemoryArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(MemoryReport report,
                            estimate_memory(model, training, parallel, gpu, options));
   const Bytes dense_layer = layer_activation_bytes(model, training, parallel, false, options);
+  const Bytes moe_layer =
+      model.is_moe() ? layer_activation_bytes(model, training, parallel, true, options) : Bytes(0);
   const std::int64_t microbatches =
       training.global_batch_size /
       (static_cast<std::int64_t>(parallel.dp) * parallel.micro_batch_size);
@@ -70,6 +72,7 @@ Status memory_report(const CliContext& ctx, const MemoryArgs& args) {
                 {"parallel", to_json(parallel)},
                 {"microbatches", microbatches},
                 {"layer_activation_bytes", dense_layer.raw()},
+                {"moe_layer_activation_bytes", moe_layer.raw()},
                 {"flash_attention", options.flash_attention},
                 {"capacity_bytes", report.capacity.raw()},
                 {"peak_stage", report.peak_stage},
@@ -107,8 +110,9 @@ Status memory_report(const CliContext& ctx, const MemoryArgs& args) {
   out << "\nGiB per GPU. TOTAL = WEIGHTS + GRADS + OPTIM + ACTIV + EXTRA + COMM + OVERHEAD; HOST "
          "is "
          "offloaded and not counted.\n";
-  out << "ACTIV: " << fmt(to_MiB(dense_layer), 1)
-      << " MiB per layer and micro-batch (Korthikanti et al. 2022"
+  out << "ACTIV: " << fmt(to_MiB(dense_layer), 1) << " MiB per layer"
+      << (model.is_moe() ? " (" + fmt(to_MiB(moe_layer), 1) + " MiB per MoE layer)" : "")
+      << " and micro-batch (Korthikanti et al. 2022"
       << (options.flash_attention ? ", flash attention: no s×s softmax" : "")
       << ") × LAYERS×MB held at the schedule's peak. EXTRA: embedding mask, LM head inputs and "
          "logits, full-recompute working layer.\n";
