@@ -6,6 +6,7 @@
 
 #include "planner/core/catalog.hpp"
 #include "planner/core/flops.hpp"
+#include "planner/core/model_partition.hpp"
 
 namespace planner {
 namespace {
@@ -275,6 +276,16 @@ TEST(Lowering, PipelineSendsAndReceivesPerSchedule) {
     // Embedding on stage 0, LM head on stage 1.
     EXPECT_EQ(get(t0, OpRole::kEmbedding, kF, OpKind::kEmbedding).count, m);
     EXPECT_EQ(get(t1, OpRole::kLmHead, kF, OpKind::kGemm).count, m);
+    // Layers of each chunk run on the rank ModelPartition places them on.
+    auto part = ModelPartition::create(tiny(), p);
+    ASSERT_TRUE(part);
+    for (const RankProgram& r : prog.ranks()) {
+      for (const Op& op : r.ops()) {
+        if (op.id.layer() != OpId::kNone && prog.desc(op).kind == OpKind::kGemm) {
+          EXPECT_EQ(part->stage_of_layer(op.id.layer()), r.stage());
+        }
+      }
+    }
     EXPECT_EQ(get(t0, OpRole::kLmHead, kF, OpKind::kGemm).count, 0);
     if (s == Schedule::kZeroBubbleH1) {
       // Weight gradients run in their own pass: on stage 1 some come after later input gradients.

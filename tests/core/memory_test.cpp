@@ -110,6 +110,8 @@ TEST(Memory, ParametersPerStage) {
                                  + 4 * H * H / 8 + H          // down + replicated bias
                                  + 2 * 2 * H;                 // two layer norms
   EXPECT_EQ(part->rank_params(3).total(), 12 * per_layer);
+  EXPECT_EQ(part->stage_of_layer(40), 3);  // layers 36..47
+  EXPECT_EQ(part->chunk_of_layer(40), 0);
   EXPECT_EQ(part->rank_params(3).embedding, 0);
   // First stage: word embedding shard + learned positions; last: final norm + tied LM head copy.
   EXPECT_EQ(part->rank_params(0).embedding, 51200 / 8 * H + 2048 * H);

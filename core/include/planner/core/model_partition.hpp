@@ -60,6 +60,10 @@ class ModelPartition {
   int first_layer(int stage, int chunk) const {
     return (chunk * stages_ + stage) * layers_per_chunk_;
   }
+  // Where a global layer lives: virtual stage layer / (L/(p·v)), its chunk and stage.
+  int virtual_stage_of_layer(int layer) const { return layer / layers_per_chunk_; }
+  int chunk_of_layer(int layer) const { return virtual_stage_of_layer(layer) / stages_; }
+  int stage_of_layer(int layer) const { return virtual_stage_of_layer(layer) % stages_; }
   bool has_embedding(int stage, int chunk) const { return stage == 0 && chunk == 0; }
   bool has_lm_head(int stage, int chunk) const {
     return stage == stages_ - 1 && chunk == chunks_ - 1;
