@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
 
     planner::cli::register_gpu_commands(app, ctx);
     planner::cli::register_model_commands(app, ctx);
+    planner::cli::register_memory_command(app, ctx);
+    planner::cli::register_program_command(app, ctx);
     planner::cli::register_validate_command(app, ctx);
 
     try {

@@ -22,6 +22,12 @@ int ModelSpec::moe_layers() const {
   return num_layers / freq;
 }
 
+bool ModelSpec::is_moe_layer(int layer) const {
+  if (!is_moe()) return false;
+  const int freq = moe->layer_freq < 1 ? 1 : moe->layer_freq;
+  return (layer + 1) % freq == 0;
+}
+
 std::int64_t ModelSpec::attention_params() const {
   const std::int64_t qkv = hidden * (q_dim() + 2 * kv_dim()) + (bias ? q_dim() + 2 * kv_dim() : 0);
   const std::int64_t out = q_dim() * hidden + (bias ? hidden : 0);

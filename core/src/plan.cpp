@@ -17,16 +17,45 @@ std::int64_t Plan::num_microbatches() const {
 }
 
 void check_plan(const Plan& plan, Diagnostics& diag) {
-  const ModelSpec& m = plan.model;
   const ParallelConfig& p = plan.parallel;
-  const TrainingSpec& t = plan.training;
-
   if (p.world_size() != plan.cluster.num_gpus()) {
     diag.add("/parallel", "tp x cp x dp x pp = " + str(p.tp) + " x " + str(p.cp) + " x " +
                               str(p.dp) + " x " + str(p.pp) + " = " + str(p.world_size()) +
                               ", but the cluster has " + str(plan.cluster.num_gpus()) +
                               " GPUs (nodes x gpus_per_node = " + str(plan.cluster.nodes) + " x " +
                               str(plan.cluster.gpus_per_node) + ")");
+  }
+  check_parallel(plan.model, plan.training, p, diag);
+  if (!plan.gpu.name.empty() && !plan.gpu.supports(plan.training.precision)) {
+    diag.add("/training/precision",
+             plan.gpu.name + " has no " + std::string(to_string(plan.training.precision)) +
+                 " support (no peak_tflops." + std::string(to_string(plan.training.precision)) +
+                 " in its spec)");
+  }
+}
+
+void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p,
+                    Diagnostics& diag) {
+  const std::pair<const char*, std::int64_t> sizes[] = {{"tp", p.tp},
+                                                        {"pp", p.pp},
+                                                        {"dp", p.dp},
+                                                        {"cp", p.cp},
+                                                        {"ep", p.ep},
+                                                        {"micro_batch_size", p.micro_batch_size},
+                                                        {"virtual_stages", p.virtual_stages}};
+  for (const auto& [name, value] : sizes) {
+    if (value < 1) {
+      diag.add(std::string("/parallel/") + name, "must be >= 1, got " + str(value));
+      return;
+    }
+  }
+  if (p.zero_stage < 0 || p.zero_stage > 3) {
+    diag.add("/parallel/zero_stage", "must be 0, 1, 2 or 3, got " + str(p.zero_stage));
+  }
+  if (t.global_batch_size < 1 || t.seq_length < 1) {
+    diag.add("/training", "global_batch_size and seq_length must be >= 1, got " +
+                              str(t.global_batch_size) + " and " + str(t.seq_length));
+    return;
   }
   if (m.heads % p.tp != 0) {
     diag.add("/parallel/tp", "must divide heads (" + str(m.heads) + "), got " + str(p.tp));
@@ -89,7 +118,7 @@ void check_plan(const Plan& plan, Diagnostics& diag) {
                "the interleaved schedule needs virtual_stages >= 2, got " + str(p.virtual_stages));
     }
     if (p.pp < 2) diag.add("/parallel/schedule", "the interleaved schedule needs pp >= 2");
-    const std::int64_t mb = plan.num_microbatches();
+    const std::int64_t mb = t.global_batch_size / per_step;
     if (p.pp > 1 && mb > 0 && mb % p.pp != 0) {
       diag.add("/parallel/schedule", "the interleaved schedule needs num_microbatches (" + str(mb) +
                                          ") to be a multiple of pp (" + str(p.pp) + ")");
@@ -113,11 +142,26 @@ void check_plan(const Plan& plan, Diagnostics& diag) {
     diag.add("/parallel/param_servers",
              "only used with dp_sync parameter-server, got " + str(p.param_servers));
   }
-  if (!plan.gpu.name.empty() && !plan.gpu.supports(t.precision)) {
-    diag.add("/training/precision", plan.gpu.name + " has no " +
-                                        std::string(to_string(t.precision)) +
-                                        " support (no peak_tflops." +
-                                        std::string(to_string(t.precision)) + " in its spec)");
+  if (per_step > 0 && t.global_batch_size < per_step) {
+    diag.add("/training/global_batch_size", "must be at least dp x micro_batch_size (" +
+                                                str(per_step) + ") for one micro-batch, got " +
+                                                str(t.global_batch_size));
+  }
+  if (p.sequence_parallel && p.tp > 1 && (t.seq_length / p.cp) % p.tp != 0) {
+    diag.add("/training/seq_length", "with sequence parallelism the sequence per cp rank (" +
+                                         str(t.seq_length / p.cp) + ") must be divisible by tp (" +
+                                         str(p.tp) + ")");
+  }
+  if (m.is_moe() && p.tp > 1 && !p.sequence_parallel) {
+    diag.add("/parallel/sequence_parallel",
+             "an MoE model with tp > 1 needs sequence parallelism (as Megatron-core requires for "
+             "its token dispatcher)");
+  }
+  if (p.offload == Offload::kOptimizerAndParams && p.zero_stage != 3) {
+    diag.add("/parallel/offload",
+             "offloading parameters needs zero_stage 3 (they are gathered "
+             "per layer), got zero_stage " +
+                 str(p.zero_stage));
   }
 }
 

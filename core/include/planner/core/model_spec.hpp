@@ -58,6 +58,9 @@ struct ModelSpec {
   bool is_moe() const { return moe.has_value() && moe->num_experts > 1; }
   // Number of layers whose MLP is a mixture of experts.
   int moe_layers() const;
+  // True when layer `layer` (0-based) has an MoE MLP: every layer_freq-th layer, counting from 1
+  // (layers layer_freq-1, 2·layer_freq-1, ...), so that moe_layers() of them exist.
+  bool is_moe_layer(int layer) const;
   std::int64_t q_dim() const { return static_cast<std::int64_t>(heads) * head_dim; }
   std::int64_t kv_dim() const { return static_cast<std::int64_t>(kv_heads) * head_dim; }
 

@@ -38,4 +38,10 @@ struct Plan {
 // diagnostic per violation, at the JSON pointer of the offending field ("/parallel/tp").
 void check_plan(const Plan& plan, Diagnostics& diag);
 
+// The part of check_plan() that needs no cluster: whether `parallel` can run `model` with
+// `training` at all (divisibility, batch, schedule, ZeRO/offload/parameter-server combinations).
+// Pointers are as in a plan document ("/parallel/tp", "/training/seq_length").
+void check_parallel(const ModelSpec& model, const TrainingSpec& training,
+                    const ParallelConfig& parallel, Diagnostics& diag);
+
 }  // namespace planner

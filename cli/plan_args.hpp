@@ -1,0 +1,48 @@
+// Command-line flags that describe a training configuration (model, GPU, training, parallel),
+// shared by the commands that evaluate one: `--plan FILE` or flags in Megatron's vocabulary.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "planner/core/catalog.hpp"
+#include "planner/core/gpu_spec.hpp"
+#include "planner/core/model_spec.hpp"
+#include "planner/core/parallel_config.hpp"
+#include "planner/core/status.hpp"
+#include "planner/core/training_spec.hpp"
+
+namespace planner::cli {
+
+struct PlanArgs {
+  std::string plan;
+  std::string model = "gpt3-175b";
+  std::string gpu;
+  ParallelConfig parallel;
+  std::int64_t seq = 0;
+  std::int64_t gbs = 0;
+  std::string precision = "bf16";
+  std::string optimizer = "adam";
+  std::string schedule = "1f1b";
+  std::string recompute = "none";
+  std::string offload = "none";
+};
+
+struct ResolvedPlan {
+  ModelSpec model;
+  TrainingSpec training;
+  ParallelConfig parallel;
+  GpuSpec gpu;  // empty name when no GPU was given
+};
+
+// Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,
+// --sp, --recompute, --zero, --schedule, --vpp, --offload, --seq, --gbs, --precision,
+// --optimizer); --plan excludes the others.
+void add_plan_options(CLI::App* cmd, PlanArgs& args);
+
+// The configuration the flags or the plan file describe. Defaults: sequence length = the model's
+// maximum (2048 when unknown), global batch = dp × mbs × pp (one micro-batch per stage).
+Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args);
+
+}  // namespace planner::cli

@@ -1,0 +1,90 @@
+// FLOP accounting: model FLOPs (for MFU), hardware FLOPs (for HFU) and the conventions that
+// published training runs used, so their figures can be reproduced and compared.
+//
+// Planner's convention (what the compute ops of a lowered step program add up to):
+//   * Only matrix multiplications count: every linear layer's GEMM (2·m·n·k) and attention's two
+//     batched GEMMs, QKᵀ and PV (2·s_q·s_kv·head_dim each, per head). Norms, activations, softmax,
+//     residual adds, the embedding lookup, the loss and the optimizer are not counted: they are
+//     memory-bound, and every published convention below leaves them out too.
+//   * Backward = 2 × forward (input-gradient and weight-gradient GEMMs; for attention the gradients
+//     through QKᵀ and PV).
+//   * Attention is causal: a causal s×s score matrix has s²/2 useful entries (the diagonal counted
+//     as half, as flash-attention reports its FLOPs), so the attention term is half of the
+//     full-mask term. The published conventions below all count the full s² (non-causal).
+//   * MoE layers count top_k experts per token plus the router GEMM (hidden × experts).
+//   * The LM head counts vocab × hidden per token even when it is tied to the embedding.
+//   Forward FLOPs per token = 2·N_gemm + 2·layers·s·q_dim, with N_gemm the GEMM weights a token
+//   touches (QKV, output projection, MLP or active experts, router, LM head; no biases or norms)
+//   and q_dim = heads × head_dim. Model FLOPs per token = 3 × forward ("6·N + attention").
+//   Hardware FLOPs add what recomputation runs again: selective → the attention core forward of
+//   every layer; full → every layer's forward (not the LM head, which is never recomputed).
+//   MFU = model FLOPs / (step time × GPUs × peak); HFU the same with hardware FLOPs.
+//
+// Published conventions (reproduced by tests/core/flops_test.cpp against reference data
+// published_runs.json):
+//   * Megatron-LM model FLOPs: num_floating_point_operations() in megatron/training/training.py
+//     (NVIDIA/Megatron-LM, core_r0.9): 12·B·s·L·h²·[(1 + g/a + s/h)·q/h + (f/h)·k·γ + V/(2·L·h)],
+//     with g query groups, a heads, f ffn size, k experts per token, γ = 3/2 for gated MLPs. For a
+//     GPT (f = 4h, MHA) this is Narayanan et al. 2021's 72·B·s·L·h²·(1 + s/6h + V/12Lh); NeMo's
+//     "model TFLOP/s" uses the same count. Layers with MoE use the expert ffn size and top_k.
+//   * Megatron eq.(3) (Narayanan et al., SC'21, arXiv:2104.04473, eq. 3): hardware FLOPs with full
+//     recomputation, 96·B·s·L·h²·(1 + s/6h + V/16Lh) = the model count with the layer part × 4/3.
+//   * MosaicML llm-foundry: 3·B·(2·N·s + 4·L·h·s²) per step with N all parameters (attention
+//     non-causal, norms and activations excluded); its HFU uses 4 instead of 3 (recompute).
+#pragma once
+
+#include <cstdint>
+
+#include "planner/core/enums.hpp"
+#include "planner/core/model_spec.hpp"
+#include "planner/core/training_spec.hpp"
+#include "planner/core/units.hpp"
+
+namespace planner {
+
+enum class AttentionMask { kCausal, kFull };
+
+// GEMM weights (elements) that one token touches in a forward pass: per layer QKV, output
+// projection, MLP (top_k experts and the router in MoE layers), plus the LM head (vocab × hidden,
+// also when tied). Biases, norms and the embedding lookup are excluded.
+std::int64_t gemm_params_per_token(const ModelSpec& model);
+
+// Forward FLOPs of one token at sequence length `seq` (planner's convention above).
+double forward_flops_per_token(const ModelSpec& model, std::int64_t seq, AttentionMask mask);
+
+// Attention-core forward FLOPs (QKᵀ and PV) of one token over all layers.
+double attention_core_flops_per_token(const ModelSpec& model, std::int64_t seq, AttentionMask mask);
+
+// Model FLOPs of one training step (forward + backward, no recompute), causal attention.
+Flops model_flops_per_step(const ModelSpec& model, const TrainingSpec& training);
+
+// Hardware FLOPs of one step: model FLOPs plus the forward work that `recompute` runs again.
+Flops hardware_flops_per_step(const ModelSpec& model, const TrainingSpec& training,
+                              Recompute recompute);
+
+// Megatron-LM's num_floating_point_operations() for `batch` sequences of `seq` tokens (model
+// FLOPs, non-causal attention). Equals NeMo's model-FLOPs count.
+Flops megatron_model_flops(const ModelSpec& model, std::int64_t batch, std::int64_t seq);
+
+// Megatron's count with recomputation: full → layer part × 4/3 (eq. 3 of Narayanan et al. for a
+// GPT); selective → plus one forward of the attention core (4·B·s²·q_dim per layer); none → the
+// model count.
+Flops megatron_hardware_flops(const ModelSpec& model, std::int64_t batch, std::int64_t seq,
+                              Recompute recompute);
+
+// Narayanan et al. eq.(3) as printed: 96·B·s·L·h²·(1 + s/6h + V/16Lh).
+Flops megatron_eq3_flops(std::int64_t batch, std::int64_t seq, std::int64_t layers,
+                         std::int64_t hidden, std::int64_t vocab);
+
+// MosaicML llm-foundry's count: passes·B·(2·N·s + 4·L·h·s²) with passes = 3 for MFU, 4 for HFU
+// with activation checkpointing.
+Flops mosaicml_flops(double params, std::int64_t batch, std::int64_t seq, std::int64_t layers,
+                     std::int64_t hidden, bool recompute);
+
+// FLOPs utilisation: `flops` done in `step_seconds` on `gpus` devices of peak `peak` each.
+double flops_utilization(Flops flops, double step_seconds, std::int64_t gpus, FlopRate peak);
+
+// Step time (s) implied by a published per-GPU rate: flops / (rate × gpus).
+double step_seconds_from_rate(Flops flops, FlopRate per_gpu, std::int64_t gpus);
+
+}  // namespace planner

@@ -1,0 +1,117 @@
+// Per-rank memory: what one GPU of each pipeline stage holds at its peak, and whether it fits.
+//
+// Model states (Rajbhandari et al. 2020, "ZeRO", §3.1: mixed-precision Adam keeps 2 + 2 + 12 =
+// 16 bytes per parameter: 16-bit weights and gradients, fp32 master weights, momentum and
+// variance):
+//   weights      params × param bytes (2 for bf16/fp16/fp8 training, 4 for fp32/tf32)
+//   gradients    params × grad bytes (param bytes, or 4 with fp32 gradient accumulation)
+//   optimizer    params × optimizer bytes: Adam/AdamW 12 (4 fp32 master + 8 moments; 8 when
+//                training in fp32, the weights being the master copy); SGD with momentum 8 (4)
+//   ZeRO shards over the data-parallel group (dp × cp for dense weights, expert data parallel
+//   for experts): stage 1 the optimizer states, 2 also the gradients, 3 also the weights, which
+//   are then gathered per layer (two layers' worth resident: the one in use and the prefetched).
+//   Offload moves the optimizer states (and with params also the weight shards) to host memory.
+//   A parameter-server plan keeps no optimizer state on the workers.
+//
+// Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+// Models", arXiv:2205.05198, §4): per layer and micro-batch, sequence s, micro-batch b, hidden h,
+// heads a, tensor parallel t, in bytes with 16-bit activations:
+//   no parallelism                    s·b·h·(34 + 5·a·s/h)
+//   tensor parallel                   s·b·h·(10 + 24/t + 5·a·s/(h·t))
+//   tensor + sequence parallel        s·b·h/t·(34 + 5·a·s/h)
+//   selective recompute               the 5·a·s/h term (softmax, its dropout mask and output) is
+//                                     recomputed and not stored
+//   full recompute                    2·s·b·h per layer (its input; /t with SP), plus one layer's
+//                                     full activations while that layer is recomputed
+// The 34 is 11 (attention) + 19 (MLP) + 4 (two layer norms); planner computes it from the layer's
+// shapes so GQA (K, V of kv_dim), gated MLPs (three ffn-sized tensors instead of two) and MoE
+// layers (tokens × top_k × capacity_factor through the experts, router probabilities) follow the
+// same accounting; for a GPT layer it is exactly Korthikanti's. Flash attention (flash_attention,
+// the default, matching the lowering) never stores the s×s softmax: the 5·a·s/h term is dropped
+// (its fp32 log-sum-exp, 4·a·s·b bytes, is ignored). Context parallelism divides s by cp (ring
+// attention is block-wise, so no s×s term either).
+// Korthikanti §4.3 extras: the first stage stores the embedding dropout mask (s·b·h/t with SP, 1
+// byte per element) per micro-batch in flight; the last stage the final norm and LM head inputs
+// (2·s·b·h each, /t with SP) and the fp32 logits for the loss (4·s·b·V/t).
+// Micro-batches in flight come from the schedule (schedule.hpp, peak_in_flight): 1F1B holds p − s
+// on stage s, GPipe m, interleaving (p − s − 1)·2 + (v − 1)·p + 1 chunk-micro-batches of L/(p·v)
+// layers, i.e. Korthikanti's factor 1 + (p − 1)/(p·v) on the first stage; ZB-H1 counts a
+// micro-batch until its weight-gradient pass (an upper bound: W needs only the GEMM inputs).
+//
+// Communication buffers: pipeline send and receive buffers (two activations), ZeRO-3 gathered
+// layers are counted under weights, MoE all-to-all buffers (dispatched tokens in and out), and
+// context-parallel K/V ring buffers (two blocks). Framework overhead: CUDA context, cuBLAS and
+// NCCL workspaces and allocator slack, an assumption of kDefaultFrameworkOverheadGiB (set it from
+// measurements: it depends on the framework, NCCL channels and the number of communicators).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/core/gpu_spec.hpp"
+#include "planner/core/model_spec.hpp"
+#include "planner/core/parallel_config.hpp"
+#include "planner/core/status.hpp"
+#include "planner/core/training_spec.hpp"
+#include "planner/core/units.hpp"
+
+namespace planner {
+
+inline constexpr double kDefaultFrameworkOverheadGiB = 2.0;
+
+// Bytes per parameter / element, by role, for a training setup.
+struct PrecisionBytes {
+  int param = 2;       // stored weights (fp8 training keeps 16-bit weights)
+  int grad = 2;        // gradient accumulation buffer and the DP reduction
+  int optimizer = 12;  // fp32 master (when not fp32 training) + optimizer moments
+  int activation = 2;  // stored activations and p2p / collective payloads
+};
+PrecisionBytes precision_bytes(const TrainingSpec& training, bool fp32_grads = false);
+
+struct MemoryOptions {
+  Bytes framework_overhead = gibibytes(kDefaultFrameworkOverheadGiB);
+  bool flash_attention = true;  // false: store the s×s softmax as Korthikanti's formula does
+  bool fp32_grads = false;
+};
+
+// Korthikanti's per-layer activation bytes for one micro-batch (dense layer unless `moe_layer`),
+// with the options' attention kind; see the header.
+Bytes layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training,
+                             const ParallelConfig& parallel, bool moe_layer,
+                             const MemoryOptions& options = {});
+
+struct StageMemory {
+  int stage = 0;
+  std::int64_t params = 0;            // parameter elements held by one rank (before ZeRO sharding)
+  std::int64_t embedding_params = 0;  // of which embedding / LM head / final norm
+  Bytes weights;
+  Bytes gradients;
+  Bytes optimizer;
+  Bytes activations;        // layer activations + extras
+  Bytes layer_activations;  // Σ layers in flight × per-layer activations (Korthikanti's term)
+  Bytes extra_activations;  // embedding mask, LM head inputs and logits, recompute working layer
+  double layers_in_flight = 0;  // layer-micro-batches whose activations are held at the peak
+  int microbatches_in_flight = 0;
+  Bytes comm_buffers;
+  Bytes overhead;
+  Bytes host;  // offloaded to host memory (not counted in total)
+  Bytes total() const {
+    return weights + gradients + optimizer + activations + comm_buffers + overhead;
+  }
+};
+
+struct MemoryReport {
+  std::vector<StageMemory> stages;
+  int peak_stage = 0;
+  Bytes peak;
+  Bytes capacity;  // the GPU's HBM; zero when no GPU was given
+  bool fits = true;
+};
+
+// Fails with the reasons when check_parallel() rejects the combination.
+Result<MemoryReport> estimate_memory(const ModelSpec& model, const TrainingSpec& training,
+                                     const ParallelConfig& parallel, const GpuSpec& gpu,
+                                     const MemoryOptions& options = {});
+
+}  // namespace planner

@@ -1,0 +1,87 @@
+// How a model is cut into pipeline stages and model chunks, and which parameters one rank holds.
+//
+// Layers: with p stages and v chunks per stage, every chunk holds L / (p·v) consecutive layers;
+// chunk c of stage s is virtual stage c·p + s and holds layers [(c·p + s)·L/(pv), ...). The
+// embedding sits on virtual stage 0 (stage 0), the final norm and LM head on virtual stage pv − 1
+// (stage p − 1). With tied embeddings and more than one stage, the last stage keeps its own copy of
+// the word embedding as LM head (Megatron-LM), kept equal by an all-reduce of their gradients.
+//
+// Parameters per rank (elements), tensor-parallel degree t (Megatron-LM layouts):
+//   attn_norm, mlp_norm, final_norm  replicated on the tp ranks (LayerNorm weight + bias, RMSNorm
+//   weight) attn_qkv     hidden × (q_dim + 2·kv_dim) / t  (+ bias (q_dim + 2·kv_dim) / t) attn_out
+//   q_dim / t × hidden  (+ bias hidden, replicated) mlp_gate, mlp_up   hidden × ffn / t each (gate
+//   only for gated MLPs; + bias ffn / t) mlp_down     ffn / t × hidden  (+ bias hidden, replicated)
+//   moe_router   hidden × experts, replicated
+//   expert_gate/up/down   experts / ep local experts, each split over tp like the dense MLP
+//   embedding    vocab / t × hidden  (+ learned positions max_seq_len × hidden, replicated)
+//   lm_head      vocab / t × hidden (untied, or the tied copy on the last of several stages)
+// "Replicated" parameters are identical on the tp ranks; under sequence parallelism their
+// gradients are summed over tp (Megatron's layernorm-grad all-reduce).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/core/model_spec.hpp"
+#include "planner/core/parallel_config.hpp"
+#include "planner/core/program.hpp"
+#include "planner/core/status.hpp"
+
+namespace planner {
+
+// One parameter tensor as held by one rank.
+struct ParamTensor {
+  OpRole role = OpRole::kAttnQkv;  // the op whose (weight-)gradient produces its gradient
+  int layer = OpId::kNone;         // global layer; kNone for embedding, final norm, LM head
+  std::int64_t elements = 0;       // on this rank, including tp_replicated
+  std::int64_t tp_replicated = 0;  // of which identical on all tp ranks
+  bool expert = false;             // expert weights: sharded over expert data parallelism
+  int grad_producers = 1;          // ops adding to its gradient per micro-batch (2: tied, pp = 1)
+};
+
+// Parameter elements on one rank, by how they are synchronised.
+struct RankParams {
+  std::int64_t dense = 0;      // reduced over dp (dp-cp): attention, dense MLP, router, norms
+  std::int64_t expert = 0;     // reduced over expert data parallel
+  std::int64_t embedding = 0;  // of `dense`: word/position embedding, LM head, final norm
+  std::int64_t tp_replicated = 0;
+  std::int64_t total() const { return dense + expert; }
+};
+
+class ModelPartition {
+ public:
+  // Fails when pp × virtual_stages does not divide the layers or a size is < 1.
+  static Result<ModelPartition> create(const ModelSpec& model, const ParallelConfig& parallel);
+
+  int stages() const { return stages_; }
+  int chunks() const { return chunks_; }
+  int virtual_stages() const { return stages_ * chunks_; }
+  int layers_per_chunk() const { return layers_per_chunk_; }
+  int first_layer(int stage, int chunk) const {
+    return (chunk * stages_ + stage) * layers_per_chunk_;
+  }
+  // Where a global layer lives: virtual stage layer / (L/(p·v)), its chunk and stage.
+  int virtual_stage_of_layer(int layer) const { return layer / layers_per_chunk_; }
+  int chunk_of_layer(int layer) const { return virtual_stage_of_layer(layer) / stages_; }
+  int stage_of_layer(int layer) const { return virtual_stage_of_layer(layer) % stages_; }
+  bool has_embedding(int stage, int chunk) const { return stage == 0 && chunk == 0; }
+  bool has_lm_head(int stage, int chunk) const {
+    return stage == stages_ - 1 && chunk == chunks_ - 1;
+  }
+  // Parameter tensors of one model chunk on one rank of `stage`, in registration (forward)
+  // order: embedding, then per layer attn_norm, attn_qkv, attn_out, mlp_norm, MLP or MoE
+  // tensors, then final_norm and lm_head.
+  std::vector<ParamTensor> chunk_params(int stage, int chunk) const;
+  // Totals over all chunks of a rank of `stage`.
+  RankParams rank_params(int stage) const;
+
+ private:
+  ModelSpec model_;
+  int tp_ = 1;
+  int ep_ = 1;
+  int stages_ = 1;
+  int chunks_ = 1;
+  int layers_per_chunk_ = 0;
+};
+
+}  // namespace planner

@@ -1,0 +1,116 @@
+// Pipeline schedules as pure orderings: for every stage, the order in which it runs the forward
+// and backward passes of (micro-batch, model chunk). Timing is not part of a schedule; the
+// lowering turns each pass into ops and the simulator times them.
+//
+// Virtual stages: with v model chunks per stage (interleaved schedule), chunk c of stage s is
+// virtual stage c·p + s; activations flow from virtual stage k to k + 1 (stage p − 1, chunk c
+// feeds stage 0, chunk c + 1) and gradients back.
+//
+// Schedules (p stages, m micro-batches, v chunks):
+//   gpipe        all forwards, then all backwards (Huang et al. 2019, GPipe).
+//   1f1b         PipeDream-Flush (Narayanan et al. 2021): stage s runs min(p − s − 1, m) warm-up
+//                forwards, then alternates one forward and one backward, then drains; at most
+//                p − s micro-batches are in flight on stage s.
+//   interleaved  Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21 §2.2;
+//                forward_backward_pipelining_with_interleaving): warm-up (p − s − 1)·2 + (v − 1)·p
+//                chunk-passes (all of them when m = p), forward k runs chunk (k mod pv) div p of
+//                micro-batch (k div pv)·p + k mod p, backward k the chunk v − 1 − that; needs
+//                m a multiple of p.
+//   zb-h1        Zero Bubble H1 (Qi et al., ICLR 2024, arXiv:2401.10241 §3.1): backward split into
+//                B (input gradient) and W (weight gradient); 1F1B's order of F and B, each W right
+//                after its B except that stage s keeps up to s weight-gradient passes deferred and
+//                runs them in the drain, filling the cool-down bubble. Same in-flight forwards
+//                as 1F1B.
+//
+// Bubble (idle) fraction with unit pass times, per stage idle time over the makespan:
+//   gpipe, 1f1b (F = B = 1)       (p − 1) / (m + p − 1)
+//   interleaved (F = B = 1/chunk) (p − 1) / (v·m + p − 1)
+//   zb-h1 (F = B = W = 1, m ≥ p)  (p − 1) / (3m + p − 1), vs 1F1B's (p − 1) / (m + p − 1) at
+//                                 F = 1, B + W = 2.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "planner/core/enums.hpp"
+#include "planner/core/status.hpp"
+
+namespace planner {
+
+enum class Pass : std::uint8_t {
+  kForward,
+  kBackward,  // input gradient; also the weight gradient unless the schedule splits backward
+  kWeight,    // weight gradient (split-backward schedules only)
+};
+
+struct PassItem {
+  std::int32_t microbatch = 0;
+  std::int16_t chunk = 0;
+  Pass pass = Pass::kForward;
+  bool operator==(const PassItem&) const = default;
+};
+
+class PipelineSchedule {
+ public:
+  // Fails when a size is < 1, chunks > 1 for a schedule other than interleaved, or interleaved with
+  // chunks < 2 or m not a multiple of p.
+  static Result<PipelineSchedule> create(Schedule kind, int stages, int microbatches,
+                                         int chunks = 1);
+  // A schedule from explicit per-stage orders (for tests and custom schedules); check it with
+  // check_schedule().
+  static PipelineSchedule from_orders(Schedule kind, int microbatches, int chunks,
+                                      bool split_backward,
+                                      std::vector<std::vector<PassItem>> orders);
+
+  Schedule kind() const { return kind_; }
+  int stages() const { return static_cast<int>(orders_.size()); }
+  int microbatches() const { return microbatches_; }
+  int chunks() const { return chunks_; }
+  bool split_backward() const { return split_backward_; }
+  const std::vector<PassItem>& stage(int s) const { return orders_[static_cast<std::size_t>(s)]; }
+  int virtual_stage(int stage, int chunk) const { return chunk * stages() + stage; }
+
+ private:
+  Schedule kind_ = Schedule::k1F1B;
+  int microbatches_ = 0;
+  int chunks_ = 1;
+  bool split_backward_ = false;
+  std::vector<std::vector<PassItem>> orders_;
+};
+
+// Durations of one pass of one model chunk.
+struct PassTimes {
+  double forward = 1;
+  double backward = 1;  // input gradient (+ weight gradient when not split)
+  double weight = 1;    // weight gradient, split schedules only
+};
+
+struct ScheduleRun {
+  double makespan = 0;
+  double idle_fraction = 0;  // 1 − busy / (stages × makespan)
+  std::vector<double> busy;  // per stage
+};
+
+// Runs the schedule: each stage executes its order one pass at a time; F of (mb, virtual stage k)
+// waits for F of (mb, k − 1), B for B of (mb, k + 1) and F of (mb, k), W for B of (mb, k). Fails
+// with the blocked passes when the stages wait on each other forever.
+Result<ScheduleRun> run_schedule(const PipelineSchedule& schedule, const PassTimes& times);
+
+// The checker every schedule must pass: each stage runs every (micro-batch, chunk) forward and
+// backward (and weight pass when split) exactly once, the forward before the backward before the
+// weight pass, and the stages' orders together run to the end (the sends and receives they imply
+// match without deadlock).
+Status check_schedule(const PipelineSchedule& schedule);
+
+// Peak over the order of stage `stage` of Σ weight(chunk) over the (micro-batch, chunk) pairs
+// whose forward has run and whose last backward pass (B, or W when split) has not: the
+// activations the stage holds. weight = 1 counts micro-batch chunks in flight.
+double peak_in_flight(const PipelineSchedule& schedule, int stage,
+                      const std::function<double(int chunk)>& weight);
+int peak_in_flight(const PipelineSchedule& schedule, int stage);
+
+// The closed-form bubble fraction of the header (zb-h1: valid for m ≥ p).
+double bubble_fraction(Schedule kind, int stages, int microbatches, int chunks = 1);
+
+}  // namespace planner

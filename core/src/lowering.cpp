@@ -1,0 +1,1573 @@
+#include "planner/core/lowering.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <unordered_map>
+
+#include "planner/core/diagnostics.hpp"
+#include "planner/core/memory.hpp"
+#include "planner/core/model_partition.hpp"
+#include "planner/core/rank_grid.hpp"
+#include "planner/core/schedule.hpp"
+
+namespace planner {
+namespace {
+
+constexpr std::uint32_t kNoOp = 0xffffffffu;
+// A dependency on a deferred weight-gradient op: its index in the pending list of the pass.
+constexpr std::uint32_t kPendingBit = 0x80000000u;
+constexpr int kVariants = 8;
+constexpr int kRoles = static_cast<int>(EnumTraits<OpRole>::kNames.size());
+constexpr int kPhases = static_cast<int>(EnumTraits<Phase>::kNames.size());
+
+constexpr std::int64_t kMegatronBucketFloor = 40'000'000;
+constexpr std::int64_t kMegatronBucketPerDpRank = 1'000'000;
+constexpr std::int64_t kFp32 = 4;
+constexpr std::int64_t kInt64 = 8;
+// Megatron's get_batch broadcasts int64 tokens and position ids to the first stage, int64 labels
+// and an fp32 loss mask to the last.
+constexpr std::int64_t kFirstStageBatchBytesPerToken = kInt64 + kInt64;
+constexpr std::int64_t kLastStageBatchBytesPerToken = kInt64 + kFp32;
+// Vocab-parallel cross-entropy all-reduces per token: the row max; then sum-exp and target logit.
+constexpr std::int64_t kLossMaxValues = 1;
+constexpr std::int64_t kLossSumValues = 2;
+
+// ZeRO-3 gather slots (see program.hpp, OpRole::kDpParamGather).
+constexpr int kSlotLayerDense = 0;
+constexpr int kSlotLayerExpert = 1;
+constexpr int kSlotEmbedding = 2;
+constexpr int kSlotLmHead = 3;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+struct Bucket {
+  std::int64_t elements = 0;
+  bool expert = false;
+  int tensors = 0;
+  std::uint32_t reduce_desc = kNoOp;
+  std::uint32_t gather_desc = kNoOp;
+  std::uint32_t d2h_desc = kNoOp;
+  std::uint32_t h2d_desc = kNoOp;
+  std::vector<std::uint32_t> push_desc;  // per server
+  std::vector<std::uint32_t> pull_desc;
+  std::vector<std::int64_t> parts;  // elements per server
+};
+
+// What every rank of one pipeline stage shares: its parameter tensors and gradient buckets.
+struct StageLayout {
+  std::vector<ParamTensor> tensors;
+  std::vector<int> tensor_bucket;
+  std::unordered_map<std::uint32_t, int> tensor_index;  // (layer + 1) << 8 | role
+  std::vector<Bucket> buckets;
+  RankParams params;
+  std::int64_t optimizer_params = 0;  // updated by one rank (after ZeRO sharding)
+  std::size_t ops_hint = 0;           // ops of the first lowered rank of the stage
+};
+
+std::uint32_t tensor_key(int layer, OpRole role) {
+  return (static_cast<std::uint32_t>(layer + 1) << 8) | static_cast<std::uint32_t>(role);
+}
+
+struct PendingOp {
+  Op op;
+  std::vector<std::uint32_t> deps;
+  int tensor = -1;
+};
+
+// Per-rank lowering state.
+struct RankState {
+  RankProgram* rp = nullptr;
+  int rank = 0;
+  int stage = 0;
+  const StageLayout* layout = nullptr;
+  std::int32_t g_tp = -1, g_dp = -1, g_edp = -1, g_ep = -1, g_emb = -1, g_norm = -1;
+  int pp_prev = -1, pp_next = -1, cp_prev = -1, cp_next = -1;
+  std::vector<int> tensor_stamp, tensor_left;
+  std::vector<int> bucket_stamp, bucket_left;
+  std::vector<std::vector<std::uint32_t>> bucket_ready;
+  std::vector<std::uint32_t> last_fwd;          // per micro-batch × chunks + chunk
+  std::vector<std::vector<PendingOp>> pending;  // per micro-batch (split backward)
+  std::vector<std::uint32_t> param_ready;       // per layer (+ 2 ends): ZeRO-1/2 overlapped gather
+  std::vector<std::uint8_t> param_used;
+  std::uint32_t last_bwd = kNoOp;
+  std::uint32_t last_reduce = kNoOp;
+  std::uint32_t emb_grad = kNoOp;       // last op producing the tied embedding / LM head gradient
+  std::uint32_t first_compute = kNoOp;  // first compute op of the last layer emitted (prefetch)
+};
+
+struct AttentionGrad {
+  std::uint32_t dq = kNoOp;   // last attention backward step (dQ complete)
+  std::uint32_t dkv = kNoOp;  // the own block's complete dK/dV (context parallel), or kNoOp
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, const LowerOptions& o,
+          RankGrid dense, RankGrid expert, PipelineSchedule sched, ModelPartition part)
+      : m_(m),
+        t_(t),
+        p_(p),
+        o_(o),
+        dense_(std::move(dense)),
+        expert_(std::move(expert)),
+        sched_(std::move(sched)),
+        part_(std::move(part)),
+        prog_(ProgramInfo{static_cast<int>(p.world_size()),
+                          p.dp_sync == DpSync::kParameterServer ? p.param_servers : 0, p.pp,
+                          p.virtual_stages, sched_.microbatches(), m.num_layers, p.schedule}) {
+    desc_cache_.fill(kNoOp);
+    setup_sizes();
+  }
+
+  Status lower_worker(int rank);
+  void lower_server(int server);
+  StepProgram take() { return std::move(prog_); }
+
+ private:
+  // ---- sizes
+  void setup_sizes();
+  // ---- descriptors
+  // The descriptor for (role, phase, variant), made by `make` the first time.
+  template <class Make>
+  std::uint32_t cached(OpRole role, Phase ph, int variant, Make&& make) {
+    const auto i =
+        (static_cast<std::size_t>(role) * kPhases + static_cast<std::size_t>(ph)) * kVariants +
+        static_cast<std::size_t>(variant);
+    if (desc_cache_[i] == kNoOp) desc_cache_[i] = prog_.intern(make());
+    return desc_cache_[i];
+  }
+  OpDesc gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+              std::uint8_t flags) const;
+  OpDesc misc(OpKind kind, Stream st, std::int64_t m, std::int64_t n, std::int64_t read,
+              std::int64_t written) const;
+  OpDesc comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
+              std::uint8_t flags = 0) const;
+  OpDesc attention(Phase ph, std::uint8_t flags) const;
+  std::uint32_t linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
+                       std::int64_t out, std::int64_t batch = 1);
+  std::uint32_t tp_collective(OpRole role, Phase ph, OpKind kind, std::int64_t tokens_full);
+  const StageLayout& layout(int stage);
+
+  // ---- emission
+  std::uint32_t add(RankState& r, OpId id, std::uint32_t desc,
+                    std::initializer_list<std::uint32_t> deps, std::int32_t group = -1,
+                    int peer = -1, std::uint32_t tag = 0);
+  std::uint32_t add_w(RankState& r, int mb, OpId id, std::uint32_t desc,
+                      std::initializer_list<std::uint32_t> deps, std::int32_t group = -1,
+                      int tensor = -1);
+  std::uint32_t add_w(RankState& r, int mb, const Op& op, std::vector<std::uint32_t> deps,
+                      int tensor);
+  void flush_w(RankState& r, int mb);
+  void grad_ready(RankState& r, int tensor, std::uint32_t op, int mb);
+  int tensor_of(const RankState& r, int layer, OpRole role) const;
+  void emit_bucket(RankState& r, int bucket, int mb);
+  std::uint32_t param_dep(RankState& r, int key);
+
+  std::uint32_t tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep, std::int64_t tokens);
+  std::uint32_t attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv);
+  AttentionGrad attention_bwd(RankState& r, int layer, int mb, std::uint32_t dout);
+  std::uint32_t zero3_gather(RankState& r, int layer, int mb, Phase ph, int slot,
+                             std::int64_t elements, bool expert, std::uint32_t after);
+  void zero3_reduce(RankState& r, int layer, int mb, int slot, std::int64_t elements, bool expert,
+                    const std::vector<std::uint32_t>& grads);
+  // Forward (or recompute) of one layer. ZeRO-3 gathers its weights in forward (prefetched after
+  // `prefetch_after`); a recompute uses the backward's gathers `weights` / `expert_weights`.
+  std::uint32_t layer_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t x,
+                          std::uint32_t prefetch_after, std::uint32_t weights = kNoOp,
+                          std::uint32_t expert_weights = kNoOp);
+  std::uint32_t layer_bwd(RankState& r, int layer, int mb, std::uint32_t dy, std::uint32_t saved,
+                          std::uint32_t prefetch_after);
+  std::uint32_t embedding_fwd(RankState& r, int mb);
+  void embedding_bwd(RankState& r, int mb, std::uint32_t dy);
+  std::uint32_t lm_head_fwd(RankState& r, int mb, std::uint32_t x);
+  std::uint32_t lm_head_bwd(RankState& r, int mb, std::uint32_t loss);
+  void forward_pass(RankState& r, int mb, int chunk);
+  void backward_pass(RankState& r, int mb, int chunk);
+  void step_tail(RankState& r);
+
+  const ModelSpec& m_;
+  const TrainingSpec& t_;
+  const ParallelConfig& p_;
+  const LowerOptions& o_;
+  RankGrid dense_;
+  RankGrid expert_;
+  PipelineSchedule sched_;
+  ModelPartition part_;
+  StepProgram prog_;
+  std::array<std::uint32_t, static_cast<std::size_t>(kRoles* kPhases* kVariants)> desc_cache_{};
+  std::vector<StageLayout> layouts_;
+  std::vector<bool> layout_ready_;
+
+  // Sizes of one rank (elements).
+  PrecisionBytes bytes_;
+  Precision gemm_prec_ = Precision::kBf16;
+  Precision act_prec_ = Precision::kBf16;
+  std::int64_t b_ = 1, sl_ = 0, T_ = 0, Ts_ = 0, h_ = 0, hd_ = 0, heads_l_ = 0, kv_heads_l_ = 0;
+  std::int64_t q_l_ = 0, kv_l_ = 0, f_l_ = 0, V_l_ = 0;
+  std::int64_t experts_ = 0, experts_l_ = 0, fe_l_ = 0, per_expert_ = 0, routed_ = 0;
+  int tp_ = 1, cp_ = 1, ep_ = 1, m_count_ = 0, vstages_ = 1, dp_shard_ = 1, edp_ = 1, servers_ = 0;
+  bool sp_ = false, split_ = false, gated_ = false, buckets_on_ = false;
+  std::int64_t bucket_size_ = 0;
+};
+
+void Lowerer::setup_sizes() {
+  bytes_ = precision_bytes(t_, o_.fp32_grads);
+  gemm_prec_ = t_.precision;
+  act_prec_ = bytes_.activation == 4
+                  ? Precision::kFp32
+                  : (t_.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16);
+  tp_ = p_.tp;
+  cp_ = p_.cp;
+  ep_ = p_.ep;
+  sp_ = p_.sequence_parallel && p_.tp > 1;
+  split_ = sched_.split_backward();
+  gated_ = m_.mlp != MlpKind::kGelu;
+  m_count_ = sched_.microbatches();
+  vstages_ = part_.virtual_stages();
+  b_ = p_.micro_batch_size;
+  sl_ = t_.seq_length / cp_;
+  T_ = b_ * sl_;
+  Ts_ = sp_ ? T_ / tp_ : T_;
+  h_ = m_.hidden;
+  hd_ = m_.head_dim;
+  heads_l_ = m_.heads / tp_;
+  kv_heads_l_ = m_.kv_heads / tp_;
+  q_l_ = heads_l_ * hd_;
+  kv_l_ = kv_heads_l_ * hd_;
+  f_l_ = m_.ffn_hidden / tp_;
+  V_l_ = m_.vocab / tp_;
+  if (m_.is_moe()) {
+    experts_ = m_.moe->num_experts;
+    experts_l_ = experts_ / ep_;
+    fe_l_ = m_.moe->expert_ffn_hidden / tp_;
+    // Capacity per expert: capacity_factor × tokens × top_k / experts over the ep ranks' tokens.
+    per_expert_ = static_cast<std::int64_t>(
+        std::ceil(m_.moe->capacity_factor * static_cast<double>(T_ * m_.moe->top_k * ep_) /
+                  static_cast<double>(experts_)));
+    routed_ = ceil_div(per_expert_ * experts_l_, tp_);  // tokens held after the all-to-all
+  }
+  dp_shard_ = p_.dp * p_.cp;
+  edp_ = static_cast<int>(static_cast<std::int64_t>(p_.dp) * p_.cp / p_.ep);
+  servers_ = p_.dp_sync == DpSync::kParameterServer ? p_.param_servers : 0;
+  bucket_size_ = o_.bucket_elements > 0 ? o_.bucket_elements : default_bucket_elements(p_.dp);
+  buckets_on_ =
+      p_.zero_stage < 3 && (dp_shard_ > 1 || servers_ > 0 || p_.offload != Offload::kNone);
+}
+
+// ---- descriptors
+
+OpDesc Lowerer::gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+                     std::uint8_t flags) const {
+  OpDesc d;
+  d.kind = OpKind::kGemm;
+  d.precision = gemm_prec_;
+  d.flags = flags;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.batch = batch;
+  d.flops = Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                  static_cast<double>(batch));
+  const std::int64_t in = bytes_per_element(gemm_prec_);
+  const bool acc = (flags & kAccumulate) != 0;
+  const std::int64_t out = acc ? bytes_.grad : bytes_.activation;
+  d.bytes_read = Bytes(batch * (m * k + k * n) * in + (acc ? batch * m * n * out : 0));
+  d.bytes_written = Bytes(batch * m * n * out);
+  return d;
+}
+
+OpDesc Lowerer::misc(OpKind kind, Stream st, std::int64_t m, std::int64_t n, std::int64_t read,
+                     std::int64_t written) const {
+  OpDesc d;
+  d.kind = kind;
+  d.stream = st;
+  d.precision = act_prec_;
+  d.m = m;
+  d.n = n;
+  d.bytes_read = Bytes(read);
+  d.bytes_written = Bytes(written);
+  return d;
+}
+
+OpDesc Lowerer::comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
+                     std::uint8_t flags) const {
+  OpDesc d;
+  d.kind = kind;
+  d.stream = st;
+  d.precision = prec;
+  d.flags = flags;
+  d.comm_bytes = Bytes(bytes);
+  return d;
+}
+
+OpDesc Lowerer::attention(Phase ph, std::uint8_t flags) const {
+  OpDesc d;
+  d.kind = OpKind::kAttention;
+  d.precision = act_prec_;
+  d.flags = flags;
+  d.batch = b_ * heads_l_;
+  d.m = t_.seq_length / cp_;
+  d.n = t_.seq_length / cp_;
+  d.k = hd_;
+  d.aux = kv_heads_l_;
+  const double fraction = (flags & (kCausal | kHalfBlock)) != 0 ? 0.5 : 1.0;
+  const double forward = 4.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) *
+                         static_cast<double>(d.n) * static_cast<double>(d.k) * fraction;
+  const bool backward = ph == Phase::kBackwardInput;
+  d.flops = Flops(backward ? 2.0 * forward : forward);
+  const std::int64_t e = bytes_.activation;
+  const std::int64_t q = b_ * heads_l_ * d.m * hd_ * e;
+  const std::int64_t kv = 2 * b_ * kv_heads_l_ * d.n * hd_ * e;
+  const std::int64_t lse = b_ * heads_l_ * d.m * kFp32;
+  d.bytes_read = Bytes(backward ? 3 * q + kv + lse : q + kv);  // + O and dO backward
+  d.bytes_written = Bytes(backward ? q + kv : q + lse);
+  return d;
+}
+
+// A linear layer's GEMM in phase `ph`: forward Y = X·Wᵀ, input gradient dX = dY·W, weight
+// gradient dW += dYᵀ·X.
+std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
+                              std::int64_t out, std::int64_t batch) {
+  return cached(role, ph, 0, [&] {
+    switch (ph) {
+      case Phase::kBackwardInput:
+        return gemm(tokens, in, out, batch, 0);
+      case Phase::kBackwardWeight:
+        return gemm(out, in, tokens, batch, kTransA | kAccumulate);
+      default:
+        return gemm(tokens, out, in, batch, kTransB);
+    }
+  });
+}
+
+std::uint32_t Lowerer::tp_collective(OpRole role, Phase ph, OpKind kind, std::int64_t tokens) {
+  return cached(role, ph, static_cast<int>(kind) % kVariants, [&] {
+    return comm(kind, Stream::kTpComm, tokens * h_ * bytes_.activation, act_prec_);
+  });
+}
+
+const StageLayout& Lowerer::layout(int stage) {
+  if (layouts_.empty()) {
+    layouts_.resize(static_cast<std::size_t>(p_.pp));
+    layout_ready_.assign(static_cast<std::size_t>(p_.pp), false);
+  }
+  StageLayout& L = layouts_[static_cast<std::size_t>(stage)];
+  if (layout_ready_[static_cast<std::size_t>(stage)]) return L;
+  layout_ready_[static_cast<std::size_t>(stage)] = true;
+  L.params = part_.rank_params(stage);
+  // Buckets: per model chunk, dense and expert parameters apart, in reverse registration order.
+  for (int c = 0; c < part_.chunks(); ++c) {
+    const std::vector<ParamTensor> tensors = part_.chunk_params(stage, c);
+    const std::size_t base = L.tensors.size();
+    L.tensors.insert(L.tensors.end(), tensors.begin(), tensors.end());
+    L.tensor_bucket.resize(L.tensors.size(), -1);
+    for (bool expert : {false, true}) {
+      int open = -1;
+      for (std::size_t i = tensors.size(); i-- > 0;) {
+        if (tensors[i].expert != expert) continue;
+        if (open < 0) {
+          L.buckets.push_back({});
+          L.buckets.back().expert = expert;
+          open = static_cast<int>(L.buckets.size()) - 1;
+        }
+        Bucket& b = L.buckets[static_cast<std::size_t>(open)];
+        b.elements += tensors[i].elements;
+        ++b.tensors;
+        L.tensor_bucket[base + i] = open;
+        if (b.elements >= bucket_size_) open = -1;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < L.tensors.size(); ++i) {
+    L.tensor_index[tensor_key(L.tensors[i].layer, L.tensors[i].role)] = static_cast<int>(i);
+  }
+  const std::int64_t shard_dense = p_.zero_stage >= 1 ? dp_shard_ : 1;
+  const std::int64_t shard_expert = p_.zero_stage >= 1 ? edp_ : 1;
+  L.optimizer_params =
+      ceil_div(L.params.dense, shard_dense) + ceil_div(L.params.expert, shard_expert);
+  for (Bucket& b : L.buckets) {
+    const std::int64_t shard = p_.zero_stage >= 1 ? (b.expert ? edp_ : dp_shard_) : 1;
+    const OpKind kind = p_.zero_stage == 0 ? OpKind::kAllReduce : OpKind::kReduceScatter;
+    b.reduce_desc = prog_.intern(comm(kind, Stream::kDpComm, b.elements * bytes_.grad,
+                                      bytes_.grad == 4 ? Precision::kFp32 : act_prec_));
+    b.gather_desc = prog_.intern(
+        comm(OpKind::kAllGather, Stream::kDpComm, b.elements * bytes_.param, act_prec_));
+    OpDesc d2h = comm(OpKind::kDeviceToHost, Stream::kDeviceToHost,
+                      ceil_div(b.elements, shard) * bytes_.grad, act_prec_);
+    b.d2h_desc = prog_.intern(d2h);
+    OpDesc h2d = comm(OpKind::kHostToDevice, Stream::kHostToDevice,
+                      ceil_div(b.elements, shard) * bytes_.param, act_prec_);
+    b.h2d_desc = prog_.intern(h2d);
+    for (int j = 0; j < servers_; ++j) {
+      const std::int64_t part = b.elements / servers_ + (j < b.elements % servers_ ? 1 : 0);
+      b.parts.push_back(part);
+      b.push_desc.push_back(
+          prog_.intern(comm(OpKind::kSend, Stream::kPsSend, part * bytes_.grad, act_prec_)));
+      b.pull_desc.push_back(
+          prog_.intern(comm(OpKind::kRecv, Stream::kPsRecv, part * bytes_.param, act_prec_)));
+    }
+  }
+  return L;
+}
+
+// ---- emission
+
+std::uint32_t Lowerer::add(RankState& r, OpId id, std::uint32_t desc,
+                           std::initializer_list<std::uint32_t> deps, std::int32_t group, int peer,
+                           std::uint32_t tag) {
+  std::array<std::uint32_t, 8> buf{};
+  std::size_t n = 0;
+  for (std::uint32_t d : deps) {
+    if (d != kNoOp) buf[n++] = d;
+  }
+  return r.rp->add(Op{id, desc, group, peer, tag}, std::span<const std::uint32_t>(buf.data(), n));
+}
+
+std::uint32_t Lowerer::add_w(RankState& r, int mb, OpId id, std::uint32_t desc,
+                             std::initializer_list<std::uint32_t> deps, std::int32_t group,
+                             int tensor) {
+  std::vector<std::uint32_t> list;
+  for (std::uint32_t d : deps) {
+    if (d != kNoOp) list.push_back(d);
+  }
+  return add_w(r, mb, Op{id, desc, group, -1, 0}, std::move(list), tensor);
+}
+
+// Emits a weight-gradient op now, or defers it to the W pass of a split-backward schedule (its
+// index is then kPendingBit | position in the pending list).
+std::uint32_t Lowerer::add_w(RankState& r, int mb, const Op& op, std::vector<std::uint32_t> deps,
+                             int tensor) {
+  if (!split_) {
+    const std::uint32_t i = r.rp->add(op, deps);
+    r.last_bwd = i;
+    if (op.id.role() == OpRole::kDpGradReduce || op.id.role() == OpRole::kOffloadGrad) {
+      r.last_reduce = i;
+    }
+    if (tensor >= 0) grad_ready(r, tensor, i, mb);
+    return i;
+  }
+  auto& list = r.pending[static_cast<std::size_t>(mb)];
+  list.push_back(PendingOp{op, std::move(deps), tensor});
+  return kPendingBit | static_cast<std::uint32_t>(list.size() - 1);
+}
+
+void Lowerer::flush_w(RankState& r, int mb) {
+  auto& list = r.pending[static_cast<std::size_t>(mb)];
+  std::vector<std::uint32_t> resolved;
+  resolved.reserve(list.size());
+  for (PendingOp& p : list) {
+    for (std::uint32_t& d : p.deps) {
+      if (d & kPendingBit) d = resolved[d & ~kPendingBit];
+    }
+    const std::uint32_t i = r.rp->add(p.op, p.deps);
+    resolved.push_back(i);
+    r.last_bwd = i;
+    if (p.op.id.role() == OpRole::kDpGradReduce || p.op.id.role() == OpRole::kOffloadGrad) {
+      r.last_reduce = i;
+    }
+    if (p.tensor >= 0) grad_ready(r, p.tensor, i, mb);
+  }
+  list.clear();
+}
+
+int Lowerer::tensor_of(const RankState& r, int layer, OpRole role) const {
+  const auto& idx = r.layout->tensor_index;
+  auto it = idx.find(tensor_key(layer, role));
+  if (it != idx.end()) return it->second;
+  if (role == OpRole::kLmHead) return tensor_of(r, OpId::kNone, OpRole::kEmbedding);  // tied
+  return -1;
+}
+
+void Lowerer::grad_ready(RankState& r, int tensor, std::uint32_t op, int mb) {
+  const ParamTensor& pt = r.layout->tensors[static_cast<std::size_t>(tensor)];
+  if (pt.role == OpRole::kEmbedding || pt.role == OpRole::kLmHead) r.emb_grad = op;
+  if (!buckets_on_) return;
+  const bool every_mb = p_.zero_stage == 2;
+  if (!every_mb && mb != m_count_ - 1) return;
+  const auto ti = static_cast<std::size_t>(tensor);
+  if (r.tensor_stamp[ti] != mb) {
+    r.tensor_stamp[ti] = mb;
+    r.tensor_left[ti] = pt.grad_producers;
+  }
+  const int b = r.layout->tensor_bucket[ti];
+  const auto bi = static_cast<std::size_t>(b);
+  if (r.bucket_stamp[bi] != mb) {
+    r.bucket_stamp[bi] = mb;
+    r.bucket_left[bi] = r.layout->buckets[bi].tensors;
+    r.bucket_ready[bi].clear();
+  }
+  r.bucket_ready[bi].push_back(op);
+  if (--r.tensor_left[ti] > 0) return;
+  if (--r.bucket_left[bi] == 0 && (p_.overlap_grad_reduce || every_mb)) emit_bucket(r, b, mb);
+}
+
+void Lowerer::emit_bucket(RankState& r, int b, int mb) {
+  const Bucket& bk = r.layout->buckets[static_cast<std::size_t>(b)];
+  const auto& ready = r.bucket_ready[static_cast<std::size_t>(b)];
+  std::uint32_t last = kNoOp;
+  if (servers_ > 0) {
+    for (int j = 0; j < servers_; ++j) {
+      const int slot = b * servers_ + j;
+      last = r.rp->add(
+          Op{OpId::make(OpId::kNone, r.rank, Phase::kBackwardWeight, OpRole::kPsPush, slot),
+             bk.push_desc[static_cast<std::size_t>(j)], -1, static_cast<int>(p_.world_size()) + j,
+             p2p_tag(P2pChannel::kPsPush, static_cast<std::uint32_t>(slot))},
+          ready);
+    }
+  } else {
+    const std::int32_t group = bk.expert ? r.g_edp : r.g_dp;
+    if (group >= 0) {
+      last = r.rp->add(
+          Op{OpId::make(OpId::kNone, mb, Phase::kBackwardWeight, OpRole::kDpGradReduce, b),
+             bk.reduce_desc, group, -1, 0},
+          ready);
+    }
+  }
+  if (p_.offload != Offload::kNone) {
+    const OpId id = OpId::make(OpId::kNone, mb, Phase::kBackwardWeight, OpRole::kOffloadGrad, b);
+    last = last == kNoOp ? r.rp->add(Op{id, bk.d2h_desc, -1, -1, 0}, ready)
+                         : add(r, id, bk.d2h_desc, {last});
+  }
+  if (last != kNoOp) r.last_reduce = last;
+}
+
+std::uint32_t Lowerer::param_dep(RankState& r, int key) {
+  const auto k = static_cast<std::size_t>(key + 1);
+  if (r.param_used.empty() || r.param_used[k]) return kNoOp;
+  r.param_used[k] = 1;
+  return r.param_ready[k];
+}
+
+// A tensor-parallel collective over `tokens` full-sequence tokens (T or the SP shard's T).
+std::uint32_t Lowerer::tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep,
+                             std::int64_t tokens) {
+  return add(r, id, tp_collective(id.role(), id.phase(), kind, tokens), {dep}, r.g_tp);
+}
+
+std::uint32_t Lowerer::attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv) {
+  if (cp_ == 1) {
+    return add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore),
+               cached(OpRole::kAttnCore, ph, 0, [&] { return attention(ph, kCausal); }), {qkv});
+  }
+  const std::int64_t kv_bytes = 2 * b_ * kv_heads_l_ * sl_ * hd_ * bytes_.activation;
+  const std::uint32_t send_d = cached(OpRole::kCpKvSend, ph, 0, [&] {
+    return comm(OpKind::kSend, Stream::kCpSend, kv_bytes, act_prec_);
+  });
+  const std::uint32_t recv_d = cached(OpRole::kCpKvRecv, ph, 0, [&] {
+    return comm(OpKind::kRecv, Stream::kCpRecv, kv_bytes, act_prec_);
+  });
+  const P2pChannel ch =
+      ph == Phase::kRecompute ? P2pChannel::kCpKvRecompute : P2pChannel::kCpKvForward;
+  std::uint32_t held = qkv;  // the K/V block this rank holds at the current step
+  std::uint32_t out = kNoOp;
+  for (int j = 0; j < cp_; ++j) {
+    std::uint32_t recv = kNoOp;
+    if (j < cp_ - 1) {
+      const auto payload = static_cast<std::uint32_t>(
+          (static_cast<std::int64_t>(mb) * m_.num_layers + layer) * cp_ + j);
+      add(r, OpId::make(layer, mb, ph, OpRole::kCpKvSend, j), send_d, {held}, -1, r.cp_next,
+          p2p_tag(ch, payload));
+      recv = add(r, OpId::make(layer, mb, ph, OpRole::kCpKvRecv, j), recv_d, {}, -1, r.cp_prev,
+                 p2p_tag(ch, payload));
+    }
+    const std::uint8_t flags = j == 0 ? kCausal : kHalfBlock;
+    out = add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore, j),
+              cached(OpRole::kAttnCore, ph, j == 0 ? 0 : 1, [&] { return attention(ph, flags); }),
+              {held, out});
+    held = recv;
+  }
+  return out;
+}
+
+AttentionGrad Lowerer::attention_bwd(RankState& r, int layer, int mb, std::uint32_t dout) {
+  const Phase ph = Phase::kBackwardInput;
+  if (cp_ == 1) {
+    return {add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore),
+                cached(OpRole::kAttnCore, ph, 0, [&] { return attention(ph, kCausal); }), {dout}),
+            kNoOp};
+  }
+  const std::int64_t kv_bytes = 2 * b_ * kv_heads_l_ * sl_ * hd_ * bytes_.activation;
+  const std::uint32_t send_d = cached(OpRole::kCpKvSend, ph, 0, [&] {
+    return comm(OpKind::kSend, Stream::kCpSend, kv_bytes, act_prec_);
+  });
+  const std::uint32_t recv_d = cached(OpRole::kCpKvRecv, ph, 0, [&] {
+    return comm(OpKind::kRecv, Stream::kCpRecv, kv_bytes, act_prec_);
+  });
+  const std::uint32_t dsend_d = cached(OpRole::kCpDkvSend, ph, 0, [&] {
+    return comm(OpKind::kSend, Stream::kCpSend, kv_bytes, act_prec_);
+  });
+  const std::uint32_t drecv_d = cached(OpRole::kCpDkvRecv, ph, 0, [&] {
+    return comm(OpKind::kRecv, Stream::kCpRecv, kv_bytes, act_prec_);
+  });
+  std::uint32_t held = dout;
+  std::uint32_t partial = kNoOp;  // the received partial dK/dV of the block held
+  std::uint32_t out = kNoOp;
+  for (int j = 0; j < cp_; ++j) {
+    const auto payload = static_cast<std::uint32_t>(
+        (static_cast<std::int64_t>(mb) * m_.num_layers + layer) * cp_ + j);
+    std::uint32_t recv = kNoOp;
+    if (j < cp_ - 1) {
+      add(r, OpId::make(layer, mb, ph, OpRole::kCpKvSend, j), send_d, {held}, -1, r.cp_next,
+          p2p_tag(P2pChannel::kCpKvBackward, payload));
+      recv = add(r, OpId::make(layer, mb, ph, OpRole::kCpKvRecv, j), recv_d, {}, -1, r.cp_prev,
+                 p2p_tag(P2pChannel::kCpKvBackward, payload));
+    }
+    const std::uint8_t flags = j == 0 ? kCausal : kHalfBlock;
+    out = add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore, j),
+              cached(OpRole::kAttnCore, ph, j == 0 ? 0 : 1, [&] { return attention(ph, flags); }),
+              {held, out, partial, dout});
+    // The block's dK/dV (accumulated along the ring) moves on with it; after cp steps every
+    // block's gradient is back at its owner.
+    add(r, OpId::make(layer, mb, ph, OpRole::kCpDkvSend, j), dsend_d, {out}, -1, r.cp_next,
+        p2p_tag(P2pChannel::kCpDkvBackward, payload));
+    partial = add(r, OpId::make(layer, mb, ph, OpRole::kCpDkvRecv, j), drecv_d, {}, -1, r.cp_prev,
+                  p2p_tag(P2pChannel::kCpDkvBackward, payload));
+    held = recv;
+  }
+  // The own block's complete dK/dV arrives with the last receive.
+  return {out, partial};
+}
+
+std::uint32_t Lowerer::zero3_gather(RankState& r, int layer, int mb, Phase ph, int slot,
+                                    std::int64_t elements, bool expert, std::uint32_t after) {
+  const std::int32_t group = expert ? r.g_edp : r.g_dp;
+  if (group < 0 || elements == 0) return kNoOp;
+  std::uint32_t dep = after;
+  if (p_.offload == Offload::kOptimizerAndParams) {
+    const std::int64_t shard = ceil_div(elements, expert ? edp_ : dp_shard_);
+    dep = add(r, OpId::make(layer, mb, ph, OpRole::kOffloadParam, slot),
+              prog_.intern(comm(OpKind::kHostToDevice, Stream::kHostToDevice, shard * bytes_.param,
+                                act_prec_)),
+              {after});
+  }
+  return add(
+      r, OpId::make(layer, mb, ph, OpRole::kDpParamGather, slot),
+      prog_.intern(comm(OpKind::kAllGather, Stream::kDpComm, elements * bytes_.param, act_prec_)),
+      {dep}, group);
+}
+
+void Lowerer::zero3_reduce(RankState& r, int layer, int mb, int slot, std::int64_t elements,
+                           bool expert, const std::vector<std::uint32_t>& grads) {
+  const std::int32_t group = expert ? r.g_edp : r.g_dp;
+  if (elements == 0) return;
+  const Phase ph = Phase::kBackwardWeight;
+  std::vector<std::uint32_t> deps = grads;
+  if (group >= 0) {
+    const std::uint32_t desc = prog_.intern(
+        comm(OpKind::kReduceScatter, Stream::kDpComm, elements * bytes_.grad, act_prec_));
+    deps = {add_w(r, mb,
+                  Op{OpId::make(layer, mb, ph, OpRole::kDpGradReduce, slot), desc, group, -1, 0},
+                  std::move(deps), -1)};
+  }
+  if (p_.offload != Offload::kNone) {
+    const std::int64_t shard = ceil_div(elements, expert ? edp_ : dp_shard_);
+    const std::uint32_t d2h = prog_.intern(
+        comm(OpKind::kDeviceToHost, Stream::kDeviceToHost, shard * bytes_.grad, act_prec_));
+    add_w(r, mb, Op{OpId::make(layer, mb, ph, OpRole::kOffloadGrad, slot), d2h, -1, -1, 0},
+          std::move(deps), -1);
+  }
+}
+
+// ---- the transformer layer
+
+std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t x,
+                                 std::uint32_t prefetch_after, std::uint32_t weights,
+                                 std::uint32_t expert_weights) {
+  const bool moe = m_.is_moe_layer(layer);
+  std::uint32_t gather = weights, egather = expert_weights;
+  if (p_.zero_stage == 3 && ph == Phase::kForward) {
+    std::int64_t dense = 0, expert = 0;
+    for (const ParamTensor& pt : r.layout->tensors) {
+      if (pt.layer == layer) (pt.expert ? expert : dense) += pt.elements;
+    }
+    gather = zero3_gather(r, layer, mb, ph, kSlotLayerDense, dense, false, prefetch_after);
+    egather = zero3_gather(r, layer, mb, ph, kSlotLayerExpert, expert, true, prefetch_after);
+  }
+  const std::uint32_t ready = ph == Phase::kForward ? param_dep(r, layer) : kNoOp;
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
+  const std::int64_t e = bytes_.activation;
+  const std::uint32_t norm_d = cached(OpRole::kAttnNorm, ph, 0, [&] {
+    return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, Ts_ * h_ * e, Ts_ * h_ * e);
+  });
+  const std::uint32_t n1 = add(r, id(OpRole::kAttnNorm), norm_d, {x, ready, gather});
+  r.first_compute = n1;
+  std::uint32_t in = n1;
+  if (sp_) in = tp_op(r, id(OpRole::kSpGatherAttn), OpKind::kAllGather, n1, T_);
+  const std::uint32_t qkv =
+      add(r, id(OpRole::kAttnQkv), linear(OpRole::kAttnQkv, ph, T_, h_, q_l_ + 2 * kv_l_),
+          {in, gather});
+  const std::uint32_t attn = attention_fwd(r, layer, mb, ph, qkv);
+  std::uint32_t out =
+      add(r, id(OpRole::kAttnOut), linear(OpRole::kAttnOut, ph, T_, q_l_, h_), {attn});
+  if (sp_) {
+    out = tp_op(r, id(OpRole::kSpScatterAttn), OpKind::kReduceScatter, out, T_);
+  } else if (tp_ > 1) {
+    out = tp_op(r, id(OpRole::kTpReduceAttn), OpKind::kAllReduce, out, T_);
+  }
+  const std::uint32_t res_d = cached(OpRole::kAttnResidual, ph, 0, [&] {
+    return misc(OpKind::kElementwise, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
+  });
+  const std::uint32_t res1 = add(r, id(OpRole::kAttnResidual), res_d, {out, x});
+  const std::uint32_t n2 = add(r, id(OpRole::kMlpNorm), norm_d, {res1});
+  std::uint32_t y = kNoOp;
+  if (!moe) {
+    std::uint32_t mi = n2;
+    if (sp_) mi = tp_op(r, id(OpRole::kSpGatherMlp), OpKind::kAllGather, n2, T_);
+    const std::uint32_t up_d = linear(OpRole::kMlpUp, ph, T_, h_, f_l_);
+    std::uint32_t gate = kNoOp;
+    if (gated_) gate = add(r, id(OpRole::kMlpGate), up_d, {mi});
+    const std::uint32_t up = add(r, id(OpRole::kMlpUp), up_d, {mi});
+    const std::uint32_t act =
+        add(r, id(OpRole::kMlpAct),
+            cached(OpRole::kMlpAct, ph, 0,
+                   [&] {
+                     const std::int64_t in_tensors = gated_ ? 2 : 1;
+                     return misc(OpKind::kActivation, Stream::kCompute, T_, f_l_,
+                                 in_tensors * T_ * f_l_ * e, T_ * f_l_ * e);
+                   }),
+            {up, gate});
+    y = add(r, id(OpRole::kMlpDown), linear(OpRole::kMlpDown, ph, T_, f_l_, h_), {act});
+    if (sp_) {
+      y = tp_op(r, id(OpRole::kSpScatterMlp), OpKind::kReduceScatter, y, T_);
+    } else if (tp_ > 1) {
+      y = tp_op(r, id(OpRole::kTpReduceMlp), OpKind::kAllReduce, y, T_);
+    }
+  } else {
+    const std::uint32_t router =
+        add(r, id(OpRole::kRouter), linear(OpRole::kRouter, ph, Ts_, h_, experts_), {n2});
+    const std::int64_t k = m_.moe->top_k;
+    std::uint32_t tok =
+        add(r, id(OpRole::kRouterTopk),
+            cached(OpRole::kRouterTopk, ph, 0,
+                   [&] {
+                     return misc(OpKind::kRouter, Stream::kCompute, Ts_, experts_,
+                                 Ts_ * (experts_ + h_) * e, routed_ * h_ * e + Ts_ * k * kFp32);
+                   }),
+            {router, n2});
+    const std::uint32_t a2a_d = cached(OpRole::kEpDispatch, ph, 0, [&] {
+      return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+    });
+    if (ep_ > 1) tok = add(r, id(OpRole::kEpDispatch), a2a_d, {tok}, r.g_ep);
+    if (tp_ > 1) tok = tp_op(r, id(OpRole::kMoeTpGather), OpKind::kAllGather, tok, routed_ * tp_);
+    const std::uint32_t eup_d = linear(OpRole::kExpertUp, ph, per_expert_, h_, fe_l_, experts_l_);
+    std::uint32_t gate = kNoOp;
+    if (gated_) gate = add(r, id(OpRole::kExpertGate), eup_d, {tok, egather});
+    const std::uint32_t up = add(r, id(OpRole::kExpertUp), eup_d, {tok, egather});
+    const std::uint32_t act =
+        add(r, id(OpRole::kExpertAct),
+            cached(OpRole::kExpertAct, ph, 0,
+                   [&] {
+                     const std::int64_t rows = per_expert_ * experts_l_;
+                     const std::int64_t in_tensors = gated_ ? 2 : 1;
+                     return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
+                                 in_tensors * rows * fe_l_ * e, rows * fe_l_ * e);
+                   }),
+            {up, gate});
+    y = add(r, id(OpRole::kExpertDown),
+            linear(OpRole::kExpertDown, ph, per_expert_, fe_l_, h_, experts_l_), {act});
+    if (tp_ > 1) y = tp_op(r, id(OpRole::kMoeTpScatter), OpKind::kReduceScatter, y, routed_ * tp_);
+    if (ep_ > 1) {
+      y = add(r, id(OpRole::kEpCombine),
+              cached(OpRole::kEpCombine, ph, 0,
+                     [&] {
+                       return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+                     }),
+              {y}, r.g_ep);
+    }
+    y = add(r, id(OpRole::kExpertCombine),
+            cached(OpRole::kExpertCombine, ph, 0,
+                   [&] {
+                     return misc(OpKind::kRouter, Stream::kCompute, Ts_, h_, routed_ * h_ * e,
+                                 Ts_ * h_ * e);
+                   }),
+            {y, tok});
+  }
+  return add(r, id(OpRole::kMlpResidual), res_d, {y, res1});
+}
+
+std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t dy,
+                                 std::uint32_t saved, std::uint32_t prefetch_after) {
+  const bool moe = m_.is_moe_layer(layer);
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  std::uint32_t gather = kNoOp, egather = kNoOp;
+  std::int64_t dense_elems = 0, expert_elems = 0;
+  if (p_.zero_stage == 3) {
+    for (const ParamTensor& pt : r.layout->tensors) {
+      if (pt.layer == layer) (pt.expert ? expert_elems : dense_elems) += pt.elements;
+    }
+    gather = zero3_gather(r, layer, mb, B, kSlotLayerDense, dense_elems, false, prefetch_after);
+    egather = zero3_gather(r, layer, mb, B, kSlotLayerExpert, expert_elems, true, prefetch_after);
+  }
+  if (p_.recompute == Recompute::kFull) {
+    // The layer forward again from its stored input, once its output gradient has arrived.
+    saved = layer_fwd(r, layer, mb, Phase::kRecompute, dy, kNoOp, gather, egather);
+  }
+  std::vector<std::uint32_t> grads, egrads;  // ops producing this layer's weight gradients
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
+  const std::int64_t e = bytes_.activation;
+  const std::uint32_t res_d = cached(OpRole::kAttnResidual, B, 0, [&] {
+    return misc(OpKind::kElementwise, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
+  });
+  const std::uint32_t norm_d = cached(OpRole::kAttnNorm, B, 0, [&] {
+    return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
+  });
+  // ---- MLP block
+  std::uint32_t d_in = kNoOp;  // gradient at the block input, before the norm
+  if (!moe) {
+    std::uint32_t g = dy;
+    if (sp_) g = tp_op(r, id(OpRole::kSpScatterMlp, B), OpKind::kAllGather, dy, T_);
+    const std::uint32_t dd = add(r, id(OpRole::kMlpDown, B),
+                                 linear(OpRole::kMlpDown, B, T_, f_l_, h_), {g, saved, gather});
+    r.first_compute = dd;
+    grads.push_back(add_w(r, mb, id(OpRole::kMlpDown, W), linear(OpRole::kMlpDown, W, T_, f_l_, h_),
+                          {g, saved}, -1, tensor(OpRole::kMlpDown)));
+    const std::uint32_t act =
+        add(r, id(OpRole::kMlpAct, B),
+            cached(OpRole::kMlpAct, B, 0,
+                   [&] {
+                     const std::int64_t tensors = gated_ ? 3 : 2;
+                     return misc(OpKind::kActivation, Stream::kCompute, T_, f_l_,
+                                 tensors * T_ * f_l_ * e, (tensors - 1) * T_ * f_l_ * e);
+                   }),
+            {dd});
+    std::uint32_t x_full = kNoOp;  // the MLP input again for the weight gradients (SP)
+    if (sp_) {
+      x_full = add_w(r, mb, id(OpRole::kSpGatherMlp, W),
+                     tp_collective(OpRole::kSpGatherMlp, W, OpKind::kAllGather, T_), {dy}, r.g_tp);
+    }
+    const std::uint32_t up_b = linear(OpRole::kMlpUp, B, T_, h_, f_l_);
+    const std::uint32_t up_w = linear(OpRole::kMlpUp, W, T_, h_, f_l_);
+    std::uint32_t dg = kNoOp;
+    if (gated_) {
+      dg = add(r, id(OpRole::kMlpGate, B), up_b, {act});
+      grads.push_back(
+          add_w(r, mb, id(OpRole::kMlpGate, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpGate)));
+    }
+    const std::uint32_t du = add(r, id(OpRole::kMlpUp, B), up_b, {act, dg});
+    grads.push_back(
+        add_w(r, mb, id(OpRole::kMlpUp, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpUp)));
+    d_in = du;
+    if (sp_) {
+      d_in = tp_op(r, id(OpRole::kSpGatherMlp, B), OpKind::kReduceScatter, du, T_);
+    } else if (tp_ > 1) {
+      d_in = tp_op(r, id(OpRole::kTpReduceMlp, B), OpKind::kAllReduce, du, T_);
+    }
+  } else {
+    const std::int64_t k = m_.moe->top_k;
+    std::uint32_t g = add(r, id(OpRole::kExpertCombine, B),
+                          cached(OpRole::kExpertCombine, B, 0,
+                                 [&] {
+                                   return misc(OpKind::kRouter, Stream::kCompute, Ts_, h_,
+                                               Ts_ * h_ * e + routed_ * h_ * e,
+                                               routed_ * h_ * e + Ts_ * k * kFp32);
+                                 }),
+                          {dy, saved});
+    r.first_compute = g;
+    if (ep_ > 1) {
+      g = add(r, id(OpRole::kEpCombine, B),
+              cached(OpRole::kEpCombine, B, 0,
+                     [&] {
+                       return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+                     }),
+              {g}, r.g_ep);
+    }
+    if (tp_ > 1) g = tp_op(r, id(OpRole::kMoeTpScatter, B), OpKind::kAllGather, g, routed_ * tp_);
+    const std::uint32_t dd =
+        add(r, id(OpRole::kExpertDown, B),
+            linear(OpRole::kExpertDown, B, per_expert_, fe_l_, h_, experts_l_), {g, egather});
+    egrads.push_back(add_w(r, mb, id(OpRole::kExpertDown, W),
+                           linear(OpRole::kExpertDown, W, per_expert_, fe_l_, h_, experts_l_), {g},
+                           -1, tensor(OpRole::kExpertDown)));
+    const std::uint32_t act =
+        add(r, id(OpRole::kExpertAct, B),
+            cached(OpRole::kExpertAct, B, 0,
+                   [&] {
+                     const std::int64_t rows = per_expert_ * experts_l_;
+                     const std::int64_t tensors = gated_ ? 3 : 2;
+                     return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
+                                 tensors * rows * fe_l_ * e, (tensors - 1) * rows * fe_l_ * e);
+                   }),
+            {dd});
+    const std::uint32_t up_b = linear(OpRole::kExpertUp, B, per_expert_, h_, fe_l_, experts_l_);
+    const std::uint32_t up_w = linear(OpRole::kExpertUp, W, per_expert_, h_, fe_l_, experts_l_);
+    std::uint32_t dg = kNoOp;
+    if (gated_) {
+      dg = add(r, id(OpRole::kExpertGate, B), up_b, {act});
+      egrads.push_back(
+          add_w(r, mb, id(OpRole::kExpertGate, W), up_w, {act}, -1, tensor(OpRole::kExpertGate)));
+    }
+    std::uint32_t dx = add(r, id(OpRole::kExpertUp, B), up_b, {act, dg});
+    egrads.push_back(
+        add_w(r, mb, id(OpRole::kExpertUp, W), up_w, {act}, -1, tensor(OpRole::kExpertUp)));
+    if (tp_ > 1)
+      dx = tp_op(r, id(OpRole::kMoeTpGather, B), OpKind::kReduceScatter, dx, routed_ * tp_);
+    if (ep_ > 1) {
+      dx =
+          add(r, id(OpRole::kEpDispatch, B),
+              cached(OpRole::kEpDispatch, B, 0,
+                     [&] {
+                       return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+                     }),
+              {dx}, r.g_ep);
+    }
+    const std::uint32_t topk =
+        add(r, id(OpRole::kRouterTopk, B),
+            cached(OpRole::kRouterTopk, B, 0,
+                   [&] {
+                     return misc(OpKind::kRouter, Stream::kCompute, Ts_, experts_,
+                                 routed_ * h_ * e + Ts_ * experts_ * e, Ts_ * (experts_ + h_) * e);
+                   }),
+            {dx, g});
+    // The router's input gradient accumulates onto the token path's (both reach the norm output).
+    const std::uint32_t rd =
+        add(r, id(OpRole::kRouter, B),
+            cached(OpRole::kRouter, B, 0, [&] { return gemm(Ts_, h_, experts_, 1, kAccumulate); }),
+            {topk});
+    grads.push_back(add_w(r, mb, id(OpRole::kRouter, W),
+                          linear(OpRole::kRouter, W, Ts_, h_, experts_), {topk}, -1,
+                          tensor(OpRole::kRouter)));
+    d_in = rd;
+  }
+  const std::uint32_t n2 = add(r, id(OpRole::kMlpNorm, B), norm_d, {d_in});
+  grad_ready(r, tensor(OpRole::kMlpNorm), n2, mb);
+  grads.push_back(n2);
+  const std::uint32_t dres = add(r, id(OpRole::kMlpResidual, B), res_d, {n2, dy});
+  // ---- attention block
+  std::uint32_t g = dres;
+  if (sp_) g = tp_op(r, id(OpRole::kSpScatterAttn, B), OpKind::kAllGather, dres, T_);
+  const std::uint32_t od =
+      add(r, id(OpRole::kAttnOut, B), linear(OpRole::kAttnOut, B, T_, q_l_, h_), {g, gather});
+  grads.push_back(add_w(r, mb, id(OpRole::kAttnOut, W), linear(OpRole::kAttnOut, W, T_, q_l_, h_),
+                        {g}, -1, tensor(OpRole::kAttnOut)));
+  if (p_.recompute == Recompute::kSelective) attention_fwd(r, layer, mb, Phase::kRecompute, od);
+  const AttentionGrad attn = attention_bwd(r, layer, mb, od);
+  std::uint32_t x_full = kNoOp;
+  if (sp_) {
+    x_full = add_w(r, mb, id(OpRole::kSpGatherAttn, W),
+                   tp_collective(OpRole::kSpGatherAttn, W, OpKind::kAllGather, T_), {dres}, r.g_tp);
+  }
+  const std::int64_t qkv_out = q_l_ + 2 * kv_l_;
+  const std::uint32_t qd = add(r, id(OpRole::kAttnQkv, B),
+                               linear(OpRole::kAttnQkv, B, T_, h_, qkv_out), {attn.dq, attn.dkv});
+  grads.push_back(add_w(r, mb, id(OpRole::kAttnQkv, W),
+                        linear(OpRole::kAttnQkv, W, T_, h_, qkv_out), {attn.dq, attn.dkv, x_full},
+                        -1, tensor(OpRole::kAttnQkv)));
+  std::uint32_t dx = qd;
+  if (sp_) {
+    dx = tp_op(r, id(OpRole::kSpGatherAttn, B), OpKind::kReduceScatter, qd, T_);
+  } else if (tp_ > 1) {
+    dx = tp_op(r, id(OpRole::kTpReduceAttn, B), OpKind::kAllReduce, qd, T_);
+  }
+  const std::uint32_t n1 = add(r, id(OpRole::kAttnNorm, B), norm_d, {dx});
+  grad_ready(r, tensor(OpRole::kAttnNorm), n1, mb);
+  grads.push_back(n1);
+  const std::uint32_t out = add(r, id(OpRole::kAttnResidual, B), res_d, {n1, dres});
+  r.last_bwd = out;
+  if (p_.zero_stage == 3) {
+    zero3_reduce(r, layer, mb, kSlotLayerDense, dense_elems, false, grads);
+    zero3_reduce(r, layer, mb, kSlotLayerExpert, expert_elems, true, egrads);
+  }
+  return out;
+}
+
+// ---- model ends
+
+std::uint32_t Lowerer::embedding_fwd(RankState& r, int mb) {
+  const Phase ph = Phase::kForward;
+  std::uint32_t batch = kNoOp;
+  if (tp_ > 1) {
+    batch = add(r, OpId::make(OpId::kNone, mb, ph, OpRole::kDataBroadcast, 0),
+                cached(OpRole::kDataBroadcast, ph, 0,
+                       [&] {
+                         return comm(OpKind::kBroadcast, Stream::kTpComm,
+                                     T_ * kFirstStageBatchBytesPerToken, Precision::kFp32);
+                       }),
+                {}, r.g_tp);
+  }
+  std::uint32_t gather = kNoOp;
+  if (p_.zero_stage == 3) {
+    const ParamTensor& pt =
+        r.layout->tensors[static_cast<std::size_t>(tensor_of(r, OpId::kNone, OpRole::kEmbedding))];
+    gather = zero3_gather(r, OpId::kNone, mb, ph, kSlotEmbedding, pt.elements, false, kNoOp);
+  }
+  const std::int64_t e = bytes_.activation;
+  const std::uint32_t emb = add(r, OpId::make(OpId::kNone, mb, ph, OpRole::kEmbedding),
+                                cached(OpRole::kEmbedding, ph, 0,
+                                       [&] {
+                                         OpDesc d =
+                                             misc(OpKind::kEmbedding, Stream::kCompute, T_, h_,
+                                                  T_ * h_ * e + T_ * kInt64, T_ * h_ * e);
+                                         d.aux = V_l_;
+                                         return d;
+                                       }),
+                                {batch, gather, param_dep(r, OpId::kNone)});
+  if (sp_)
+    return tp_op(r, OpId::make(OpId::kNone, mb, ph, OpRole::kEmbeddingReduce),
+                 OpKind::kReduceScatter, emb, T_);
+  if (tp_ > 1)
+    return tp_op(r, OpId::make(OpId::kNone, mb, ph, OpRole::kEmbeddingReduce), OpKind::kAllReduce,
+                 emb, T_);
+  return emb;
+}
+
+void Lowerer::embedding_bwd(RankState& r, int mb, std::uint32_t dy) {
+  std::uint32_t g = dy;
+  if (sp_) {
+    g = tp_op(r, OpId::make(OpId::kNone, mb, Phase::kBackwardInput, OpRole::kEmbeddingReduce),
+              OpKind::kAllGather, dy, T_);
+  }
+  const std::int64_t e = bytes_.activation;
+  const int t = tensor_of(r, OpId::kNone, OpRole::kEmbedding);
+  const std::uint32_t w =
+      add_w(r, mb, OpId::make(OpId::kNone, mb, Phase::kBackwardWeight, OpRole::kEmbedding),
+            cached(OpRole::kEmbedding, Phase::kBackwardWeight, 0,
+                   [&] {
+                     OpDesc d = misc(OpKind::kEmbedding, Stream::kCompute, T_, h_,
+                                     T_ * h_ * e + T_ * kInt64, T_ * h_ * bytes_.grad);
+                     d.aux = V_l_;
+                     return d;
+                   }),
+            {g}, -1, t);
+  if (p_.zero_stage == 3) {
+    zero3_reduce(r, OpId::kNone, mb, kSlotEmbedding,
+                 r.layout->tensors[static_cast<std::size_t>(t)].elements, false, {w});
+  }
+}
+
+std::uint32_t Lowerer::lm_head_fwd(RankState& r, int mb, std::uint32_t x) {
+  const Phase ph = Phase::kForward;
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(OpId::kNone, mb, ph, role, slot); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t labels = kNoOp;
+  if (tp_ > 1) {
+    labels = add(r, id(OpRole::kDataBroadcast, 1),
+                 cached(OpRole::kDataBroadcast, ph, 1,
+                        [&] {
+                          return comm(OpKind::kBroadcast, Stream::kTpComm,
+                                      T_ * kLastStageBatchBytesPerToken, Precision::kFp32);
+                        }),
+                 {}, r.g_tp);
+  }
+  std::uint32_t gather = kNoOp;
+  if (p_.zero_stage == 3) {
+    std::int64_t elems = 0;
+    for (const ParamTensor& pt : r.layout->tensors) {
+      if (pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead) elems += pt.elements;
+    }
+    gather = zero3_gather(r, OpId::kNone, mb, ph, kSlotLmHead, elems, false, kNoOp);
+  }
+  const std::uint32_t fn = add(r, id(OpRole::kFinalNorm),
+                               cached(OpRole::kFinalNorm, ph, 0,
+                                      [&] {
+                                        return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_,
+                                                    Ts_ * h_ * e, Ts_ * h_ * e);
+                                      }),
+                               {x, gather, param_dep(r, m_.num_layers)});
+  std::uint32_t in = fn;
+  if (sp_) in = tp_op(r, id(OpRole::kLmHeadGather), OpKind::kAllGather, fn, T_);
+  const std::uint32_t logits =
+      add(r, id(OpRole::kLmHead), linear(OpRole::kLmHead, ph, T_, h_, V_l_), {in});
+  if (tp_ == 1) {
+    return add(r, id(OpRole::kLoss),
+               cached(OpRole::kLoss, ph, 0,
+                      [&] {
+                        return misc(OpKind::kSoftmaxCrossEntropy, Stream::kCompute, T_, V_l_,
+                                    T_ * V_l_ * e + T_ * kInt64, T_ * kFp32);
+                      }),
+               {logits});
+  }
+  const std::uint32_t l0 = add(r, id(OpRole::kLoss, 0),
+                               cached(OpRole::kLoss, ph, 0,
+                                      [&] {
+                                        return misc(OpKind::kSoftmaxCrossEntropy, Stream::kCompute,
+                                                    T_, V_l_, T_ * V_l_ * e, T_ * kFp32);
+                                      }),
+                               {logits});
+  const std::uint32_t mx =
+      add(r, id(OpRole::kLossMax),
+          cached(OpRole::kLossMax, ph, 0,
+                 [&] {
+                   return comm(OpKind::kAllReduce, Stream::kTpComm, T_ * kLossMaxValues * kFp32,
+                               Precision::kFp32, kReduceMax);
+                 }),
+          {l0}, r.g_tp);
+  const std::uint32_t l1 =
+      add(r, id(OpRole::kLoss, 1),
+          cached(OpRole::kLoss, ph, 1,
+                 [&] {
+                   return misc(OpKind::kSoftmaxCrossEntropy, Stream::kCompute, T_, V_l_,
+                               T_ * V_l_ * e + T_ * (kFp32 + kInt64), T_ * kLossSumValues * kFp32);
+                 }),
+          {mx, labels});
+  const std::uint32_t sum = add(r, id(OpRole::kLossSum),
+                                cached(OpRole::kLossSum, ph, 0,
+                                       [&] {
+                                         return comm(OpKind::kAllReduce, Stream::kTpComm,
+                                                     T_ * kLossSumValues * kFp32, Precision::kFp32);
+                                       }),
+                                {l1}, r.g_tp);
+  return add(r, id(OpRole::kLoss, 2),
+             cached(OpRole::kLoss, ph, 2,
+                    [&] {
+                      return misc(OpKind::kSoftmaxCrossEntropy, Stream::kCompute, T_, 1,
+                                  T_ * (kLossSumValues + kLossMaxValues) * kFp32, T_ * kFp32);
+                    }),
+             {sum});
+}
+
+std::uint32_t Lowerer::lm_head_bwd(RankState& r, int mb, std::uint32_t loss) {
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  auto id = [&](OpRole role, Phase ph) { return OpId::make(OpId::kNone, mb, ph, role); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t gather = kNoOp;
+  std::int64_t elems = 0;
+  if (p_.zero_stage == 3) {
+    for (const ParamTensor& pt : r.layout->tensors) {
+      if (pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead) elems += pt.elements;
+    }
+    gather = zero3_gather(r, OpId::kNone, mb, B, kSlotLmHead, elems, false, kNoOp);
+  }
+  const std::uint32_t lb = add(r, id(OpRole::kLoss, B),
+                               cached(OpRole::kLoss, B, 0,
+                                      [&] {
+                                        return misc(OpKind::kSoftmaxCrossEntropy, Stream::kCompute,
+                                                    T_, V_l_, T_ * V_l_ * e, T_ * V_l_ * e);
+                                      }),
+                               {loss});
+  const std::uint32_t dh =
+      add(r, id(OpRole::kLmHead, B), linear(OpRole::kLmHead, B, T_, h_, V_l_), {lb, gather});
+  std::uint32_t x_full = kNoOp;
+  if (sp_) {
+    x_full = add_w(r, mb, id(OpRole::kLmHeadGather, W),
+                   tp_collective(OpRole::kLmHeadGather, W, OpKind::kAllGather, T_), {lb}, r.g_tp);
+  }
+  std::vector<std::uint32_t> grads;
+  grads.push_back(add_w(r, mb, id(OpRole::kLmHead, W), linear(OpRole::kLmHead, W, T_, h_, V_l_),
+                        {lb, x_full}, -1, tensor_of(r, OpId::kNone, OpRole::kLmHead)));
+  std::uint32_t d = dh;
+  if (sp_) {
+    d = tp_op(r, id(OpRole::kLmHeadGather, B), OpKind::kReduceScatter, dh, T_);
+  } else if (tp_ > 1) {
+    d = tp_op(r, id(OpRole::kLmHeadReduce, B), OpKind::kAllReduce, dh, T_);
+  }
+  const std::uint32_t fn = add(r, id(OpRole::kFinalNorm, B),
+                               cached(OpRole::kFinalNorm, B, 0,
+                                      [&] {
+                                        return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_,
+                                                    2 * Ts_ * h_ * e, Ts_ * h_ * e);
+                                      }),
+                               {d});
+  grad_ready(r, tensor_of(r, OpId::kNone, OpRole::kFinalNorm), fn, mb);
+  grads.push_back(fn);
+  r.last_bwd = fn;
+  if (p_.zero_stage == 3) zero3_reduce(r, OpId::kNone, mb, kSlotLmHead, elems, false, grads);
+  return fn;
+}
+
+// ---- passes
+
+void Lowerer::forward_pass(RankState& r, int mb, int chunk) {
+  const int s = r.stage;
+  const int vs = chunk * p_.pp + s;
+  const int first = part_.first_layer(s, chunk);
+  const int last = first + part_.layers_per_chunk() - 1;
+  const std::int64_t act_bytes = Ts_ * h_ * bytes_.activation;
+  std::uint32_t x = kNoOp;
+  if (vs == 0) {
+    x = embedding_fwd(r, mb);
+  } else {
+    x = add(r, OpId::make(first, mb, Phase::kForward, OpRole::kPpRecvActivation),
+            cached(OpRole::kPpRecvActivation, Phase::kForward, 0,
+                   [&] { return comm(OpKind::kRecv, Stream::kPpRecv, act_bytes, act_prec_); }),
+            {}, -1, r.pp_prev,
+            p2p_tag(P2pChannel::kPpActivation, static_cast<std::uint32_t>(mb * vstages_ + vs)));
+  }
+  std::uint32_t prev_first = kNoOp;
+  for (int layer = first; layer <= last; ++layer) {
+    x = layer_fwd(r, layer, mb, Phase::kForward, x, prev_first);
+    prev_first = r.first_compute;
+  }
+  if (vs == vstages_ - 1) {
+    x = lm_head_fwd(r, mb, x);
+  } else {
+    add(r, OpId::make(last, mb, Phase::kForward, OpRole::kPpSendActivation),
+        cached(OpRole::kPpSendActivation, Phase::kForward, 0,
+               [&] { return comm(OpKind::kSend, Stream::kPpSend, act_bytes, act_prec_); }),
+        {x}, -1, r.pp_next,
+        p2p_tag(P2pChannel::kPpActivation, static_cast<std::uint32_t>(mb * vstages_ + vs + 1)));
+  }
+  r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() + chunk)] = x;
+}
+
+void Lowerer::backward_pass(RankState& r, int mb, int chunk) {
+  const int s = r.stage;
+  const int vs = chunk * p_.pp + s;
+  const int first = part_.first_layer(s, chunk);
+  const int last = first + part_.layers_per_chunk() - 1;
+  const std::int64_t act_bytes = Ts_ * h_ * bytes_.activation;
+  const std::uint32_t saved = r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() + chunk)];
+  std::uint32_t dy = kNoOp;
+  if (vs == vstages_ - 1) {
+    dy = lm_head_bwd(r, mb, saved);
+  } else {
+    dy = add(r, OpId::make(last, mb, Phase::kBackwardInput, OpRole::kPpRecvGrad),
+             cached(OpRole::kPpRecvGrad, Phase::kBackwardInput, 0,
+                    [&] { return comm(OpKind::kRecv, Stream::kPpRecv, act_bytes, act_prec_); }),
+             {}, -1, r.pp_next,
+             p2p_tag(P2pChannel::kPpGradient, static_cast<std::uint32_t>(mb * vstages_ + vs)));
+  }
+  std::uint32_t prev_first = kNoOp;
+  for (int layer = last; layer >= first; --layer) {
+    dy = layer_bwd(r, layer, mb, dy, layer == last ? saved : kNoOp, prev_first);
+    prev_first = r.first_compute;
+  }
+  if (vs == 0) {
+    embedding_bwd(r, mb, dy);
+  } else {
+    add(r, OpId::make(first, mb, Phase::kBackwardInput, OpRole::kPpSendGrad),
+        cached(OpRole::kPpSendGrad, Phase::kBackwardInput, 0,
+               [&] { return comm(OpKind::kSend, Stream::kPpSend, act_bytes, act_prec_); }),
+        {dy}, -1, r.pp_prev,
+        p2p_tag(P2pChannel::kPpGradient, static_cast<std::uint32_t>(mb * vstages_ + vs - 1)));
+  }
+}
+
+void Lowerer::step_tail(RankState& r) {
+  const Phase S = Phase::kOptimizer;
+  auto id = [&](OpRole role, int slot = 0) {
+    return OpId::make(OpId::kNone, OpId::kNone, S, role, slot);
+  };
+  const StageLayout& L = *r.layout;
+  const int last_mb = m_count_ - 1;
+  if (buckets_on_ && !p_.overlap_grad_reduce && p_.zero_stage != 2) {
+    for (std::size_t b = 0; b < L.buckets.size(); ++b)
+      emit_bucket(r, static_cast<int>(b), last_mb);
+  }
+  std::uint32_t after_grads = r.last_reduce != kNoOp ? r.last_reduce : r.last_bwd;
+  if (sp_ && L.params.tp_replicated > 0) {
+    after_grads = add(r, id(OpRole::kSpNormGradReduce),
+                      prog_.intern(comm(OpKind::kAllReduce, Stream::kTpComm,
+                                        L.params.tp_replicated * bytes_.grad, act_prec_)),
+                      {r.last_bwd}, r.g_tp);
+  }
+  std::uint32_t emb = kNoOp;
+  if (r.g_emb >= 0) {
+    emb = add(
+        r, id(OpRole::kEmbeddingGradReduce),
+        prog_.intern(comm(OpKind::kAllReduce, Stream::kDpComm, V_l_ * h_ * bytes_.grad, act_prec_)),
+        {r.emb_grad, r.last_reduce}, r.g_emb);
+  }
+  std::uint32_t norm = kNoOp;
+  if (o_.clip_gradients && r.g_norm >= 0) {
+    norm = add(r, id(OpRole::kGradNorm),
+               prog_.intern(comm(OpKind::kAllReduce, Stream::kDpComm, kFp32, Precision::kFp32)),
+               {after_grads, emb, r.last_reduce}, r.g_norm);
+  }
+  if (servers_ > 0) {
+    for (std::size_t b = 0; b < L.buckets.size(); ++b) {
+      for (int j = 0; j < servers_; ++j) {
+        const int slot = static_cast<int>(b) * servers_ + j;
+        add(r, OpId::make(OpId::kNone, r.rank, S, OpRole::kPsPull, slot),
+            L.buckets[b].pull_desc[static_cast<std::size_t>(j)], {r.last_bwd}, -1,
+            static_cast<int>(p_.world_size()) + j,
+            p2p_tag(P2pChannel::kPsPull, static_cast<std::uint32_t>(slot)));
+      }
+    }
+    return;
+  }
+  const bool host = p_.offload != Offload::kNone;
+  OpDesc opt = misc(OpKind::kOptimizerStep, host ? Stream::kHost : Stream::kCompute, 1,
+                    L.optimizer_params, L.optimizer_params * (bytes_.optimizer + bytes_.grad),
+                    L.optimizer_params * (bytes_.optimizer + bytes_.param));
+  opt.precision = Precision::kFp32;
+  const std::uint32_t step = add(r, id(OpRole::kOptimizerStep), prog_.intern(opt),
+                                 {after_grads, emb, norm, r.last_reduce});
+  std::vector<std::uint32_t> h2d(L.buckets.size(), step);
+  if (host && p_.zero_stage < 3) {
+    for (std::size_t b = 0; b < L.buckets.size(); ++b) {
+      h2d[b] =
+          add(r, id(OpRole::kOffloadParam, static_cast<int>(b)), L.buckets[b].h2d_desc, {step});
+    }
+  } else if (p_.offload == Offload::kOptimizer) {
+    // ZeRO-3: the updated shard goes back to the device in one copy.
+    add(r, id(OpRole::kOffloadParam),
+        prog_.intern(comm(OpKind::kHostToDevice, Stream::kHostToDevice,
+                          L.optimizer_params * bytes_.param, act_prec_)),
+        {step});
+  }
+  const bool gathers = (p_.zero_stage == 1 || p_.zero_stage == 2) && !p_.overlap_param_gather;
+  if (gathers) {
+    for (std::size_t b = 0; b < L.buckets.size(); ++b) {
+      const std::int32_t group = L.buckets[b].expert ? r.g_edp : r.g_dp;
+      if (group < 0) continue;
+      add(r, id(OpRole::kDpParamGather, static_cast<int>(b)), L.buckets[b].gather_desc, {h2d[b]},
+          group);
+    }
+  }
+}
+
+Status Lowerer::lower_worker(int rank) {
+  const int s = dense_.coordinate(rank, Axis::kPp);
+  const StageLayout& L = layout(s);
+  RankState r;
+  r.rank = rank;
+  r.stage = s;
+  r.layout = &L;
+  r.rp = &prog_.add_rank(rank, RankKind::kWorker, s);
+  if (L.ops_hint > 0) r.rp->reserve(L.ops_hint, L.ops_hint * 2);
+  auto group = [&](const RankGrid& grid, std::string_view axes,
+                   std::string_view name) -> Result<std::int32_t> {
+    PLANNER_ASSIGN_OR_RETURN(std::vector<int> members, grid.group_of(rank, axes));
+    if (members.size() < 2) return std::int32_t{-1};
+    return prog_.intern_group(name, std::move(members));
+  };
+  PLANNER_ASSIGN_OR_RETURN(r.g_tp, group(dense_, "tp", "tp"));
+  PLANNER_ASSIGN_OR_RETURN(r.g_dp,
+                           group(dense_, cp_ > 1 ? "dp-cp" : "dp", cp_ > 1 ? "dp-cp" : "dp"));
+  if (m_.is_moe()) {
+    PLANNER_ASSIGN_OR_RETURN(r.g_ep, group(expert_, "ep", "ep"));
+    PLANNER_ASSIGN_OR_RETURN(r.g_edp, group(expert_, "dp", "edp"));
+  }
+  if (o_.clip_gradients) {
+    PLANNER_ASSIGN_OR_RETURN(r.g_norm,
+                             group(dense_, p_.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp",
+                                   p_.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp"));
+  }
+  AxisSizes coord;
+  for (int a = 0; a < kNumAxes; ++a)
+    coord[static_cast<Axis>(a)] = dense_.coordinate(rank, static_cast<Axis>(a));
+  if (p_.pp > 1) {
+    AxisSizes c = coord;
+    c.pp = (s + p_.pp - 1) % p_.pp;
+    r.pp_prev = dense_.rank_at(c);
+    c.pp = (s + 1) % p_.pp;
+    r.pp_next = dense_.rank_at(c);
+    if (m_.tied_embeddings && (s == 0 || s == p_.pp - 1)) {
+      c.pp = 0;
+      const int a = dense_.rank_at(c);
+      c.pp = p_.pp - 1;
+      r.g_emb = prog_.intern_group("embedding", {a, dense_.rank_at(c)});
+    }
+  }
+  if (cp_ > 1) {
+    AxisSizes c = coord;
+    c.cp = (coord.cp + cp_ - 1) % cp_;
+    r.cp_prev = dense_.rank_at(c);
+    c.cp = (coord.cp + 1) % cp_;
+    r.cp_next = dense_.rank_at(c);
+  }
+  r.tensor_stamp.assign(L.tensors.size(), -1);
+  r.tensor_left.assign(L.tensors.size(), 0);
+  r.bucket_stamp.assign(L.buckets.size(), -1);
+  r.bucket_left.assign(L.buckets.size(), 0);
+  r.bucket_ready.assign(L.buckets.size(), {});
+  r.last_fwd.assign(static_cast<std::size_t>(m_count_ * part_.chunks()), kNoOp);
+  if (split_) r.pending.assign(static_cast<std::size_t>(m_count_), {});
+
+  // ZeRO-1/2 with overlap_param_gather: the previous step's parameter all-gathers run at the start
+  // of this step, in the order the forward needs them; each layer's first use waits for its bucket.
+  if ((p_.zero_stage == 1 || p_.zero_stage == 2) && p_.overlap_param_gather) {
+    r.param_ready.assign(static_cast<std::size_t>(m_.num_layers + 2), kNoOp);
+    r.param_used.assign(static_cast<std::size_t>(m_.num_layers + 2), 0);
+    for (std::size_t b = L.buckets.size(); b-- > 0;) {
+      const std::int32_t g = L.buckets[b].expert ? r.g_edp : r.g_dp;
+      if (g < 0) continue;
+      const std::uint32_t op = add(r,
+                                   OpId::make(OpId::kNone, OpId::kNone, Phase::kOptimizer,
+                                              OpRole::kDpParamGather, static_cast<int>(b)),
+                                   L.buckets[b].gather_desc, {}, g);
+      for (std::size_t t = 0; t < L.tensors.size(); ++t) {
+        if (L.tensor_bucket[t] != static_cast<int>(b)) continue;
+        const ParamTensor& pt = L.tensors[t];
+        const bool head = pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead;
+        const int key = pt.layer != OpId::kNone ? pt.layer : (head ? m_.num_layers : OpId::kNone);
+        auto& slot = r.param_ready[static_cast<std::size_t>(key + 1)];
+        slot = slot == kNoOp ? op : std::max(slot, op);
+      }
+    }
+  }
+
+  for (const PassItem& it : sched_.stage(s)) {
+    switch (it.pass) {
+      case Pass::kForward:
+        forward_pass(r, it.microbatch, it.chunk);
+        break;
+      case Pass::kBackward:
+        backward_pass(r, it.microbatch, it.chunk);
+        break;
+      case Pass::kWeight:
+        flush_w(r, it.microbatch);
+        break;
+    }
+  }
+  step_tail(r);
+  if (layouts_[static_cast<std::size_t>(s)].ops_hint == 0) {
+    layouts_[static_cast<std::size_t>(s)].ops_hint = r.rp->size();
+  }
+  return Status::ok();
+}
+
+// A parameter server holds part `server` of every worker's buckets: it receives the part from
+// every worker, sums over the dp workers of each model shard, updates, and sends the result back.
+void Lowerer::lower_server(int server) {
+  const int world = static_cast<int>(p_.world_size());
+  const int rank = world + server;
+  RankProgram& rp = prog_.add_rank(rank, RankKind::kParameterServer, -1);
+  RankState r;
+  r.rp = &rp;
+  r.rank = rank;
+  std::size_t max_buckets = 0;
+  for (int s = 0; s < p_.pp; ++s)
+    max_buckets = std::max(max_buckets, layout(s).buckets.size());
+  // Workers of one model shard: the dp group (dp-cp) of each rank.
+  std::vector<int> shard_leader(static_cast<std::size_t>(world), -1);
+  std::vector<std::vector<int>> shards;
+  for (int w = 0; w < world; ++w) {
+    if (shard_leader[static_cast<std::size_t>(w)] >= 0) continue;
+    auto members = dense_.group_of(w, cp_ > 1 ? "dp-cp" : "dp");
+    for (int x : *members)
+      shard_leader[static_cast<std::size_t>(x)] = static_cast<int>(shards.size());
+    shards.push_back(*members);
+  }
+  const Phase W = Phase::kBackwardWeight;
+  const Phase S = Phase::kOptimizer;
+  for (std::size_t b = 0; b < max_buckets; ++b) {
+    const int slot = static_cast<int>(b) * servers_ + server;
+    for (const std::vector<int>& shard : shards) {
+      const StageLayout& L = layout(dense_.coordinate(shard.front(), Axis::kPp));
+      if (b >= L.buckets.size()) continue;
+      const Bucket& bk = L.buckets[b];
+      const std::int64_t part = bk.parts[static_cast<std::size_t>(server)];
+      std::vector<std::uint32_t> received;
+      const std::uint32_t recv_d =
+          prog_.intern(comm(OpKind::kRecv, Stream::kPsRecv, part * bytes_.grad, act_prec_));
+      for (int w : shard) {
+        received.push_back(add(r, OpId::make(OpId::kNone, w, W, OpRole::kPsPush, slot), recv_d, {},
+                               -1, w,
+                               p2p_tag(P2pChannel::kPsPush, static_cast<std::uint32_t>(slot))));
+      }
+      const std::int64_t n = static_cast<std::int64_t>(shard.size());
+      OpDesc sum = misc(OpKind::kElementwise, Stream::kHost, n, part, n * part * bytes_.grad,
+                        part * bytes_.grad);
+      const std::uint32_t agg = rp.add(Op{OpId::make(OpId::kNone, shard.front(), S,
+                                                     OpRole::kPsAggregate, 2 * static_cast<int>(b)),
+                                          prog_.intern(sum), -1, -1, 0},
+                                       received);
+      OpDesc opt =
+          misc(OpKind::kOptimizerStep, Stream::kHost, 1, part,
+               part * (bytes_.optimizer + bytes_.grad), part * (bytes_.optimizer + bytes_.param));
+      opt.precision = Precision::kFp32;
+      const std::uint32_t upd = add(r,
+                                    OpId::make(OpId::kNone, shard.front(), S, OpRole::kPsAggregate,
+                                               2 * static_cast<int>(b) + 1),
+                                    prog_.intern(opt), {agg});
+      const std::uint32_t send_d =
+          prog_.intern(comm(OpKind::kSend, Stream::kPsSend, part * bytes_.param, act_prec_));
+      for (int w : shard) {
+        add(r, OpId::make(OpId::kNone, w, S, OpRole::kPsPull, slot), send_d, {upd}, -1, w,
+            p2p_tag(P2pChannel::kPsPull, static_cast<std::uint32_t>(slot)));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::int64_t default_bucket_elements(int dp) {
+  return std::max(kMegatronBucketFloor, kMegatronBucketPerDpRank * dp);
+}
+
+std::vector<int> representative_ranks(const ParallelConfig& p, RankSubset subset) {
+  auto grid = RankGrid::dense(p);
+  if (!grid) return {};
+  std::vector<int> out;
+  for (int r = 0; r < grid->world_size(); ++r) {
+    const bool dp0 = grid->coordinate(r, Axis::kDp) == 0;
+    const bool one =
+        dp0 && grid->coordinate(r, Axis::kTp) == 0 && grid->coordinate(r, Axis::kCp) == 0;
+    if (subset == RankSubset::kAll || (subset == RankSubset::kDataParallelReplica && dp0) ||
+        (subset == RankSubset::kOnePerStage && one)) {
+      out.push_back(r);
+    }
+  }
+  if (subset == RankSubset::kAll) {
+    for (int s : parameter_server_ranks(p))
+      out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<int> parameter_server_ranks(const ParallelConfig& p) {
+  std::vector<int> out;
+  if (p.dp_sync != DpSync::kParameterServer) return out;
+  for (int j = 0; j < p.param_servers; ++j)
+    out.push_back(static_cast<int>(p.world_size()) + j);
+  return out;
+}
+
+Result<StepProgram> lower(const ModelSpec& model, const TrainingSpec& training,
+                          const ParallelConfig& parallel, const LowerOptions& options) {
+  Diagnostics diag("cannot lower " + (model.name.empty() ? std::string("model") : model.name));
+  check_parallel(model, training, parallel, diag);
+  if (!diag.empty()) return diag.to_status();
+  PLANNER_ASSIGN_OR_RETURN(RankGrid dense, RankGrid::dense(parallel));
+  PLANNER_ASSIGN_OR_RETURN(RankGrid expert, RankGrid::expert(parallel));
+  const std::int64_t mb = training.global_batch_size /
+                          (static_cast<std::int64_t>(parallel.dp) * parallel.micro_batch_size);
+  if (mb > OpId::kMaxMicrobatch || model.num_layers > OpId::kMaxLayer) {
+    return Status::invalid_input("cannot lower: " + std::to_string(mb) + " micro-batches and " +
+                                 std::to_string(model.num_layers) +
+                                 " layers exceed what op ids hold (2^20 - 2 and 65534)");
+  }
+  const std::int64_t vstages = static_cast<std::int64_t>(parallel.pp) * parallel.virtual_stages;
+  const std::int64_t cp_tags = mb * model.num_layers * parallel.cp;
+  if (mb * vstages > kMaxTagPayload || cp_tags > kMaxTagPayload) {
+    return Status::invalid_input("cannot lower: micro-batches x virtual stages (" +
+                                 std::to_string(mb * vstages) +
+                                 ") or micro-batches x layers x cp (" + std::to_string(cp_tags) +
+                                 ") exceed the 2^28 send/recv tags");
+  }
+  PLANNER_ASSIGN_OR_RETURN(PipelineSchedule sched,
+                           PipelineSchedule::create(parallel.schedule, parallel.pp,
+                                                    static_cast<int>(mb), parallel.virtual_stages));
+  PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model, parallel));
+  std::vector<int> ranks =
+      options.ranks.empty() ? representative_ranks(parallel, RankSubset::kAll) : options.ranks;
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  const int world = static_cast<int>(parallel.world_size());
+  const int total = world + static_cast<int>(parameter_server_ranks(parallel).size());
+  for (int r : ranks) {
+    if (r < 0 || r >= total) {
+      return Status::invalid_input("cannot lower rank " + std::to_string(r) + ": ranks are 0.." +
+                                   std::to_string(total - 1));
+    }
+  }
+  Lowerer lowerer(model, training, parallel, options, std::move(dense), std::move(expert),
+                  std::move(sched), std::move(part));
+  for (int r : ranks) {
+    if (r < world) {
+      PLANNER_RETURN_IF_ERROR(lowerer.lower_worker(r));
+    } else {
+      lowerer.lower_server(r - world);
+    }
+  }
+  return lowerer.take();
+}
+
+Result<StepProgram> lower(const Plan& plan, const LowerOptions& options) {
+  Diagnostics diag(plan.name.empty() ? "plan" : plan.name);
+  check_plan(plan, diag);
+  if (!diag.empty()) return diag.to_status();
+  return lower(plan.model, plan.training, plan.parallel, options);
+}
+
+}  // namespace planner

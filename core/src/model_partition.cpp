@@ -1,0 +1,90 @@
+#include "planner/core/model_partition.hpp"
+
+namespace planner {
+namespace {
+
+std::int64_t norm_elements(const ModelSpec& m) {
+  return m.norm == NormKind::kLayerNorm ? 2 * m.hidden : m.hidden;
+}
+
+}  // namespace
+
+Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const ParallelConfig& p) {
+  if (p.tp < 1 || p.pp < 1 || p.ep < 1 || p.virtual_stages < 1) {
+    return Status::invalid_input("model partition: tp, pp, ep and virtual_stages must be >= 1");
+  }
+  const int chunks = p.pp * p.virtual_stages;
+  if (model.num_layers < 1 || model.num_layers % chunks != 0) {
+    return Status::invalid_input("model partition: pp x virtual_stages (" + std::to_string(chunks) +
+                                 ") must divide layers (" + std::to_string(model.num_layers) + ")");
+  }
+  ModelPartition part;
+  part.model_ = model;
+  part.tp_ = p.tp;
+  part.ep_ = p.ep;
+  part.stages_ = p.pp;
+  part.chunks_ = p.virtual_stages;
+  part.layers_per_chunk_ = model.num_layers / chunks;
+  return part;
+}
+
+std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) const {
+  const ModelSpec& m = model_;
+  const std::int64_t t = tp_;
+  const std::int64_t h = m.hidden;
+  const std::int64_t bias = m.bias ? 1 : 0;
+  const std::int64_t norm = norm_elements(m);
+  std::vector<ParamTensor> out;
+  auto add = [&](OpRole role, int layer, std::int64_t split, std::int64_t replicated,
+                 bool expert = false) {
+    out.push_back({role, layer, split + replicated, replicated, expert, 1});
+  };
+  const bool single_stage_tied = m.tied_embeddings && stages_ * chunks_ == 1;
+  if (has_embedding(stage, chunk)) {
+    const std::int64_t positions =
+        m.position_embedding == PositionEmbedding::kLearned ? m.max_seq_len * h : 0;
+    add(OpRole::kEmbedding, OpId::kNone, m.vocab / t * h, positions);
+    if (single_stage_tied) out.back().grad_producers = 2;
+  }
+  const int first = first_layer(stage, chunk);
+  for (int layer = first; layer < first + layers_per_chunk_; ++layer) {
+    const std::int64_t qkv = m.q_dim() + 2 * m.kv_dim();
+    add(OpRole::kAttnNorm, layer, 0, norm);
+    add(OpRole::kAttnQkv, layer, h * qkv / t + bias * qkv / t, 0);
+    add(OpRole::kAttnOut, layer, m.q_dim() / t * h, bias * h);
+    add(OpRole::kMlpNorm, layer, 0, norm);
+    const bool gated = m.mlp != MlpKind::kGelu;
+    if (m.is_moe_layer(layer)) {
+      const std::int64_t local = m.moe->num_experts / ep_;
+      const std::int64_t f = m.moe->expert_ffn_hidden / t;
+      add(OpRole::kRouter, layer, 0, h * m.moe->num_experts);
+      if (gated) add(OpRole::kExpertGate, layer, local * (h * f + bias * f), 0, true);
+      add(OpRole::kExpertUp, layer, local * (h * f + bias * f), 0, true);
+      add(OpRole::kExpertDown, layer, local * f * h, local * bias * h, true);
+    } else {
+      const std::int64_t f = m.ffn_hidden / t;
+      if (gated) add(OpRole::kMlpGate, layer, h * f + bias * f, 0);
+      add(OpRole::kMlpUp, layer, h * f + bias * f, 0);
+      add(OpRole::kMlpDown, layer, f * h, bias * h);
+    }
+  }
+  if (has_lm_head(stage, chunk)) {
+    add(OpRole::kFinalNorm, OpId::kNone, 0, norm);
+    if (!single_stage_tied) add(OpRole::kLmHead, OpId::kNone, m.vocab / t * h, 0);
+  }
+  return out;
+}
+
+RankParams ModelPartition::rank_params(int stage) const {
+  RankParams r;
+  for (int c = 0; c < chunks_; ++c) {
+    for (const ParamTensor& p : chunk_params(stage, c)) {
+      (p.expert ? r.expert : r.dense) += p.elements;
+      if (p.layer == OpId::kNone) r.embedding += p.elements;
+      r.tp_replicated += p.tp_replicated;
+    }
+  }
+  return r;
+}
+
+}  // namespace planner

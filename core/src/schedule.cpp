@@ -1,0 +1,312 @@
+#include "planner/core/schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+namespace planner {
+namespace {
+
+using Order = std::vector<PassItem>;
+
+PassItem fwd(int mb, int chunk = 0) {
+  return {mb, static_cast<std::int16_t>(chunk), Pass::kForward};
+}
+PassItem bwd(int mb, int chunk = 0) {
+  return {mb, static_cast<std::int16_t>(chunk), Pass::kBackward};
+}
+PassItem wgt(int mb, int chunk = 0) {
+  return {mb, static_cast<std::int16_t>(chunk), Pass::kWeight};
+}
+
+Order gpipe(int m) {
+  Order o;
+  for (int i = 0; i < m; ++i)
+    o.push_back(fwd(i));
+  for (int i = 0; i < m; ++i)
+    o.push_back(bwd(i));
+  return o;
+}
+
+Order one_f_one_b(int p, int m, int s) {
+  const int warmup = std::min(p - s - 1, m);
+  Order o;
+  for (int i = 0; i < warmup; ++i)
+    o.push_back(fwd(i));
+  for (int i = 0; i < m - warmup; ++i) {
+    o.push_back(fwd(warmup + i));
+    o.push_back(bwd(i));
+  }
+  for (int i = m - warmup; i < m; ++i)
+    o.push_back(bwd(i));
+  return o;
+}
+
+Order interleaved(int p, int m, int v, int s) {
+  const int total = m * v;
+  // Megatron-LM runs everything as warm-up when there are exactly p micro-batches.
+  const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  auto chunk = [&](int k, bool forward) {
+    const int c = (k % (p * v)) / p;
+    return forward ? c : v - 1 - c;
+  };
+  auto micro = [&](int k) { return (k / (p * v)) * p + k % p; };
+  Order o;
+  for (int k = 0; k < warmup; ++k)
+    o.push_back(fwd(micro(k), chunk(k, true)));
+  const int steady = total - warmup;
+  for (int k = 0; k < steady; ++k) {
+    o.push_back(fwd(micro(warmup + k), chunk(warmup + k, true)));
+    o.push_back(bwd(micro(k), chunk(k, false)));
+  }
+  for (int k = steady; k < total; ++k)
+    o.push_back(bwd(micro(k), chunk(k, false)));
+  return o;
+}
+
+Order zero_bubble_h1(int p, int m, int s) {
+  const int warmup = std::min(p - s, m);
+  Order o;
+  for (int i = 0; i < warmup; ++i)
+    o.push_back(fwd(i));
+  std::deque<int> deferred;
+  int next_fwd = warmup;
+  for (int b = 0; b < m; ++b) {
+    o.push_back(bwd(b));
+    deferred.push_back(b);
+    while (static_cast<int>(deferred.size()) > s) {
+      o.push_back(wgt(deferred.front()));
+      deferred.pop_front();
+    }
+    if (next_fwd < m) o.push_back(fwd(next_fwd++));
+  }
+  for (int w : deferred)
+    o.push_back(wgt(w));
+  return o;
+}
+
+std::string item_name(const PassItem& it, int stage) {
+  const char* pass = it.pass == Pass::kForward ? "F" : (it.pass == Pass::kBackward ? "B" : "W");
+  return std::string(pass) + "(mb " + std::to_string(it.microbatch) + ", chunk " +
+         std::to_string(it.chunk) + ") on stage " + std::to_string(stage);
+}
+
+}  // namespace
+
+Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, int v) {
+  if (p < 1 || m < 1 || v < 1) {
+    return Status::invalid_input(
+        "pipeline schedule: stages, micro-batches and chunks must be >= 1, got " +
+        std::to_string(p) + ", " + std::to_string(m) + ", " + std::to_string(v));
+  }
+  if (kind == Schedule::kInterleaved) {
+    if (v < 2) {
+      return Status::invalid_input("the interleaved schedule needs >= 2 chunks per stage, got " +
+                                   std::to_string(v));
+    }
+    if (m % p != 0) {
+      return Status::invalid_input("the interleaved schedule needs micro-batches (" +
+                                   std::to_string(m) + ") to be a multiple of stages (" +
+                                   std::to_string(p) + ")");
+    }
+  } else if (v != 1) {
+    return Status::invalid_input(std::string(to_string(kind)) +
+                                 " runs one model chunk per stage, got " + std::to_string(v));
+  }
+  PipelineSchedule sched;
+  sched.kind_ = kind;
+  sched.microbatches_ = m;
+  sched.chunks_ = v;
+  sched.split_backward_ = kind == Schedule::kZeroBubbleH1;
+  for (int s = 0; s < p; ++s) {
+    switch (kind) {
+      case Schedule::kGpipe:
+        sched.orders_.push_back(gpipe(m));
+        break;
+      case Schedule::k1F1B:
+        sched.orders_.push_back(one_f_one_b(p, m, s));
+        break;
+      case Schedule::kInterleaved:
+        sched.orders_.push_back(interleaved(p, m, v, s));
+        break;
+      case Schedule::kZeroBubbleH1:
+        sched.orders_.push_back(zero_bubble_h1(p, m, s));
+        break;
+    }
+  }
+  return sched;
+}
+
+PipelineSchedule PipelineSchedule::from_orders(Schedule kind, int microbatches, int chunks,
+                                               bool split_backward,
+                                               std::vector<std::vector<PassItem>> orders) {
+  PipelineSchedule sched;
+  sched.kind_ = kind;
+  sched.microbatches_ = microbatches;
+  sched.chunks_ = chunks;
+  sched.split_backward_ = split_backward;
+  sched.orders_ = std::move(orders);
+  return sched;
+}
+
+Result<ScheduleRun> run_schedule(const PipelineSchedule& sched, const PassTimes& times) {
+  const int p = sched.stages();
+  const int m = sched.microbatches();
+  const int vs_count = p * sched.chunks();
+  constexpr double kNotDone = std::numeric_limits<double>::quiet_NaN();
+  // end[pass][virtual stage][mb]
+  std::vector<double> end(static_cast<std::size_t>(3 * vs_count * m), kNotDone);
+  auto at = [&](Pass pass, int vs, int mb) -> double& {
+    return end[(static_cast<std::size_t>(pass) * static_cast<std::size_t>(vs_count) +
+                static_cast<std::size_t>(vs)) *
+                   static_cast<std::size_t>(m) +
+               static_cast<std::size_t>(mb)];
+  };
+  auto done = [&](Pass pass, int vs, int mb, double& t) {
+    const double e = at(pass, vs, mb);
+    if (std::isnan(e)) return false;
+    t = std::max(t, e);
+    return true;
+  };
+  ScheduleRun run;
+  run.busy.assign(static_cast<std::size_t>(p), 0.0);
+  std::vector<double> free(static_cast<std::size_t>(p), 0.0);
+  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+  std::size_t remaining = 0;
+  for (int s = 0; s < p; ++s)
+    remaining += sched.stage(s).size();
+  bool progress = true;
+  while (remaining > 0 && progress) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      const auto& order = sched.stage(s);
+      auto& i = next[static_cast<std::size_t>(s)];
+      while (i < order.size()) {
+        const PassItem& it = order[i];
+        const int vs = sched.virtual_stage(s, it.chunk);
+        double start = free[static_cast<std::size_t>(s)];
+        bool ready = true;
+        double duration = 0;
+        switch (it.pass) {
+          case Pass::kForward:
+            if (vs > 0) ready = done(Pass::kForward, vs - 1, it.microbatch, start);
+            duration = times.forward;
+            break;
+          case Pass::kBackward:
+            ready = done(Pass::kForward, vs, it.microbatch, start);
+            if (ready && vs < vs_count - 1) {
+              ready = done(Pass::kBackward, vs + 1, it.microbatch, start);
+            }
+            duration = times.backward;
+            break;
+          case Pass::kWeight:
+            ready = done(Pass::kBackward, vs, it.microbatch, start);
+            duration = times.weight;
+            break;
+        }
+        if (!ready) break;
+        at(it.pass, vs, it.microbatch) = start + duration;
+        free[static_cast<std::size_t>(s)] = start + duration;
+        run.busy[static_cast<std::size_t>(s)] += duration;
+        ++i;
+        --remaining;
+        progress = true;
+      }
+    }
+  }
+  if (remaining > 0) {
+    std::string blocked;
+    for (int s = 0; s < p; ++s) {
+      const std::size_t i = next[static_cast<std::size_t>(s)];
+      if (i < sched.stage(s).size()) blocked += "\n  " + item_name(sched.stage(s)[i], s) + " waits";
+    }
+    return Status::invalid_input("pipeline schedule " + std::string(to_string(sched.kind())) +
+                                 " deadlocks:" + blocked);
+  }
+  run.makespan = *std::max_element(free.begin(), free.end());
+  double busy = 0;
+  for (double b : run.busy)
+    busy += b;
+  run.idle_fraction = run.makespan > 0 ? 1.0 - busy / (p * run.makespan) : 0.0;
+  return run;
+}
+
+Status check_schedule(const PipelineSchedule& sched) {
+  const int m = sched.microbatches();
+  const int v = sched.chunks();
+  for (int s = 0; s < sched.stages(); ++s) {
+    // position of each pass, -1 when absent
+    std::vector<long> pos(static_cast<std::size_t>(3 * m * v), -1);
+    const auto& order = sched.stage(s);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const PassItem& it = order[i];
+      if (it.microbatch < 0 || it.microbatch >= m || it.chunk < 0 || it.chunk >= v ||
+          (it.pass == Pass::kWeight && !sched.split_backward())) {
+        return Status::invalid_input("pipeline schedule: invalid pass " + item_name(it, s));
+      }
+      long& p = pos[static_cast<std::size_t>((static_cast<int>(it.pass) * v + it.chunk) * m +
+                                             it.microbatch)];
+      if (p >= 0)
+        return Status::invalid_input("pipeline schedule: " + item_name(it, s) + " runs twice");
+      p = static_cast<long>(i);
+    }
+    for (int c = 0; c < v; ++c) {
+      for (int mb = 0; mb < m; ++mb) {
+        auto get = [&](Pass pass) {
+          return pos[static_cast<std::size_t>((static_cast<int>(pass) * v + c) * m + mb)];
+        };
+        const long f = get(Pass::kForward);
+        const long b = get(Pass::kBackward);
+        const long w = sched.split_backward() ? get(Pass::kWeight) : b;
+        if (f < 0 || b < 0 || w < 0) {
+          return Status::invalid_input("pipeline schedule: stage " + std::to_string(s) +
+                                       " never runs a pass of micro-batch " + std::to_string(mb) +
+                                       ", chunk " + std::to_string(c));
+        }
+        if (!(f < b && b <= w)) {
+          return Status::invalid_input("pipeline schedule: stage " + std::to_string(s) +
+                                       " runs the passes of micro-batch " + std::to_string(mb) +
+                                       ", chunk " + std::to_string(c) + " out of order");
+        }
+      }
+    }
+  }
+  return run_schedule(sched, PassTimes{}).status();
+}
+
+double peak_in_flight(const PipelineSchedule& sched, int stage,
+                      const std::function<double(int chunk)>& weight) {
+  double current = 0;
+  double peak = 0;
+  const Pass last = sched.split_backward() ? Pass::kWeight : Pass::kBackward;
+  for (const PassItem& it : sched.stage(stage)) {
+    if (it.pass == Pass::kForward) {
+      current += weight(it.chunk);
+      peak = std::max(peak, current);
+    } else if (it.pass == last) {
+      current -= weight(it.chunk);
+    }
+  }
+  return peak;
+}
+
+int peak_in_flight(const PipelineSchedule& sched, int stage) {
+  return static_cast<int>(std::lround(peak_in_flight(sched, stage, [](int) { return 1.0; })));
+}
+
+double bubble_fraction(Schedule kind, int p, int m, int v) {
+  const double pm1 = p - 1;
+  switch (kind) {
+    case Schedule::kGpipe:
+    case Schedule::k1F1B:
+      return pm1 / (m + pm1);
+    case Schedule::kInterleaved:
+      return pm1 / (static_cast<double>(v) * m + pm1);
+    case Schedule::kZeroBubbleH1:
+      return pm1 / (3.0 * m + pm1);
+  }
+  return 0;
+}
+
+}  // namespace planner

@@ -1,0 +1,716 @@
+#include "planner/core/lowering.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "planner/core/catalog.hpp"
+#include "planner/core/flops.hpp"
+#include "planner/core/model_partition.hpp"
+
+namespace planner {
+namespace {
+
+// 4 layers, h = 64, 4 heads of 16, ffn 256, vocab 128, no biases: per layer 49,408 parameters
+// (norms 2 × 128, QKV 64·192, out 64·64, up and down 64·256).
+ModelSpec tiny() {
+  ModelSpec m;
+  m.name = "tiny";
+  m.num_layers = 4;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 16;
+  m.ffn_hidden = 256;
+  m.vocab = 128;
+  m.max_seq_len = 64;
+  m.mlp = MlpKind::kGelu;
+  m.norm = NormKind::kLayerNorm;
+  m.position_embedding = PositionEmbedding::kRope;
+  return m;
+}
+
+// The tiny model with 4 experts (top 2, expert ffn 128) in every layer.
+ModelSpec tiny_moe() {
+  ModelSpec m = tiny();
+  m.name = "tiny-moe";
+  m.moe = MoeSpec{4, 2, 128, 1.0, 1};
+  return m;
+}
+
+TrainingSpec training(std::int64_t gbs = 8, std::int64_t seq = 32) {
+  TrainingSpec t;
+  t.global_batch_size = gbs;
+  t.seq_length = seq;
+  return t;
+}
+
+StepProgram lowered(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p,
+                    const LowerOptions& o = {}) {
+  auto prog = lower(m, t, p, o);
+  EXPECT_TRUE(prog) << prog.status().message();
+  return std::move(prog).value();
+}
+
+struct Tally {
+  int count = 0;
+  std::int64_t bytes = 0;  // of the last op seen
+  double flops = 0;
+};
+
+// Ops of one rank by (role, phase, kind).
+std::map<std::tuple<OpRole, Phase, OpKind>, Tally> tally(const StepProgram& p, int rank) {
+  std::map<std::tuple<OpRole, Phase, OpKind>, Tally> out;
+  for (const Op& op : p.find(rank)->ops()) {
+    const OpDesc& d = p.desc(op);
+    Tally& t = out[{op.id.role(), op.id.phase(), d.kind}];
+    ++t.count;
+    t.bytes = d.comm_bytes.raw();
+    t.flops += d.flops.raw();
+  }
+  return out;
+}
+
+Tally get(const std::map<std::tuple<OpRole, Phase, OpKind>, Tally>& t, OpRole r, Phase ph,
+          OpKind k) {
+  auto it = t.find({r, ph, k});
+  return it == t.end() ? Tally{} : it->second;
+}
+
+constexpr Phase kF = Phase::kForward;
+constexpr Phase kB = Phase::kBackwardInput;
+constexpr Phase kW = Phase::kBackwardWeight;
+constexpr Phase kS = Phase::kOptimizer;
+
+TEST(OpId, PacksAndPrintsStably) {
+  const OpId id = OpId::make(3, 2, Phase::kForward, OpRole::kAttnQkv);
+  EXPECT_EQ(id.layer(), 3);
+  EXPECT_EQ(id.microbatch(), 2);
+  EXPECT_EQ(id.phase(), Phase::kForward);
+  EXPECT_EQ(id.role(), OpRole::kAttnQkv);
+  EXPECT_EQ(to_string(id), "L3.mb2.fwd.attn_qkv");
+  EXPECT_EQ(to_string(OpId::make(OpId::kNone, 63, kW, OpRole::kDpGradReduce, 5)),
+            "mb63.wgrad.dp_grad_reduce.5");
+  EXPECT_EQ(to_string(OpId::make(OpId::kNone, OpId::kNone, kS, OpRole::kOptimizerStep)),
+            "step.optimizer");
+  EXPECT_EQ(to_string(OpId::make(OpId::kNone, 17, kW, OpRole::kPsPush, 4)), "w17.wgrad.ps_push.4");
+  // The packed value is a pure function of the fields (it is stored in databases).
+  EXPECT_EQ(id.raw(), (std::uint64_t{4} << 48) | (std::uint64_t{3} << 28) |
+                          (std::uint64_t{static_cast<int>(OpRole::kAttnQkv)} << 16));
+  for (const OpId x : {id, OpId::make(OpId::kNone, OpId::kNone, kS, OpRole::kGradNorm),
+                       OpId::make(95, 1000, Phase::kRecompute, OpRole::kCpKvSend, 7),
+                       OpId::make(OpId::kNone, 1023, kS, OpRole::kPsPull, 65535)}) {
+    auto back = parse_op_id(to_string(x));
+    ASSERT_TRUE(back) << to_string(x);
+    EXPECT_EQ(*back, x);
+  }
+  EXPECT_FALSE(parse_op_id("L3.mb2.fwd.no_such_role"));
+  EXPECT_FALSE(parse_op_id("L3.mb2.attn_qkv"));
+  EXPECT_FALSE(parse_op_id("Lx.fwd.attn_qkv"));
+  EXPECT_FALSE(parse_op_id("w3.fwd.attn_qkv"));
+}
+
+// Tensor parallel without SP (Megatron): two all-reduces per layer forward (after the output
+// projection and the down projection) and two backward (after the QKV and up input gradients),
+// each of the block activation b·s·h·2 bytes.
+TEST(Lowering, TensorParallelOpsAndBytes) {
+  ParallelConfig p;
+  p.tp = 2;
+  const StepProgram prog = lowered(tiny(), training(), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const auto t = tally(prog, 1);
+  const int L = 4, m = 8;
+  const std::int64_t act = 1 * 32 * 64 * 2;
+  for (OpRole role : {OpRole::kTpReduceAttn, OpRole::kTpReduceMlp}) {
+    for (Phase ph : {kF, kB}) {
+      EXPECT_EQ(get(t, role, ph, OpKind::kAllReduce).count, L * m);
+      EXPECT_EQ(get(t, role, ph, OpKind::kAllReduce).bytes, act);
+    }
+  }
+  EXPECT_EQ(get(t, OpRole::kEmbeddingReduce, kF, OpKind::kAllReduce).count, m);
+  EXPECT_EQ(get(t, OpRole::kLmHeadReduce, kB, OpKind::kAllReduce).count, m);
+  EXPECT_EQ(get(t, OpRole::kLossMax, kF, OpKind::kAllReduce).bytes, 32 * 4);
+  EXPECT_EQ(get(t, OpRole::kLossSum, kF, OpKind::kAllReduce).bytes, 32 * 2 * 4);
+  EXPECT_EQ(get(t, OpRole::kDataBroadcast, kF, OpKind::kBroadcast).count, 2 * m);
+  // GEMMs: QKV, out, up, down forward; dgrad + wgrad each backward; LM head 1 + 2.
+  int gemms = 0;
+  for (const auto& [key, v] : t) {
+    if (std::get<2>(key) == OpKind::kGemm) gemms += v.count;
+  }
+  EXPECT_EQ(gemms, L * m * 12 + m * 3);
+  // Column-parallel QKV on one rank: T × (3·64/2) × 64.
+  const OpDesc* qkv = nullptr;
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.id == OpId::make(2, 5, kF, OpRole::kAttnQkv)) qkv = &prog.desc(op);
+  }
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->m, 32);
+  EXPECT_EQ(qkv->n, 96);
+  EXPECT_EQ(qkv->k, 64);
+  EXPECT_EQ(qkv->flags, kTransB);
+  EXPECT_DOUBLE_EQ(qkv->flops.raw(), 2.0 * 32 * 96 * 64);
+  // Every collective is on the tp group {0, 1}.
+  for (const Op& op : prog.find(0)->ops()) {
+    if (is_collective(prog.desc(op).kind)) {
+      EXPECT_EQ(prog.group(op.group).ranks, (std::vector<int>{0, 1}));
+    }
+  }
+}
+
+// Sequence parallelism: all-gather before and reduce-scatter after each block in forward, their
+// transposes in backward, and the input gathered again for the weight gradients.
+TEST(Lowering, SequenceParallelOpsAndBytes) {
+  ParallelConfig p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  const StepProgram prog = lowered(tiny(), training(), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const auto t = tally(prog, 0);
+  const int L = 4, m = 8;
+  const std::int64_t full = 32 * 64 * 2;  // the gathered activation (nccl-tests size)
+  for (OpRole gather : {OpRole::kSpGatherAttn, OpRole::kSpGatherMlp}) {
+    EXPECT_EQ(get(t, gather, kF, OpKind::kAllGather).count, L * m);
+    EXPECT_EQ(get(t, gather, kB, OpKind::kReduceScatter).count, L * m);
+    EXPECT_EQ(get(t, gather, kW, OpKind::kAllGather).count, L * m);
+    EXPECT_EQ(get(t, gather, kF, OpKind::kAllGather).bytes, full);
+  }
+  for (OpRole scatter : {OpRole::kSpScatterAttn, OpRole::kSpScatterMlp}) {
+    EXPECT_EQ(get(t, scatter, kF, OpKind::kReduceScatter).count, L * m);
+    EXPECT_EQ(get(t, scatter, kB, OpKind::kAllGather).count, L * m);
+    EXPECT_EQ(get(t, scatter, kF, OpKind::kReduceScatter).bytes, full);
+  }
+  EXPECT_EQ(get(t, OpRole::kTpReduceAttn, kF, OpKind::kAllReduce).count, 0);
+  // Norms run on the sequence shard.
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.id.role() == OpRole::kAttnNorm) {
+      EXPECT_EQ(prog.desc(op).m, 16);
+    }
+  }
+  // Norm weights are replicated: their gradients are summed over tp once per step
+  // (4 layers × 2 norms + final norm, 128 elements each, 2 bytes).
+  EXPECT_EQ(get(t, OpRole::kSpNormGradReduce, kS, OpKind::kAllReduce).bytes, 9 * 128 * 2);
+}
+
+// Context parallelism over 2 ranks: per layer and micro-batch one K/V exchange forward, one K/V
+// and two dK/dV exchanges backward, each 2·b·kv_heads·(s/cp)·head_dim·2 bytes; attention split
+// into cp steps of equal (load-balanced causal) work.
+TEST(Lowering, ContextParallelRing) {
+  ParallelConfig p;
+  p.cp = 2;
+  const StepProgram prog = lowered(tiny(), training(), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const auto t = tally(prog, 0);
+  const int L = 4, m = 8;
+  const std::int64_t kv = 2 * 1 * 4 * 16 * 16 * 2;
+  EXPECT_EQ(get(t, OpRole::kCpKvSend, kF, OpKind::kSend).count, L * m);
+  EXPECT_EQ(get(t, OpRole::kCpKvRecv, kF, OpKind::kRecv).count, L * m);
+  EXPECT_EQ(get(t, OpRole::kCpKvSend, kB, OpKind::kSend).count, L * m);
+  EXPECT_EQ(get(t, OpRole::kCpDkvSend, kB, OpKind::kSend).count, 2 * L * m);
+  EXPECT_EQ(get(t, OpRole::kCpDkvRecv, kB, OpKind::kRecv).count, 2 * L * m);
+  EXPECT_EQ(get(t, OpRole::kCpKvSend, kF, OpKind::kSend).bytes, kv);
+  const Tally attn = get(t, OpRole::kAttnCore, kF, OpKind::kAttention);
+  EXPECT_EQ(attn.count, 2 * L * m);
+  // Each step: 4·b·heads·16·16·head_dim / 2.
+  EXPECT_DOUBLE_EQ(attn.flops, 2.0 * L * m * 4.0 * 4 * 16 * 16 * 16 / 2);
+  // Gradients are reduced over dp × cp.
+  bool dp_cp = false;
+  for (const CommGroup& g : prog.groups())
+    dp_cp |= g.axes == "dp-cp" && g.ranks == std::vector<int>{0, 1};
+  EXPECT_TRUE(dp_cp);
+}
+
+// Expert parallelism: router, all-to-all dispatch and combine over ep (and back in backward),
+// expert GEMMs batched over the local experts with capacity_factor·tokens·top_k·ep/experts rows.
+TEST(Lowering, ExpertParallelAllToAll) {
+  ParallelConfig p;
+  p.ep = 2;
+  p.dp = 2;
+  const StepProgram prog = lowered(tiny_moe(), training(), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const auto t = tally(prog, 0);
+  const int L = 4, m = 4;
+  // 32 tokens × top 2 = 64 routed tokens of 64 × 2 bytes leave each rank.
+  for (OpRole r : {OpRole::kEpDispatch, OpRole::kEpCombine}) {
+    for (Phase ph : {kF, kB}) {
+      EXPECT_EQ(get(t, r, ph, OpKind::kAllToAll).count, L * m);
+      EXPECT_EQ(get(t, r, ph, OpKind::kAllToAll).bytes, 64 * 64 * 2);
+    }
+  }
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.id == OpId::make(0, 0, kF, OpRole::kExpertUp)) {
+      const OpDesc& d = prog.desc(op);
+      EXPECT_EQ(d.batch, 2);  // 4 experts / ep 2
+      EXPECT_EQ(d.m, 32);     // 1.0 · 32 tokens · 2 · 2 / 4
+      EXPECT_EQ(d.n, 128);
+      EXPECT_EQ(d.k, 64);
+    }
+  }
+  // Expert weights reduce over expert data parallel (dp·cp/ep = 1 rank: nothing to do); the dense
+  // weights, one bucket, over dp.
+  EXPECT_EQ(get(t, OpRole::kDpGradReduce, kW, OpKind::kAllReduce).count, 1);
+  EXPECT_EQ(get(t, OpRole::kRouter, kF, OpKind::kGemm).count, L * m);
+}
+
+// Pipeline parallelism: stage 0 sends an activation and receives a gradient per micro-batch (and
+// per chunk with interleaving), b·s·h·2 bytes each, for every schedule.
+TEST(Lowering, PipelineSendsAndReceivesPerSchedule) {
+  for (Schedule s :
+       {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZeroBubbleH1}) {
+    ParallelConfig p;
+    p.pp = 2;
+    p.schedule = s;
+    p.virtual_stages = s == Schedule::kInterleaved ? 2 : 1;
+    const StepProgram prog = lowered(tiny(), training(), p);
+    ASSERT_TRUE(check_program(prog).is_ok())
+        << to_string(s) << ": " << check_program(prog).message();
+    const int m = 8;
+    const int v = p.virtual_stages;
+    const auto t0 = tally(prog, 0);
+    const auto t1 = tally(prog, 1);
+    // Virtual stages 0..2v−1 alternate between the two ranks; every boundary carries m messages.
+    EXPECT_EQ(get(t0, OpRole::kPpSendActivation, kF, OpKind::kSend).count, v * m) << to_string(s);
+    EXPECT_EQ(get(t1, OpRole::kPpRecvActivation, kF, OpKind::kRecv).count, v * m);
+    EXPECT_EQ(get(t0, OpRole::kPpRecvActivation, kF, OpKind::kRecv).count, (v - 1) * m);
+    EXPECT_EQ(get(t0, OpRole::kPpRecvGrad, kB, OpKind::kRecv).count, v * m);
+    EXPECT_EQ(get(t0, OpRole::kPpSendActivation, kF, OpKind::kSend).bytes, 32 * 64 * 2);
+    // Embedding on stage 0, LM head on stage 1.
+    EXPECT_EQ(get(t0, OpRole::kEmbedding, kF, OpKind::kEmbedding).count, m);
+    EXPECT_EQ(get(t1, OpRole::kLmHead, kF, OpKind::kGemm).count, m);
+    // Layers of each chunk run on the rank ModelPartition places them on.
+    auto part = ModelPartition::create(tiny(), p);
+    ASSERT_TRUE(part);
+    for (const RankProgram& r : prog.ranks()) {
+      for (const Op& op : r.ops()) {
+        if (op.id.layer() != OpId::kNone && prog.desc(op).kind == OpKind::kGemm) {
+          EXPECT_EQ(part->stage_of_layer(op.id.layer()), r.stage());
+        }
+      }
+    }
+    EXPECT_EQ(get(t0, OpRole::kLmHead, kF, OpKind::kGemm).count, 0);
+    if (s == Schedule::kZeroBubbleH1) {
+      // Weight gradients run in their own pass: on stage 1 some come after later input gradients.
+      const RankProgram& r = *prog.find(1);
+      std::size_t last_b0 = 0, first_w0 = r.size();
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const OpId id = r.op(i).id;
+        if (id.microbatch() == 0 && id.phase() == kB) last_b0 = i;
+        if (id.microbatch() == 0 && id.phase() == kW && first_w0 == r.size()) first_w0 = i;
+      }
+      EXPECT_GT(first_w0, last_b0);
+    }
+  }
+}
+
+// Data parallelism with one bucket per tensor (bucket_elements = 1): 27 tensors per rank
+// (embedding, 4 × 6 layer tensors, final norm, LM head).
+TEST(Lowering, DataParallelZeroStages) {
+  const int m = 4;  // 8 sequences over dp 2
+  const int tensors = 27;
+  const std::int64_t qkv_bytes = 64 * 192 * 2;
+  const std::int64_t layer_bytes = 49408 * 2;
+  LowerOptions o;
+  o.bucket_elements = 1;
+  for (int zero = 0; zero <= 3; ++zero) {
+    ParallelConfig p;
+    p.dp = 2;
+    p.zero_stage = zero;
+    const StepProgram prog = lowered(tiny(), training(), p, o);
+    ASSERT_TRUE(check_program(prog).is_ok())
+        << "zero " << zero << ": " << check_program(prog).message();
+    const auto t = tally(prog, 0);
+    const Tally ar = get(t, OpRole::kDpGradReduce, kW, OpKind::kAllReduce);
+    const Tally rs = get(t, OpRole::kDpGradReduce, kW, OpKind::kReduceScatter);
+    const Tally ag_step = get(t, OpRole::kDpParamGather, kS, OpKind::kAllGather);
+    switch (zero) {
+      case 0:
+        EXPECT_EQ(ar.count, tensors);
+        EXPECT_EQ(rs.count, 0);
+        EXPECT_EQ(ag_step.count, 0);
+        break;
+      case 1:
+        EXPECT_EQ(rs.count, tensors);
+        EXPECT_EQ(ag_step.count, tensors);
+        break;
+      case 2:
+        EXPECT_EQ(rs.count, tensors * m);  // gradients are sharded: reduced every micro-batch
+        EXPECT_EQ(ag_step.count, tensors);
+        break;
+      case 3:
+        // Per layer and micro-batch: gather forward and backward, reduce-scatter the gradients;
+        // the embedding and the LM head (with the final norm) likewise, except that the
+        // embedding's backward (a scatter-add) needs no weights.
+        EXPECT_EQ(get(t, OpRole::kDpParamGather, kF, OpKind::kAllGather).count, (4 + 2) * m);
+        EXPECT_EQ(get(t, OpRole::kDpParamGather, kB, OpKind::kAllGather).count, (4 + 1) * m);
+        EXPECT_EQ(rs.count, (4 + 2) * m);
+        break;
+    }
+    // Bytes: the QKV bucket (zero 0-2) or one layer's weights (zero 3).
+    bool found = false;
+    for (const Op& op : prog.find(0)->ops()) {
+      const OpDesc& d = prog.desc(op);
+      if (zero < 3 && op.id.role() == OpRole::kDpGradReduce && d.comm_bytes.raw() == qkv_bytes)
+        found = true;
+      if (zero == 3 && op.id == OpId::make(1, 0, kF, OpRole::kDpParamGather)) {
+        EXPECT_EQ(d.comm_bytes.raw(), layer_bytes);
+        found = true;
+      }
+    }
+    EXPECT_TRUE(found) << "zero " << zero;
+    // The optimizer updates the rank's shard: 4 layers × 49,408 + embedding 8,192 + final norm 128
+    // + LM head 8,192 parameters, halved from ZeRO-1 on.
+    std::int64_t params = 0;
+    for (const Op& op : prog.find(0)->ops()) {
+      if (op.id.role() == OpRole::kOptimizerStep) params = prog.desc(op).n;
+    }
+    const std::int64_t total = 4 * 49408 + 128 * 64 + 128 + 128 * 64;
+    EXPECT_EQ(params, zero == 0 ? total : total / 2) << "zero " << zero;
+  }
+}
+
+// Megatron's overlap flags: with overlap_grad_reduce a bucket is reduced as soon as its last
+// micro-batch gradients exist (inside the backward); with overlap_param_gather the updated
+// parameters are gathered at the start of the step and each layer's first forward waits for them.
+TEST(Lowering, GradReduceAndParamGatherPlacement) {
+  LowerOptions o;
+  o.bucket_elements = 1;
+  for (bool overlap : {true, false}) {
+    ParallelConfig p;
+    p.dp = 2;
+    p.zero_stage = 1;
+    p.overlap_grad_reduce = overlap;
+    p.overlap_param_gather = overlap;
+    const StepProgram prog = lowered(tiny(), training(), p, o);
+    ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+    const RankProgram& r = *prog.find(0);
+    std::size_t first_reduce = r.size(), last_backward = 0, first_forward = r.size();
+    std::size_t optimizer = 0, first_gather = r.size(), last_gather = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const OpId id = r.op(i).id;
+      const bool compute = is_compute(prog.desc(r.op(i)).kind);
+      if (id.role() == OpRole::kDpGradReduce) first_reduce = std::min(first_reduce, i);
+      if (compute && (id.phase() == kB || id.phase() == kW)) last_backward = i;
+      if (compute && id.phase() == kF) first_forward = std::min(first_forward, i);
+      if (id.role() == OpRole::kOptimizerStep) optimizer = i;
+      if (id.role() == OpRole::kDpParamGather) {
+        first_gather = std::min(first_gather, i);
+        last_gather = i;
+      }
+    }
+    if (overlap) {
+      EXPECT_LT(first_reduce, last_backward);
+      EXPECT_LT(last_gather, first_forward);
+      // The first layer's first forward op waits for the bucket holding its norm weights.
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (r.op(i).id == OpId::make(0, 0, kF, OpRole::kAttnNorm)) {
+          bool waits = false;
+          for (std::uint32_t d : r.deps(i))
+            waits |= r.op(d).id.role() == OpRole::kDpParamGather;
+          EXPECT_TRUE(waits);
+        }
+      }
+    } else {
+      EXPECT_GT(first_reduce, last_backward);
+      EXPECT_GT(first_gather, optimizer);
+    }
+  }
+}
+
+TEST(Lowering, MegatronBucketsByDefault) {
+  EXPECT_EQ(default_bucket_elements(16), 40'000'000);
+  EXPECT_EQ(default_bucket_elements(128), 128'000'000);
+  // A GPT-3 layer on tp 8 holds ~226 M parameters per rank: every big weight fills its own bucket.
+  ParallelConfig p;
+  p.tp = 8;
+  p.pp = 8;
+  p.dp = 2;
+  p.sequence_parallel = true;
+  LowerOptions o;
+  o.ranks = {0};
+  const StepProgram prog =
+      lowered(*builtin_catalog().find_model("gpt3-175b"), training(16, 2048), p, o);
+  int buckets = 0;
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.id.role() == OpRole::kDpGradReduce) {
+      ++buckets;
+      EXPECT_GE(prog.desc(op).comm_bytes.raw(), 40'000'000 * 2);
+    }
+  }
+  EXPECT_GT(buckets, 12);
+}
+
+// Summed over every rank, the GEMM and attention FLOPs of the non-recompute ops are the model
+// FLOPs of the step, and with recompute ops the hardware FLOPs.
+TEST(Lowering, FlopsAddUpToTheStep) {
+  struct Case {
+    ModelSpec model;
+    ParallelConfig p;
+  };
+  std::vector<Case> cases;
+  ParallelConfig p;
+  cases.push_back({tiny(), p});
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.pp = 2;
+  p.recompute = Recompute::kSelective;
+  cases.push_back({tiny(), p});
+  p.cp = 2;
+  p.recompute = Recompute::kFull;
+  p.schedule = Schedule::kInterleaved;
+  p.virtual_stages = 2;
+  cases.push_back({tiny(), p});
+  ParallelConfig q;
+  q.tp = 2;
+  q.sequence_parallel = true;
+  q.dp = 2;
+  q.ep = 2;
+  cases.push_back({tiny_moe(), q});
+  for (const Case& c : cases) {
+    const TrainingSpec t = training();
+    const StepProgram prog = lowered(c.model, t, c.p);
+    ASSERT_TRUE(check_program(prog).is_ok())
+        << short_label(c.p) << ": " << check_program(prog).message();
+    double model = 0, hardware = 0;
+    for (const RankProgram& r : prog.ranks()) {
+      for (const Op& op : r.ops()) {
+        const double f = prog.desc(op).flops.raw();
+        hardware += f;
+        if (op.id.phase() != Phase::kRecompute) model += f;
+      }
+    }
+    EXPECT_NEAR(model / model_flops_per_step(c.model, t).raw(), 1.0, 1e-12) << short_label(c.p);
+    EXPECT_NEAR(hardware / hardware_flops_per_step(c.model, t, c.p.recompute).raw(), 1.0, 1e-12)
+        << short_label(c.p);
+  }
+}
+
+TEST(Lowering, EveryAxisTogetherPassesTheChecker) {
+  const Catalog& cat = builtin_catalog();
+  struct Case {
+    std::string model;
+    ParallelConfig p;
+    std::int64_t gbs;
+    std::int64_t seq;
+  };
+  std::vector<Case> cases;
+  ParallelConfig p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.pp = 2;
+  p.dp = 2;
+  p.cp = 2;
+  for (int zero = 0; zero <= 3; ++zero) {
+    p.zero_stage = zero;
+    for (Schedule s : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kZeroBubbleH1}) {
+      p.schedule = s;
+      cases.push_back({"gpt-tiny", p, 8, 64});
+    }
+  }
+  p.zero_stage = 1;
+  p.schedule = Schedule::kInterleaved;
+  p.virtual_stages = 2;
+  p.recompute = Recompute::kFull;
+  cases.push_back({"gpt-tiny", p, 16, 64});
+  ParallelConfig moe;
+  moe.tp = 2;
+  moe.sequence_parallel = true;
+  moe.pp = 2;
+  moe.dp = 2;
+  moe.ep = 2;
+  moe.zero_stage = 1;
+  moe.schedule = Schedule::kZeroBubbleH1;
+  cases.push_back({"mixtral-8x7b", moe, 4, 128});
+  ParallelConfig ps;
+  ps.dp = 4;
+  ps.pp = 2;
+  ps.dp_sync = DpSync::kParameterServer;
+  ps.param_servers = 2;
+  cases.push_back({"gpt-tiny", ps, 8, 64});
+  ParallelConfig off;
+  off.dp = 2;
+  off.pp = 2;
+  off.zero_stage = 3;
+  off.offload = Offload::kOptimizerAndParams;
+  cases.push_back({"gpt-tiny", off, 8, 64});
+  off.zero_stage = 2;
+  off.offload = Offload::kOptimizer;
+  cases.push_back({"gpt-tiny", off, 8, 64});
+  for (const Case& c : cases) {
+    TrainingSpec t = training(c.gbs, c.seq);
+    const StepProgram prog = lowered(*cat.find_model(c.model), t, c.p);
+    ASSERT_TRUE(prog.complete());
+    EXPECT_TRUE(check_program(prog).is_ok())
+        << c.model << " " << short_label(c.p) << ": " << check_program(prog).message();
+  }
+}
+
+TEST(Lowering, ParameterServers) {
+  ParallelConfig p;
+  p.dp = 4;
+  p.dp_sync = DpSync::kParameterServer;
+  p.param_servers = 2;
+  LowerOptions o;
+  o.bucket_elements = 1;
+  const StepProgram prog = lowered(tiny(), training(), p, o);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  EXPECT_EQ(prog.total_ranks(), 6);
+  EXPECT_EQ(prog.find(4)->kind(), RankKind::kParameterServer);
+  const auto w = tally(prog, 0);
+  // 27 buckets, each split over 2 servers: 54 pushes and 54 pulls, no optimizer on the worker.
+  EXPECT_EQ(get(w, OpRole::kPsPush, kW, OpKind::kSend).count, 54);
+  EXPECT_EQ(get(w, OpRole::kPsPull, kS, OpKind::kRecv).count, 54);
+  EXPECT_EQ(get(w, OpRole::kOptimizerStep, kS, OpKind::kOptimizerStep).count, 0);
+  const auto s = tally(prog, 5);
+  EXPECT_EQ(get(s, OpRole::kPsPush, kW, OpKind::kRecv).count, 27 * 4);
+  EXPECT_EQ(get(s, OpRole::kPsPull, kS, OpKind::kSend).count, 27 * 4);
+  EXPECT_EQ(get(s, OpRole::kPsAggregate, kS, OpKind::kOptimizerStep).count, 27);
+}
+
+TEST(Lowering, OffloadMovesOptimizerWorkToTheHost) {
+  ParallelConfig p;
+  p.dp = 2;
+  p.zero_stage = 1;
+  p.offload = Offload::kOptimizer;
+  LowerOptions o;
+  o.bucket_elements = 1;
+  const StepProgram prog = lowered(tiny(), training(), p, o);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const auto t = tally(prog, 0);
+  EXPECT_EQ(get(t, OpRole::kOffloadGrad, kW, OpKind::kDeviceToHost).count, 27);
+  EXPECT_EQ(get(t, OpRole::kOffloadParam, kS, OpKind::kHostToDevice).count, 27);
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.id.role() == OpRole::kOptimizerStep) {
+      EXPECT_EQ(prog.desc(op).stream, Stream::kHost);
+    }
+    if (op.id == OpId::make(OpId::kNone, 3, kW, OpRole::kOffloadGrad, 1)) {
+      // A ZeRO-1 shard of the second bucket (final norm, 128 elements) in 16-bit.
+      EXPECT_EQ(prog.desc(op).comm_bytes.raw(), 64 * 2);
+    }
+  }
+}
+
+// Lowering a subset gives the ranks exactly the program they have in the full lowering.
+TEST(Lowering, SubsetsMatchTheFullProgram) {
+  ParallelConfig p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 2;
+  p.sequence_parallel = true;
+  const StepProgram full = lowered(tiny(), training(), p);
+  for (RankSubset subset : {RankSubset::kOnePerStage, RankSubset::kDataParallelReplica}) {
+    LowerOptions o;
+    o.ranks = representative_ranks(p, subset);
+    const StepProgram part = lowered(tiny(), training(), p, o);
+    EXPECT_FALSE(part.complete());
+    EXPECT_TRUE(check_program(part).is_ok()) << check_program(part).message();
+    for (const RankProgram& r : part.ranks()) {
+      const RankProgram& f = *full.find(r.rank());
+      ASSERT_EQ(r.size(), f.size());
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        EXPECT_EQ(r.op(i).id, f.op(i).id);
+        EXPECT_EQ(part.desc(r.op(i)), full.desc(f.op(i)));
+        if (r.op(i).group >= 0) {
+          EXPECT_EQ(part.group(r.op(i).group).ranks, full.group(f.op(i).group).ranks);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(representative_ranks(p, RankSubset::kOnePerStage), (std::vector<int>{0, 4}));
+  EXPECT_EQ(representative_ranks(p, RankSubset::kDataParallelReplica),
+            (std::vector<int>{0, 1, 4, 5}));
+}
+
+TEST(Lowering, ImpossibleCombinationsAreErrorsWithReasons) {
+  auto reason = [](const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t) {
+    auto prog = lower(m, t, p);
+    EXPECT_FALSE(prog);
+    return prog.status().message();
+  };
+  ParallelConfig p;
+  p.tp = 3;
+  EXPECT_NE(reason(tiny(), p, training()).find("/parallel/tp: must divide heads (4), got 3"),
+            std::string::npos);
+  p = {};
+  p.pp = 3;
+  EXPECT_NE(reason(tiny(), p, training()).find("must divide layers (4)"), std::string::npos);
+  p = {};
+  p.dp = 3;
+  EXPECT_NE(reason(tiny(), p, training()).find("multiple of dp x micro_batch_size"),
+            std::string::npos);
+  p = {};
+  p.ep = 2;
+  EXPECT_NE(reason(tiny(), p, training()).find("needs an MoE model"), std::string::npos);
+  p = {};
+  p.tp = 2;
+  p.ep = 2;
+  p.dp = 2;
+  EXPECT_NE(reason(tiny_moe(), p, training()).find("needs sequence parallelism"),
+            std::string::npos);
+  p = {};
+  p.offload = Offload::kOptimizerAndParams;
+  EXPECT_NE(reason(tiny(), p, training()).find("needs zero_stage 3"), std::string::npos);
+  p = {};
+  LowerOptions o;
+  o.ranks = {7};
+  auto bad_rank = lower(tiny(), training(), p, o);
+  EXPECT_FALSE(bad_rank);
+  EXPECT_NE(bad_rank.status().message().find("ranks are 0..0"), std::string::npos);
+}
+
+// check_program catches what a broken lowering would produce.
+TEST(ProgramCheck, FindsUnmatchedSendsMismatchedCollectivesAndDeadlocks) {
+  OpDesc send;
+  send.kind = OpKind::kSend;
+  send.stream = Stream::kPpSend;
+  send.comm_bytes = Bytes(8);
+  OpDesc recv = send;
+  recv.kind = OpKind::kRecv;
+  recv.stream = Stream::kPpRecv;
+  OpDesc ar;
+  ar.kind = OpKind::kAllReduce;
+  ar.stream = Stream::kTpComm;
+  ar.comm_bytes = Bytes(8);
+  auto id = [](OpRole r, int mb) { return OpId::make(0, mb, Phase::kForward, r); };
+  ProgramInfo info;
+  info.world_size = 2;
+  {
+    StepProgram p(info);
+    const auto s = p.intern(send);
+    p.add_rank(0, RankKind::kWorker, 0).add(Op{id(OpRole::kPpSendActivation, 0), s, -1, 1, 5}, {});
+    p.add_rank(1, RankKind::kWorker, 1);
+    EXPECT_NE(check_program(p).message().find("1 send(s) and 0 recv(s)"), std::string::npos)
+        << check_program(p).message();
+  }
+  {
+    StepProgram p(info);
+    const auto a = p.intern(ar);
+    const auto g = p.intern_group("tp", {0, 1});
+    RankProgram& r0 = p.add_rank(0, RankKind::kWorker, 0);
+    r0.add(Op{id(OpRole::kTpReduceAttn, 0), a, g, -1, 0}, {});
+    r0.add(Op{id(OpRole::kTpReduceMlp, 0), a, g, -1, 0}, {});
+    RankProgram& r1 = p.add_rank(1, RankKind::kWorker, 0);
+    r1.add(Op{id(OpRole::kTpReduceMlp, 0), a, g, -1, 0}, {});
+    r1.add(Op{id(OpRole::kTpReduceAttn, 0), a, g, -1, 0}, {});
+    EXPECT_NE(check_program(p).message().find("issue different collectives"), std::string::npos)
+        << check_program(p).message();
+  }
+  {
+    // Each rank sends only after receiving what the other sends only after receiving.
+    StepProgram p(info);
+    const auto s = p.intern(send);
+    const auto r = p.intern(recv);
+    for (int rank : {0, 1}) {
+      RankProgram& rp = p.add_rank(rank, RankKind::kWorker, 0);
+      const auto in = rp.add(Op{id(OpRole::kPpRecvActivation, 0), r, -1, 1 - rank,
+                                static_cast<std::uint32_t>(1 - rank)},
+                             {});
+      rp.add(
+          Op{id(OpRole::kPpSendActivation, 0), s, -1, 1 - rank, static_cast<std::uint32_t>(rank)},
+          {in});
+    }
+    const Status st = check_program(p);
+    EXPECT_NE(st.message().find("deadlock"), std::string::npos) << st.message();
+  }
+}
+
+}  // namespace
+}  // namespace planner

@@ -1,0 +1,199 @@
+#include "planner/core/memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include "planner/core/catalog.hpp"
+#include "planner/core/model_partition.hpp"
+
+namespace planner {
+namespace {
+
+const ModelSpec& gpt3() {
+  return *builtin_catalog().find_model("gpt3-175b");
+}
+
+TrainingSpec gpt3_training() {
+  TrainingSpec t;
+  t.global_batch_size = 1536;
+  t.seq_length = 2048;
+  return t;
+}
+
+// Korthikanti et al. 2022, GPT-3 175B: s = 2048, b = 1, h = 12288, a = 96, t = 8.
+constexpr double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+
+ParallelConfig gpt3_parallel() {
+  ParallelConfig p;
+  p.tp = 8;
+  p.pp = 8;
+  p.dp = 16;
+  p.micro_batch_size = 1;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::kSelective;
+  return p;
+}
+
+TEST(Memory, PerLayerActivationsFollowKorthikanti) {
+  MemoryOptions korthikanti;  // the paper stores the s×s softmax
+  korthikanti.flash_attention = false;
+  ParallelConfig p;
+  // No parallelism: s·b·h·(34 + 5·a·s/h).
+  EXPECT_EQ(layer_activation_bytes(gpt3(), gpt3_training(), p, false, korthikanti).raw(),
+            static_cast<std::int64_t>(s * b * h * (34 + 5 * a * s / h)));
+  // Tensor parallel: s·b·h·(10 + 24/t + 5·a·s/(h·t)).
+  p.tp = 8;
+  EXPECT_EQ(layer_activation_bytes(gpt3(), gpt3_training(), p, false, korthikanti).raw(),
+            static_cast<std::int64_t>(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))));
+  // Tensor + sequence parallel: s·b·h/t·(34 + 5·a·s/h).
+  p.sequence_parallel = true;
+  EXPECT_EQ(layer_activation_bytes(gpt3(), gpt3_training(), p, false, korthikanti).raw(),
+            static_cast<std::int64_t>(s * b * h / t * (34 + 5 * a * s / h)));
+  // Selective recompute (and flash attention, with or without it): s·b·h·34/t.
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(layer_activation_bytes(gpt3(), gpt3_training(), p, false, korthikanti).raw(),
+            static_cast<std::int64_t>(s * b * h * 34 / t));
+  p.recompute = Recompute::kNone;
+  EXPECT_EQ(layer_activation_bytes(gpt3(), gpt3_training(), p, false).raw(),
+            static_cast<std::int64_t>(s * b * h * 34 / t));
+  // Full recompute keeps the layer input: 2·s·b·h/t with SP.
+  p.recompute = Recompute::kFull;
+  EXPECT_EQ(layer_activation_bytes(gpt3(), gpt3_training(), p, false).raw(),
+            static_cast<std::int64_t>(2 * s * b * h / t));
+}
+
+// The done-when case: GPT-3 175B, tp 8, pp 8, micro-batch 1, seq 2048, selective recompute with
+// SP, 1F1B. The first stage holds p = 8 micro-batches of L/p = 12 layers, so its layer activations
+// are Korthikanti's s·b·h·L·34/t.
+TEST(Memory, Gpt3FirstStageActivationsAndBreakdown) {
+  auto report = estimate_memory(gpt3(), gpt3_training(), gpt3_parallel(),
+                                *builtin_catalog().find_gpu("A100-SXM4-80GB"));
+  ASSERT_TRUE(report) << report.status().message();
+  ASSERT_EQ(report->stages.size(), 8u);
+  const StageMemory& first = report->stages[0];
+  const double L = 96;
+  EXPECT_EQ(first.layer_activations.raw(), static_cast<std::int64_t>(s * b * h * L * 34 / t));
+  EXPECT_EQ(first.layers_in_flight, 96);
+  EXPECT_EQ(first.microbatches_in_flight, 8);
+  // Korthikanti §4.3: the embedding dropout mask, s·b·h/t bytes per micro-batch in flight.
+  EXPECT_EQ(first.extra_activations.raw(), static_cast<std::int64_t>(s * b * h / t * 8));
+  // The last stage holds one micro-batch of 12 layers plus the LM head's inputs and fp32 logits.
+  const StageMemory& last = report->stages[7];
+  EXPECT_EQ(last.layer_activations.raw(), static_cast<std::int64_t>(s * b * h * 12 * 34 / t));
+  EXPECT_EQ(last.extra_activations.raw(),
+            static_cast<std::int64_t>(2 * 2 * s * b * h / t + 4 * s * b * 51200 / t));
+  for (const StageMemory& st : report->stages) {
+    EXPECT_EQ(st.activations, st.layer_activations + st.extra_activations);
+    EXPECT_EQ(st.total(), st.weights + st.gradients + st.optimizer + st.activations +
+                              st.comm_buffers + st.overhead);
+    // Mixed-precision Adam without ZeRO: 2 + 2 + 12 bytes per parameter.
+    EXPECT_EQ(st.weights.raw(), 2 * st.params);
+    EXPECT_EQ(st.gradients.raw(), 2 * st.params);
+    EXPECT_EQ(st.optimizer.raw(), 12 * st.params);
+  }
+  EXPECT_EQ(report->peak_stage, 0);
+  EXPECT_EQ(report->peak, first.total());
+  EXPECT_TRUE(report->fits);
+  auto small = estimate_memory(gpt3(), gpt3_training(), gpt3_parallel(),
+                               *builtin_catalog().find_gpu("A100-SXM4-40GB"));
+  ASSERT_TRUE(small);
+  EXPECT_FALSE(small->fits);
+}
+
+// Parameters per rank of a middle stage: 12 layers of 12·h²/t + biases and norms.
+TEST(Memory, ParametersPerStage) {
+  auto part = ModelPartition::create(gpt3(), gpt3_parallel());
+  ASSERT_TRUE(part);
+  const std::int64_t H = 12288;
+  const std::int64_t per_layer = H * 3 * H / 8 + 3 * H / 8    // QKV + bias
+                                 + H * H / 8 + H              // out + replicated bias
+                                 + H * 4 * H / 8 + 4 * H / 8  // up + bias
+                                 + 4 * H * H / 8 + H          // down + replicated bias
+                                 + 2 * 2 * H;                 // two layer norms
+  EXPECT_EQ(part->rank_params(3).total(), 12 * per_layer);
+  EXPECT_EQ(part->stage_of_layer(40), 3);  // layers 36..47
+  EXPECT_EQ(part->chunk_of_layer(40), 0);
+  EXPECT_EQ(part->rank_params(3).embedding, 0);
+  // First stage: word embedding shard + learned positions; last: final norm + tied LM head copy.
+  EXPECT_EQ(part->rank_params(0).embedding, 51200 / 8 * H + 2048 * H);
+  EXPECT_EQ(part->rank_params(7).embedding, 2 * H + 51200 / 8 * H);
+  // Summed over stages and tp ranks (replicated parts once), a replica holds the whole model
+  // plus the last stage's tied copy of the word embedding.
+  std::int64_t sum = 0;
+  for (int st = 0; st < 8; ++st) {
+    const RankParams rp = part->rank_params(st);
+    sum += (rp.total() - rp.tp_replicated) * 8 + rp.tp_replicated;
+  }
+  EXPECT_EQ(sum, gpt3().total_params() + 51200 * H);
+}
+
+TEST(Memory, ZeroStagesShardModelStates) {
+  const GpuSpec& gpu = *builtin_catalog().find_gpu("H100-SXM5-80GB");
+  std::array<StageMemory, 4> middle;
+  for (int zero = 0; zero <= 3; ++zero) {
+    ParallelConfig p = gpt3_parallel();
+    p.zero_stage = zero;
+    auto r = estimate_memory(gpt3(), gpt3_training(), p, gpu);
+    ASSERT_TRUE(r) << r.status().message();
+    middle[static_cast<std::size_t>(zero)] = r->stages[3];
+  }
+  const std::int64_t P = middle[0].params;
+  const std::int64_t shard = (P + 15) / 16;  // dp 16
+  EXPECT_EQ(middle[1].optimizer.raw(), 12 * shard);
+  EXPECT_EQ(middle[1].gradients.raw(), 2 * P);
+  EXPECT_EQ(middle[2].gradients.raw(), 2 * shard);
+  EXPECT_EQ(middle[2].weights.raw(), 2 * P);
+  // ZeRO-3: the weight shard plus two gathered layers (in use and prefetched).
+  const std::int64_t layer = P / 12;
+  EXPECT_EQ(middle[3].weights.raw(), 2 * shard + 2 * 2 * layer);
+  EXPECT_LT(middle[3].total(), middle[2].total());
+  EXPECT_LT(middle[2].total(), middle[1].total());
+  EXPECT_LT(middle[1].total(), middle[0].total());
+}
+
+TEST(Memory, SchedulesSetTheMicroBatchesInFlight) {
+  const GpuSpec& gpu = *builtin_catalog().find_gpu("H100-SXM5-80GB");
+  ParallelConfig p = gpt3_parallel();
+  p.schedule = Schedule::kInterleaved;
+  p.virtual_stages = 2;
+  auto il = estimate_memory(gpt3(), gpt3_training(), p, gpu);
+  ASSERT_TRUE(il) << il.status().message();
+  // Korthikanti §4.2.3: interleaving multiplies the first stage's activations by 1 + (p−1)/(p·v).
+  EXPECT_DOUBLE_EQ(il->stages[0].layers_in_flight, 96 * (1 + 7.0 / 16));
+  p.schedule = Schedule::kGpipe;
+  p.virtual_stages = 1;
+  TrainingSpec small_batch = gpt3_training();
+  small_batch.global_batch_size = 16 * 32;  // 32 micro-batches
+  auto gpipe = estimate_memory(gpt3(), small_batch, p, gpu);
+  ASSERT_TRUE(gpipe);
+  for (const StageMemory& st : gpipe->stages)
+    EXPECT_EQ(st.layers_in_flight, 32 * 12);
+}
+
+TEST(Memory, OffloadAndParameterServersMoveOptimizerState) {
+  const GpuSpec& gpu = *builtin_catalog().find_gpu("H100-SXM5-80GB");
+  ParallelConfig p = gpt3_parallel();
+  p.zero_stage = 1;
+  p.offload = Offload::kOptimizer;
+  auto off = estimate_memory(gpt3(), gpt3_training(), p, gpu);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->stages[3].optimizer.raw(), 0);
+  EXPECT_EQ(off->stages[3].host.raw(), 12 * ((off->stages[3].params + 15) / 16));
+  p.zero_stage = 0;
+  p.offload = Offload::kNone;
+  p.dp_sync = DpSync::kParameterServer;
+  p.param_servers = 4;
+  auto ps = estimate_memory(gpt3(), gpt3_training(), p, gpu);
+  ASSERT_TRUE(ps);
+  EXPECT_EQ(ps->stages[3].optimizer.raw(), 0);
+}
+
+TEST(Memory, ImpossibleConfigurationsAreErrors) {
+  ParallelConfig p = gpt3_parallel();
+  p.tp = 5;
+  auto r = estimate_memory(gpt3(), gpt3_training(), p, {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("/parallel/tp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace planner

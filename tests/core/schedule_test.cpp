@@ -1,0 +1,148 @@
+#include "planner/core/schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace planner {
+namespace {
+
+PipelineSchedule make(Schedule kind, int p, int m, int v = 1) {
+  auto s = PipelineSchedule::create(kind, p, m, v);
+  EXPECT_TRUE(s) << s.status().message();
+  return *s;
+}
+
+// Every schedule over a grid of (p, m, v) passes the checker: complete, F < B (< W) per stage,
+// and the stages' orders run to the end without waiting on each other forever.
+TEST(Schedule, CheckerPassesEveryScheduleOverAGrid) {
+  int checked = 0;
+  for (int p : {1, 2, 3, 4, 5, 8}) {
+    for (int m : {1, 2, 3, 4, 7, 8, 16, 24}) {
+      for (Schedule kind : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kZeroBubbleH1}) {
+        const PipelineSchedule s = make(kind, p, m);
+        EXPECT_TRUE(check_schedule(s).is_ok())
+            << to_string(kind) << " p" << p << " m" << m << ": " << check_schedule(s).message();
+        ++checked;
+      }
+      if (p < 2 || m % p != 0) continue;
+      for (int v : {2, 3, 4}) {
+        const PipelineSchedule s = make(Schedule::kInterleaved, p, m, v);
+        EXPECT_TRUE(check_schedule(s).is_ok()) << "interleaved p" << p << " m" << m << " v" << v
+                                               << ": " << check_schedule(s).message();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 150);
+}
+
+TEST(Schedule, GpipeAnd1F1BBubbleMatchesTheClosedForm) {
+  for (int p : {1, 2, 4, 8}) {
+    for (int m : {1, 4, 8, 32}) {
+      for (Schedule kind : {Schedule::kGpipe, Schedule::k1F1B}) {
+        auto run = run_schedule(make(kind, p, m), PassTimes{1, 1, 0});
+        ASSERT_TRUE(run);
+        EXPECT_NEAR(run->idle_fraction, double(p - 1) / (m + p - 1), 1e-12)
+            << to_string(kind) << " p" << p << " m" << m;
+        EXPECT_DOUBLE_EQ(run->makespan, 2.0 * (m + p - 1));
+        EXPECT_NEAR(run->idle_fraction, bubble_fraction(kind, p, m), 1e-12);
+      }
+    }
+  }
+}
+
+TEST(Schedule, InterleavedBubbleShrinksByTheNumberOfChunks) {
+  for (int p : {2, 4, 8}) {
+    for (int mult : {1, 2, 4}) {
+      const int m = p * mult;
+      for (int v : {2, 3, 4}) {
+        auto run = run_schedule(make(Schedule::kInterleaved, p, m, v), PassTimes{1, 1, 0});
+        ASSERT_TRUE(run);
+        EXPECT_NEAR(run->idle_fraction, double(p - 1) / (v * m + p - 1), 1e-12)
+            << "p" << p << " m" << m << " v" << v;
+        EXPECT_NEAR(bubble_fraction(Schedule::kInterleaved, p, m, v), run->idle_fraction, 1e-12);
+      }
+    }
+  }
+}
+
+// ZB-H1 with F = B = W = 1 against 1F1B doing the same work (F = 1, B + W = 2).
+TEST(Schedule, ZeroBubbleH1IsStrictlyBelow1F1B) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int m : {1, 2, 4, 8, 16, 33}) {
+      auto zb = run_schedule(make(Schedule::kZeroBubbleH1, p, m), PassTimes{1, 1, 1});
+      auto ob = run_schedule(make(Schedule::k1F1B, p, m), PassTimes{1, 2, 0});
+      ASSERT_TRUE(zb && ob);
+      EXPECT_LT(zb->idle_fraction, ob->idle_fraction) << "p" << p << " m" << m;
+      if (m >= p) {
+        EXPECT_NEAR(zb->idle_fraction, double(p - 1) / (3 * m + p - 1), 1e-12)
+            << "p" << p << " m" << m;
+        EXPECT_NEAR(zb->idle_fraction, bubble_fraction(Schedule::kZeroBubbleH1, p, m), 1e-12);
+      }
+    }
+  }
+}
+
+TEST(Schedule, MicroBatchesInFlight) {
+  for (int p : {1, 2, 4, 8}) {
+    for (int m : {1, 3, 8, 16}) {
+      const PipelineSchedule ofob = make(Schedule::k1F1B, p, m);
+      const PipelineSchedule gpipe = make(Schedule::kGpipe, p, m);
+      const PipelineSchedule zb = make(Schedule::kZeroBubbleH1, p, m);
+      for (int s = 0; s < p; ++s) {
+        EXPECT_EQ(peak_in_flight(ofob, s), std::min(p - s, m)) << "1f1b p" << p << " m" << m;
+        EXPECT_EQ(peak_in_flight(gpipe, s), m);
+        // Counting a micro-batch until its W pass, ZB-H1 never exceeds 1F1B's first stage.
+        EXPECT_LE(peak_in_flight(zb, s), std::min(p, m));
+      }
+    }
+  }
+  // Interleaved: stage s holds (p − s − 1)·2 + (v − 1)·p + 1 chunk-micro-batches, i.e. the first
+  // stage L·(1 + (p − 1)/(p·v)) layers' worth (Korthikanti et al. 2022 §4.2.3).
+  const int p = 4, m = 16, v = 3;
+  const PipelineSchedule il = make(Schedule::kInterleaved, p, m, v);
+  for (int s = 0; s < p; ++s) {
+    EXPECT_EQ(peak_in_flight(il, s), (p - s - 1) * 2 + (v - 1) * p + 1) << "stage " << s;
+  }
+  const double chunk_layers_over_l = 1.0 / (p * v);  // a chunk holds L / (p·v) layers
+  EXPECT_NEAR(peak_in_flight(il, 0) * chunk_layers_over_l, 1.0 + double(p - 1) / (p * v), 1e-12);
+}
+
+TEST(Schedule, OneF1BOrderIsPipeDreamFlush) {
+  const PipelineSchedule s = make(Schedule::k1F1B, 4, 6);
+  // Stage 1: two warm-up forwards, then alternate, then drain.
+  const std::vector<PassItem> expected = {
+      {0, 0, Pass::kForward},  {1, 0, Pass::kForward},  {2, 0, Pass::kForward},
+      {0, 0, Pass::kBackward}, {3, 0, Pass::kForward},  {1, 0, Pass::kBackward},
+      {4, 0, Pass::kForward},  {2, 0, Pass::kBackward}, {5, 0, Pass::kForward},
+      {3, 0, Pass::kBackward}, {4, 0, Pass::kBackward}, {5, 0, Pass::kBackward}};
+  EXPECT_EQ(s.stage(1), expected);
+}
+
+TEST(Schedule, CheckerRejectsBrokenOrders) {
+  auto F = [](int mb) { return PassItem{mb, 0, Pass::kForward}; };
+  auto B = [](int mb) { return PassItem{mb, 0, Pass::kBackward}; };
+  // Stage 0 waits for B0 from stage 1, which waits for F1 that stage 0 runs only after B0.
+  auto deadlock = PipelineSchedule::from_orders(
+      Schedule::k1F1B, 2, 1, false, {{F(0), B(0), F(1), B(1)}, {F(0), F(1), B(0), B(1)}});
+  Status st = check_schedule(deadlock);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("deadlocks"), std::string::npos) << st.message();
+  auto missing = PipelineSchedule::from_orders(Schedule::kGpipe, 2, 1, false, {{F(0), F(1), B(0)}});
+  EXPECT_NE(check_schedule(missing).message().find("never runs"), std::string::npos);
+  auto backwards = PipelineSchedule::from_orders(Schedule::kGpipe, 1, 1, false, {{B(0), F(0)}});
+  EXPECT_NE(check_schedule(backwards).message().find("out of order"), std::string::npos);
+  auto twice = PipelineSchedule::from_orders(Schedule::kGpipe, 1, 1, false, {{F(0), F(0), B(0)}});
+  EXPECT_NE(check_schedule(twice).message().find("twice"), std::string::npos);
+}
+
+TEST(Schedule, ImpossibleShapesAreErrors) {
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kInterleaved, 4, 6, 2));  // m % p != 0
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kInterleaved, 4, 8, 1));
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::k1F1B, 4, 8, 2));
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kGpipe, 0, 8));
+}
+
+}  // namespace
+}  // namespace planner
