@@ -29,5 +29,6 @@ void add_json_flag(CLI::App* cmd, CliContext& ctx);
 void register_gpu_commands(CLI::App& app, CliContext& ctx);
 void register_model_commands(CLI::App& app, CliContext& ctx);
 void register_validate_command(CLI::App& app, CliContext& ctx);
+void register_topology_commands(CLI::App& app, CliContext& ctx);
 
 }  // namespace planner::cli
