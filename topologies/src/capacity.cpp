@@ -36,19 +36,19 @@ class FlowNetwork {
   }
 
   void include(DeviceId d, Role role) {
-    auto& v = vertex_[static_cast<std::size_t>(d)];
+    auto& v = vertex_[d];
     if (v < 0) {
       v = static_cast<int>(boost::add_vertex(g_));
       devices_.push_back(d);
       roles_.push_back(role);
     } else {
-      roles_[static_cast<std::size_t>(v - 2)] = role;
+      roles_[v - 2] = role;
     }
   }
-  bool included(DeviceId d) const { return vertex_[static_cast<std::size_t>(d)] >= 0; }
+  bool included(DeviceId d) const { return vertex_[d] >= 0; }
   Role role(DeviceId d) const {
-    const int v = vertex_[static_cast<std::size_t>(d)];
-    return v < 0 ? Role::kExcluded : roles_[static_cast<std::size_t>(v - 2)];
+    const int v = vertex_[d];
+    return v < 0 ? Role::kExcluded : roles_[v - 2];
   }
 
   // Adds every cable between included devices; `allow(link)` says whether its direction may carry
@@ -64,7 +64,10 @@ class FlowNetwork {
         const LinkId back = Cluster::reverse(id);
         const std::int64_t bwd =
             usable(back) && allow(back) ? capacity_of(c_.link(back).bandwidth) : 0;
-        if (fwd > 0 || bwd > 0) add_pair(vertex(l.src), vertex(l.dst), fwd, bwd);
+        // Each direction is its own edge with a zero-capacity residual partner, the form
+        // push-relabel's flow conversion expects.
+        if (fwd > 0) add_pair(vertex(l.src), vertex(l.dst), fwd, 0);
+        if (bwd > 0) add_pair(vertex(l.dst), vertex(l.src), bwd, 0);
       }
     }
   }
@@ -96,9 +99,7 @@ class FlowNetwork {
   static constexpr std::size_t kSource = 0;
   static constexpr std::size_t kSink = 1;
 
-  std::size_t vertex(DeviceId d) const {
-    return static_cast<std::size_t>(vertex_[static_cast<std::size_t>(d)]);
-  }
+  std::size_t vertex(DeviceId d) const { return static_cast<std::size_t>(vertex_[d]); }
   bool usable(LinkId id) const {
     const Link& l = c_.link(id);
     return role(l.src) != Role::kSink && role(l.dst) != Role::kSource;
@@ -133,7 +134,7 @@ Status check_gpus(const Cluster& c, std::span<const int> gpus) {
                                    " is out of range: the cluster has " +
                                    std::to_string(c.num_gpus()) + " GPUs");
     }
-    if (seen[static_cast<std::size_t>(g)]++) {
+    if (seen[g]++) {
       return Status::invalid_input("GPU " + std::to_string(g) + " appears twice in the group");
     }
   }
@@ -154,14 +155,14 @@ std::int64_t island_flow(const Cluster& c, int island, const std::vector<int>& m
   const auto [first, count] = island_nodes(c, island);
   std::vector<char> is_member(static_cast<std::size_t>(c.num_gpus()), 0);
   for (int g : members)
-    is_member[static_cast<std::size_t>(g)] = 1;
+    is_member[g] = 1;
   std::vector<DeviceId> devices;
   const int per_node = c.devices_per_node();
   for (int n = first; n < first + count; ++n) {
     for (DeviceId d = n * per_node; d < (n + 1) * per_node; ++d) {
       const Device& dev = c.device(d);
       if (dev.kind == DeviceKind::kNic) continue;
-      if (dev.kind == DeviceKind::kGpu && !is_member[static_cast<std::size_t>(dev.gpu)]) continue;
+      if (dev.kind == DeviceKind::kGpu && !is_member[dev.gpu]) continue;
       devices.push_back(d);
     }
   }
@@ -174,25 +175,24 @@ std::int64_t island_flow(const Cluster& c, int island, const std::vector<int>& m
 
   std::vector<char> in_set(c.devices().size(), 0);
   for (DeviceId d : devices)
-    in_set[static_cast<std::size_t>(d)] = 1;
+    in_set[d] = 1;
   std::vector<char> seen(c.devices().size(), 0);
   std::deque<DeviceId> todo{c.gpu_device(source)};
-  seen[static_cast<std::size_t>(todo.front())] = 1;
+  seen[todo.front()] = 1;
   while (!todo.empty()) {
     const DeviceId d = todo.front();
     todo.pop_front();
     for (LinkId id : c.out_links(d)) {
       const DeviceId to = c.link(id).dst;
-      if (!in_set[static_cast<std::size_t>(to)] || seen[static_cast<std::size_t>(to)] ||
-          !allowed(id)) {
+      if (!in_set[to] || seen[to] || !allowed(id)) {
         continue;
       }
-      seen[static_cast<std::size_t>(to)] = 1;
+      seen[to] = 1;
       todo.push_back(to);
     }
   }
   for (int g : members) {
-    if (!seen[static_cast<std::size_t>(c.gpu_device(g))]) return -1;
+    if (!seen[c.gpu_device(g)]) return -1;
   }
 
   FlowNetwork net(c);
@@ -235,7 +235,7 @@ std::int64_t node_injection(const Cluster& c, int node, const std::vector<int>& 
   const int per_node = c.devices_per_node();
   std::vector<char> is_member(static_cast<std::size_t>(c.num_gpus()), 0);
   for (int g : members)
-    is_member[static_cast<std::size_t>(g)] = 1;
+    is_member[g] = 1;
   std::vector<DeviceId> nics;
   for (int g : members) {
     for (DeviceId nic : c.nics_of(g)) {
@@ -245,7 +245,7 @@ std::int64_t node_injection(const Cluster& c, int node, const std::vector<int>& 
   for (DeviceId d = node * per_node; d < (node + 1) * per_node; ++d) {
     const Device& dev = c.device(d);
     if (dev.kind == DeviceKind::kGpu) {
-      if (is_member[static_cast<std::size_t>(dev.gpu)]) net.include(d, Role::kSource);
+      if (is_member[dev.gpu]) net.include(d, Role::kSource);
     } else if (dev.kind != DeviceKind::kNic) {
       net.include(d, Role::kTransit);
     }
@@ -268,20 +268,20 @@ std::int64_t cut_flow(const Cluster& c, std::span<const int> from, std::span<con
   std::vector<std::uint8_t> side(static_cast<std::size_t>(c.num_nodes()), 0);
   std::vector<std::uint8_t> gpu_role(static_cast<std::size_t>(c.num_gpus()), 0);
   for (int g : from) {
-    side[static_cast<std::size_t>(c.node_of(g))] |= 1;
-    gpu_role[static_cast<std::size_t>(g)] = 1;
+    side[c.node_of(g)] |= 1;
+    gpu_role[g] = 1;
   }
   for (int g : to) {
-    side[static_cast<std::size_t>(c.node_of(g))] |= 2;
-    gpu_role[static_cast<std::size_t>(g)] = 2;
+    side[c.node_of(g)] |= 2;
+    gpu_role[g] = 2;
   }
   const int per_node = c.devices_per_node();
   for (int n = 0; n < c.num_nodes(); ++n) {
-    if (side[static_cast<std::size_t>(n)] == 0) continue;
+    if (side[n] == 0) continue;
     for (DeviceId d = n * per_node; d < (n + 1) * per_node; ++d) {
       const Device& dev = c.device(d);
       if (dev.kind == DeviceKind::kGpu) {
-        const std::uint8_t r = gpu_role[static_cast<std::size_t>(dev.gpu)];
+        const std::uint8_t r = gpu_role[dev.gpu];
         if (r != 0) net.include(d, r == 1 ? Role::kSource : Role::kSink);
       } else {
         net.include(d, Role::kTransit);
@@ -297,7 +297,7 @@ std::int64_t cut_flow(const Cluster& c, std::span<const int> from, std::span<con
     // A domain switch matters when one of its GPUs takes part.
     for (LinkId id : c.out_links(d)) {
       const int g = c.device(c.link(id).dst).gpu;
-      if (g >= 0 && gpu_role[static_cast<std::size_t>(g)] != 0) {
+      if (g >= 0 && gpu_role[g] != 0) {
         net.include(d, Role::kTransit);
         break;
       }
@@ -310,13 +310,13 @@ std::int64_t cut_flow(const Cluster& c, std::span<const int> from, std::span<con
     const Device& a = c.device(l.src);
     const Device& b = c.device(l.dst);
     if (a.kind == DeviceKind::kNic && b.node >= 0) {
-      return side[static_cast<std::size_t>(b.node)] != 1;  // NIC into the node: not for senders
+      return side[b.node] != 1;  // NIC into the node: not for senders
     }
-    if (a.kind == DeviceKind::kNic) return side[static_cast<std::size_t>(a.node)] != 2;  // up
+    if (a.kind == DeviceKind::kNic) return side[a.node] != 2;  // up
     if (b.kind == DeviceKind::kNic && a.node >= 0) {
-      return side[static_cast<std::size_t>(a.node)] != 2;  // node into NIC: not for receivers
+      return side[a.node] != 2;  // node into NIC: not for receivers
     }
-    if (b.kind == DeviceKind::kNic) return side[static_cast<std::size_t>(b.node)] != 1;  // down
+    if (b.kind == DeviceKind::kNic) return side[b.node] != 1;  // down
     return true;
   });
   net.connect_terminals();
@@ -340,9 +340,9 @@ Bandwidth bisection_bandwidth(const Cluster& cluster) {
   std::vector<int> to(static_cast<std::size_t>(n - n / 2));
   for (int i = 0; i < n; ++i) {
     if (i < n / 2) {
-      from[static_cast<std::size_t>(i)] = i;
+      from[i] = i;
     } else {
-      to[static_cast<std::size_t>(i - n / 2)] = i;
+      to[i - n / 2] = i;
     }
   }
   return as_bandwidth(cut_flow(cluster, from, to));

@@ -32,14 +32,13 @@ class UnionFind {
     std::iota(parent_.begin(), parent_.end(), 0);
   }
   int find(int x) {
-    while (parent_[static_cast<std::size_t>(x)] != x) {
-      parent_[static_cast<std::size_t>(x)] =
-          parent_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(x)])];
-      x = parent_[static_cast<std::size_t>(x)];
+    while (parent_[x] != x) {
+      parent_[x] = parent_[parent_[static_cast<std::size_t>(x)]];
+      x = parent_[x];
     }
     return x;
   }
-  void join(int a, int b) { parent_[static_cast<std::size_t>(find(a))] = find(b); }
+  void join(int a, int b) { parent_[find(a)] = find(b); }
 
  private:
   std::vector<int> parent_;
@@ -61,13 +60,11 @@ class NodeRouter {
     for (int c = 0; c < t.num_cables; ++c) {
       for (int dir = 0; dir < 2; ++dir) {
         const int id = 2 * c + dir;
-        const int a = dir == 0 ? t.cable_a[static_cast<std::size_t>(c)]
-                               : t.cable_b[static_cast<std::size_t>(c)];
-        const int b = dir == 0 ? t.cable_b[static_cast<std::size_t>(c)]
-                               : t.cable_a[static_cast<std::size_t>(c)];
+        const int a = dir == 0 ? t.cable_a[c] : t.cable_b[c];
+        const int b = dir == 0 ? t.cable_b[c] : t.cable_a[c];
         ends.emplace_back(static_cast<std::size_t>(a), static_cast<std::size_t>(b));
-        props.push_back({t.cost[static_cast<std::size_t>(id)], id});
-        in_[static_cast<std::size_t>(b)].emplace_back(id, a);
+        props.push_back({t.cost[id], id});
+        in_[b].emplace_back(id, a);
       }
     }
     graph_ = Graph(boost::edges_are_unsorted_multi_pass, ends.begin(), ends.end(), props.begin(),
@@ -93,15 +90,15 @@ class NodeRouter {
   // Every cheapest route from `src` to `dst` (up to kMaxAlternatives).
   LocalRoutes routes(int src, int dst, const std::vector<std::int64_t>& dist) const {
     LocalRoutes r;
-    if (dist[static_cast<std::size_t>(dst)] == kUnreachable) return r;
-    r.cost = dist[static_cast<std::size_t>(dst)];
+    if (dist[dst] == kUnreachable) return r;
+    r.cost = dist[dst];
     std::vector<int> suffix;
     collect(src, dst, dist, suffix, r.alternatives);
     return r;
   }
 
  private:
-  DeviceKind kind(int device) const { return spec_.devices[static_cast<std::size_t>(device)].kind; }
+  DeviceKind kind(int device) const { return spec_.devices[device].kind; }
 
   void collect(int src, int v, const std::vector<std::int64_t>& dist, std::vector<int>& suffix,
                std::vector<std::vector<int>>& out) const {
@@ -110,11 +107,10 @@ class NodeRouter {
       out.emplace_back(suffix.rbegin(), suffix.rend());
       return;
     }
-    for (const auto& [id, u] : in_[static_cast<std::size_t>(v)]) {
+    for (const auto& [id, u] : in_[v]) {
       if (u != src && !forwards(kind(u))) continue;
-      const std::int64_t du = dist[static_cast<std::size_t>(u)];
-      if (du == kUnreachable ||
-          du + t_.cost[static_cast<std::size_t>(id)] != dist[static_cast<std::size_t>(v)]) {
+      const std::int64_t du = dist[u];
+      if (du == kUnreachable || du + t_.cost[id] != dist[v]) {
         continue;
       }
       suffix.push_back(id);
@@ -135,7 +131,7 @@ Result<NodeTemplate> make_template(const TopologySpec& spec, bool with_fabric) {
   t.num_devices = static_cast<int>(ns.devices.size());
   t.num_cables = static_cast<int>(ns.links.size());
   for (int i = 0; i < t.num_devices; ++i) {
-    const DeviceKind k = ns.devices[static_cast<std::size_t>(i)].kind;
+    const DeviceKind k = ns.devices[i].kind;
     if (k == DeviceKind::kGpu) t.gpu_device.push_back(i);
     if (k == DeviceKind::kNic) t.nic_device.push_back(i);
   }
@@ -152,88 +148,81 @@ Result<NodeTemplate> make_template(const TopologySpec& spec, bool with_fabric) {
   // NVLink components among the node's GPUs.
   UnionFind uf(t.num_devices);
   for (int c = 0; c < t.num_cables; ++c) {
-    if (link_class(ns.links[static_cast<std::size_t>(c)].link.kind) == LinkClass::kNvlink) {
-      uf.join(t.cable_a[static_cast<std::size_t>(c)], t.cable_b[static_cast<std::size_t>(c)]);
+    if (link_class(ns.links[c].link.kind) == LinkClass::kNvlink) {
+      uf.join(t.cable_a[c], t.cable_b[c]);
     }
   }
   std::vector<int> root_to_component(static_cast<std::size_t>(t.num_devices), -1);
   std::vector<int> component_size;
   for (int g = 0; g < gpus; ++g) {
-    const int root = uf.find(t.gpu_device[static_cast<std::size_t>(g)]);
-    int& c = root_to_component[static_cast<std::size_t>(root)];
+    const int root = uf.find(t.gpu_device[g]);
+    int& c = root_to_component[root];
     if (c < 0) {
       c = static_cast<int>(component_size.size());
       component_size.push_back(0);
     }
-    ++component_size[static_cast<std::size_t>(c)];
+    ++component_size[c];
     t.nvlink_component.push_back(c);
   }
   t.largest_nvlink_component = *std::max_element(component_size.begin(), component_size.end());
+  t.nvlink_components = static_cast<int>(component_size.size());
 
   NodeRouter router(ns, t);
   std::vector<std::vector<std::int64_t>> gpu_dist;
   for (int g = 0; g < gpus; ++g) {
-    gpu_dist.push_back(router.distances(t.gpu_device[static_cast<std::size_t>(g)]));
+    gpu_dist.push_back(router.distances(t.gpu_device[g]));
   }
   t.gpu_to_gpu.resize(static_cast<std::size_t>(gpus * gpus));
   for (int a = 0; a < gpus; ++a) {
     for (int b = 0; b < gpus; ++b) {
       if (a == b) continue;
-      t.gpu_to_gpu[static_cast<std::size_t>(a * gpus + b)] = router.routes(
-          t.gpu_device[static_cast<std::size_t>(a)], t.gpu_device[static_cast<std::size_t>(b)],
-          gpu_dist[static_cast<std::size_t>(a)]);
+      t.gpu_to_gpu[a * gpus + b] = router.routes(t.gpu_device[a], t.gpu_device[b], gpu_dist[a]);
     }
   }
 
   // Which GPUs each NIC serves: as listed, else the GPUs nearest to it.
   t.nics_of_gpu.resize(static_cast<std::size_t>(gpus));
   for (int r = 0; r < nics; ++r) {
-    const NodeDevice& nic =
-        ns.devices[static_cast<std::size_t>(t.nic_device[static_cast<std::size_t>(r)])];
+    const NodeDevice& nic = ns.devices[t.nic_device[static_cast<std::size_t>(r)]];
     std::vector<int> served;
     if (!nic.serves.empty()) {
       for (const std::string& id : nic.serves) {
         const int dev = ns.find(id);
         for (int g = 0; g < gpus; ++g) {
-          if (t.gpu_device[static_cast<std::size_t>(g)] == dev) served.push_back(g);
+          if (t.gpu_device[g] == dev) served.push_back(g);
         }
       }
     } else {
       std::int64_t best = kUnreachable;
       for (int g = 0; g < gpus; ++g) {
-        best = std::min(best, gpu_dist[static_cast<std::size_t>(g)][static_cast<std::size_t>(
-                                  t.nic_device[static_cast<std::size_t>(r)])]);
+        best = std::min(best, gpu_dist[g][t.nic_device[static_cast<std::size_t>(r)]]);
       }
       for (int g = 0; g < gpus; ++g) {
-        if (best != kUnreachable && gpu_dist[static_cast<std::size_t>(g)][static_cast<std::size_t>(
-                                        t.nic_device[static_cast<std::size_t>(r)])] == best) {
+        if (best != kUnreachable &&
+            gpu_dist[g][t.nic_device[static_cast<std::size_t>(r)]] == best) {
           served.push_back(g);
         }
       }
     }
     for (int g : served)
-      t.nics_of_gpu[static_cast<std::size_t>(g)].push_back(r);
+      t.nics_of_gpu[g].push_back(r);
   }
   t.gpu_to_nic.resize(static_cast<std::size_t>(gpus * nics));
   for (int g = 0; g < gpus; ++g) {
-    for (int r : t.nics_of_gpu[static_cast<std::size_t>(g)]) {
-      LocalRoutes routes = router.routes(t.gpu_device[static_cast<std::size_t>(g)],
-                                         t.nic_device[static_cast<std::size_t>(r)],
-                                         gpu_dist[static_cast<std::size_t>(g)]);
+    for (int r : t.nics_of_gpu[g]) {
+      LocalRoutes routes = router.routes(t.gpu_device[g], t.nic_device[r], gpu_dist[g]);
       if (routes.cost == kUnreachable) {
         return Status::invalid_input(
-            "topology \"" + spec.name + "\": /node: " +
-            ns.devices[static_cast<std::size_t>(t.nic_device[static_cast<std::size_t>(r)])].id +
-            " serves " +
-            ns.devices[static_cast<std::size_t>(t.gpu_device[static_cast<std::size_t>(g)])].id +
+            "topology \"" + spec.name +
+            "\": /node: " + ns.devices[t.nic_device[static_cast<std::size_t>(r)]].id + " serves " +
+            ns.devices[t.gpu_device[static_cast<std::size_t>(g)]].id +
             " but no route joins them without passing through another GPU or NIC");
       }
-      t.gpu_to_nic[static_cast<std::size_t>(g * nics + r)] = std::move(routes);
+      t.gpu_to_nic[g * nics + r] = std::move(routes);
     }
-    if (with_fabric && t.nics_of_gpu[static_cast<std::size_t>(g)].empty()) {
-      return Status::invalid_input(
-          "topology \"" + spec.name + "\": /node: no NIC serves " +
-          ns.devices[static_cast<std::size_t>(t.gpu_device[static_cast<std::size_t>(g)])].id);
+    if (with_fabric && t.nics_of_gpu[g].empty()) {
+      return Status::invalid_input("topology \"" + spec.name + "\": /node: no NIC serves " +
+                                   ns.devices[t.gpu_device[static_cast<std::size_t>(g)]].id);
     }
   }
   return t;
@@ -284,14 +273,11 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
   if (!spec.nvlink_domain && !with_fabric) {
     for (int a = 0; a < gpn; ++a) {
       for (int b = 0; b < gpn; ++b) {
-        if (a != b && t.gpu_to_gpu[static_cast<std::size_t>(a * gpn + b)].cost == kUnreachable) {
+        if (a != b && t.gpu_to_gpu[a * gpn + b].cost == kUnreachable) {
           return Status::invalid_input(
               where + ": /node: no route from " +
-              spec.node.devices[static_cast<std::size_t>(t.gpu_device[static_cast<std::size_t>(a)])]
-                  .id +
-              " to " +
-              spec.node.devices[static_cast<std::size_t>(t.gpu_device[static_cast<std::size_t>(b)])]
-                  .id +
+              spec.node.devices[t.gpu_device[static_cast<std::size_t>(a)]].id + " to " +
+              spec.node.devices[t.gpu_device[static_cast<std::size_t>(b)]].id +
               " (GPUs and NICs do not forward traffic) and no fabric to go round");
         }
       }
@@ -335,18 +321,15 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
   // Nodes.
   std::vector<int> gpu_rank_of_device(static_cast<std::size_t>(t.num_devices), -1);
   for (int g = 0; g < gpn; ++g)
-    gpu_rank_of_device[static_cast<std::size_t>(t.gpu_device[static_cast<std::size_t>(g)])] = g;
+    gpu_rank_of_device[t.gpu_device[static_cast<std::size_t>(g)]] = g;
   for (int n = 0; n < nodes; ++n) {
     const DeviceId base = n * t.num_devices;
     for (int i = 0; i < t.num_devices; ++i) {
-      const int rank = gpu_rank_of_device[static_cast<std::size_t>(i)];
-      dev.push_back({spec.node.devices[static_cast<std::size_t>(i)].kind, n, i,
-                     rank < 0 ? -1 : n * gpn + rank});
+      const int rank = gpu_rank_of_device[i];
+      dev.push_back({spec.node.devices[i].kind, n, i, rank < 0 ? -1 : n * gpn + rank});
     }
     for (int c = 0; c < t.num_cables; ++c) {
-      add_cable(base + t.cable_a[static_cast<std::size_t>(c)],
-                base + t.cable_b[static_cast<std::size_t>(c)],
-                spec.node.links[static_cast<std::size_t>(c)].link);
+      add_cable(base + t.cable_a[c], base + t.cable_b[c], spec.node.links[c].link);
     }
   }
   // Rack-scale NVLink domains: one logical switch each, linked to every GPU of its nodes.
@@ -358,7 +341,7 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
     m->domain_cost = route_cost(spec.nvlink_domain->link);
     for (int g = 0; g < total_gpus; ++g) {
       const int n = g / gpn;
-      add_cable(n * t.num_devices + t.gpu_device[static_cast<std::size_t>(g % gpn)],
+      add_cable(n * t.num_devices + t.gpu_device[g % gpn],
                 m->domain_switch_base + n / m->domain_nodes, spec.nvlink_domain->link);
     }
   }
@@ -381,8 +364,7 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
       for (int r = 0; r < npn; ++r) {
         const int leaf = detail::leaf_of(f, npn, n, r);
         m->leaf_of_nic.push_back(leaf);
-        add_cable(n * t.num_devices + t.nic_device[static_cast<std::size_t>(r)], leaf0 + leaf,
-                  f.host_link);
+        add_cable(n * t.num_devices + t.nic_device[r], leaf0 + leaf, f.host_link);
       }
     }
   }
@@ -412,8 +394,7 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
   {
     std::vector<std::int32_t> fill(m->out_offsets.begin(), m->out_offsets.end() - 1);
     for (std::size_t id = 0; id < lnk.size(); ++id) {
-      m->out_ids[static_cast<std::size_t>(fill[static_cast<std::size_t>(lnk[id].src)]++)] =
-          static_cast<LinkId>(id);
+      m->out_ids[fill[static_cast<std::size_t>(lnk[id].src)]++] = static_cast<LinkId>(id);
     }
   }
   // NICs per GPU.
@@ -422,8 +403,8 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
   for (int g = 0; g < total_gpus; ++g) {
     const int n = g / gpn;
     if (with_fabric) {
-      for (int r : t.nics_of_gpu[static_cast<std::size_t>(g % gpn)])
-        m->gpu_nics.push_back(n * t.num_devices + t.nic_device[static_cast<std::size_t>(r)]);
+      for (int r : t.nics_of_gpu[g % gpn])
+        m->gpu_nics.push_back(n * t.num_devices + t.nic_device[r]);
     }
     m->gpu_nic_offsets.push_back(static_cast<std::int32_t>(m->gpu_nics.size()));
   }
@@ -431,10 +412,9 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
   m->sw_offsets.assign(static_cast<std::size_t>(m->num_switches) + 1, 0);
   for (int s = 0; s < m->num_switches; ++s) {
     const DeviceId d = m->switch_base + s;
-    for (auto i = m->out_offsets[static_cast<std::size_t>(d)];
-         i < m->out_offsets[static_cast<std::size_t>(d) + 1]; ++i) {
-      const LinkId id = m->out_ids[static_cast<std::size_t>(i)];
-      const DeviceId to = lnk[static_cast<std::size_t>(id)].dst;
+    for (auto i = m->out_offsets[d]; i < m->out_offsets[static_cast<std::size_t>(d) + 1]; ++i) {
+      const LinkId id = m->out_ids[i];
+      const DeviceId to = lnk[id].dst;
       if (to >= m->switch_base) m->sw_adj.emplace_back(id, to - m->switch_base);
     }
     m->sw_offsets[static_cast<std::size_t>(s) + 1] = static_cast<std::int32_t>(m->sw_adj.size());
@@ -447,11 +427,10 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
     ends.reserve(m->sw_adj.size());
     props.reserve(m->sw_adj.size());
     for (int s = 0; s < m->num_switches; ++s) {
-      for (auto i = m->sw_offsets[static_cast<std::size_t>(s)];
-           i < m->sw_offsets[static_cast<std::size_t>(s) + 1]; ++i) {
-        const auto& [id, to] = m->sw_adj[static_cast<std::size_t>(i)];
+      for (auto i = m->sw_offsets[s]; i < m->sw_offsets[static_cast<std::size_t>(s) + 1]; ++i) {
+        const auto& [id, to] = m->sw_adj[i];
         ends.emplace_back(s, to);
-        props.push_back({cost[static_cast<std::size_t>(id)]});
+        props.push_back({cost[id]});
       }
     }
     m->switch_graph = SwitchGraph(boost::edges_are_sorted, ends.begin(), ends.end(), props.begin(),
@@ -487,7 +466,7 @@ std::span<const Link> Cluster::links() const {
 }
 
 std::span<const LinkId> Cluster::out_links(DeviceId id) const {
-  const auto begin = static_cast<std::size_t>(impl_->out_offsets[static_cast<std::size_t>(id)]);
+  const auto begin = static_cast<std::size_t>(impl_->out_offsets[id]);
   const auto end = static_cast<std::size_t>(impl_->out_offsets[static_cast<std::size_t>(id) + 1]);
   return std::span<const LinkId>(impl_->out_ids).subspan(begin, end - begin);
 }
@@ -495,7 +474,7 @@ std::span<const LinkId> Cluster::out_links(DeviceId id) const {
 std::string Cluster::device_name(DeviceId id) const {
   const Device& d = device(id);
   if (d.node >= 0) {
-    return "n" + str(d.node) + "." + impl_->spec.node.devices[static_cast<std::size_t>(d.local)].id;
+    return "n" + str(d.node) + "." + impl_->spec.node.devices[d.local].id;
   }
   switch (d.kind) {
     case DeviceKind::kNvSwitch:
@@ -513,17 +492,13 @@ std::string Cluster::device_name(DeviceId id) const {
 
 DeviceId Cluster::gpu_device(int gpu) const {
   const int n = gpu / impl_->gpus_per_node;
-  return n * impl_->node.num_devices +
-         impl_->node.gpu_device[static_cast<std::size_t>(gpu % impl_->gpus_per_node)];
+  return n * impl_->node.num_devices + impl_->node.gpu_device[gpu % impl_->gpus_per_node];
 }
 
 int Cluster::nvlink_domain_of(int gpu) const {
   if (impl_->domain_nodes > 0) return node_of(gpu) / impl_->domain_nodes;
-  const int components =
-      *std::max_element(impl_->node.nvlink_component.begin(), impl_->node.nvlink_component.end()) +
-      1;
-  return node_of(gpu) * components +
-         impl_->node.nvlink_component[static_cast<std::size_t>(local_rank(gpu))];
+  return node_of(gpu) * impl_->node.nvlink_components +
+         impl_->node.nvlink_component[local_rank(gpu)];
 }
 
 int Cluster::nvlink_domain_size() const {
@@ -542,8 +517,7 @@ int Cluster::num_islands() const {
 }
 
 std::span<const DeviceId> Cluster::nics_of(int gpu) const {
-  const auto begin =
-      static_cast<std::size_t>(impl_->gpu_nic_offsets[static_cast<std::size_t>(gpu)]);
+  const auto begin = static_cast<std::size_t>(impl_->gpu_nic_offsets[gpu]);
   const auto end =
       static_cast<std::size_t>(impl_->gpu_nic_offsets[static_cast<std::size_t>(gpu) + 1]);
   return std::span<const DeviceId>(impl_->gpu_nics).subspan(begin, end - begin);

@@ -36,6 +36,7 @@ struct NodeTemplate {
   std::vector<std::vector<int>> nics_of_gpu;  // local rank -> NIC ordinals serving it
   std::vector<LocalRoutes> gpu_to_nic;        // [gpu * nics + nic]
   std::vector<int> nvlink_component;          // local rank -> NVLink component among local GPUs
+  int nvlink_components = 1;
   int largest_nvlink_component = 1;
 };
 

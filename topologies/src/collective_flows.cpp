@@ -40,7 +40,7 @@ Result<std::vector<Flow>> step_flows(const Cluster& cluster, std::span<const int
   }
   std::vector<char> seen(static_cast<std::size_t>(cluster.num_gpus()), 0);
   for (int g : group) {
-    if (g < 0 || g >= cluster.num_gpus() || seen[static_cast<std::size_t>(g)]++) {
+    if (g < 0 || g >= cluster.num_gpus() || seen[g]++) {
       return Status::invalid_input("GPU " + std::to_string(g) +
                                    " is out of range or repeated in the group");
     }
@@ -62,8 +62,8 @@ Result<std::vector<Flow>> step_flows(const Cluster& cluster, std::span<const int
         break;
     }
     Flow f;
-    f.src_gpu = group[static_cast<std::size_t>(i)];
-    f.dst_gpu = group[static_cast<std::size_t>(peer)];
+    f.src_gpu = group[i];
+    f.dst_gpu = group[peer];
     const std::uint64_t pair =
         (static_cast<std::uint64_t>(static_cast<std::uint32_t>(f.src_gpu)) << 32) |
         static_cast<std::uint32_t>(f.dst_gpu);

@@ -31,7 +31,7 @@ Result<Placement> Placement::by_order(const RankGrid& grid, const Cluster& clust
     AxisSizes coords;
     for (int i = 0; i < kNumAxes; ++i)
       coords[static_cast<Axis>(i)] = grid.coordinate(rank, static_cast<Axis>(i));
-    p.gpu_of_rank_[static_cast<std::size_t>(rank)] = layout->rank_at(coords);
+    p.gpu_of_rank_[rank] = layout->rank_at(coords);
   }
   return p;
 }
@@ -51,7 +51,7 @@ Result<Placement> Placement::explicit_map(const RankGrid& grid, const Cluster& c
                                    std::to_string(g) + ", outside 0.." +
                                    std::to_string(cluster.num_gpus() - 1));
     }
-    int& o = owner[static_cast<std::size_t>(g)];
+    int& o = owner[g];
     if (o >= 0) {
       return Status::invalid_input("placement: ranks " + std::to_string(o) + " and " +
                                    std::to_string(rank) + " both map to GPU " + std::to_string(g));

@@ -52,13 +52,13 @@ void Cluster::Impl::fabric_route(int from_leaf, int to_leaf, std::uint64_t hash,
   const std::vector<std::int64_t>& dist = table_to(to_leaf);
   int at = from_leaf;
   for (std::uint64_t hop = 0; at != to_leaf; ++hop) {
-    const auto begin = static_cast<std::size_t>(sw_offsets[static_cast<std::size_t>(at)]);
+    const auto begin = static_cast<std::size_t>(sw_offsets[at]);
     const auto end = static_cast<std::size_t>(sw_offsets[static_cast<std::size_t>(at) + 1]);
-    const std::int64_t here = dist[static_cast<std::size_t>(at)];
+    const std::int64_t here = dist[at];
     auto on_route = [&](std::size_t i) {
       const auto& [id, to] = sw_adj[i];
-      const std::int64_t there = dist[static_cast<std::size_t>(to)];
-      return there != kUnreachable && there + link_cost[static_cast<std::size_t>(id)] == here;
+      const std::int64_t there = dist[to];
+      return there != kUnreachable && there + link_cost[id] == here;
     };
     std::uint64_t candidates = 0;
     for (std::size_t i = begin; i < end; ++i)
@@ -98,7 +98,7 @@ void Cluster::append_path(int src, int dst, std::uint64_t hash, std::vector<Link
   std::int64_t best = kUnreachable;
   const LocalRoutes* local = nullptr;
   if (na == nb) {
-    local = &t.gpu_to_gpu[static_cast<std::size_t>(la * gpn + lb)];
+    local = &t.gpu_to_gpu[la * gpn + lb];
     if (local->cost != kUnreachable) {
       best = local->cost;
       via = Via::kNode;
@@ -121,21 +121,18 @@ void Cluster::append_path(int src, int dst, std::uint64_t hash, std::vector<Link
   if (m.leaf_of_nic.empty()) return;  // no fabric: build() rules this out
 
   const int npn = m.nics_per_node;
-  const int ra = pick(t.nics_of_gpu[static_cast<std::size_t>(la)], hash, Stage::kSrcNic);
-  const int rb = pick(t.nics_of_gpu[static_cast<std::size_t>(lb)], hash, Stage::kDstNic);
-  for (int id : pick(t.gpu_to_nic[static_cast<std::size_t>(la * npn + ra)].alternatives, hash,
-                     Stage::kSrcNicRoute)) {
+  const int ra = pick(t.nics_of_gpu[la], hash, Stage::kSrcNic);
+  const int rb = pick(t.nics_of_gpu[lb], hash, Stage::kDstNic);
+  for (int id : pick(t.gpu_to_nic[la * npn + ra].alternatives, hash, Stage::kSrcNicRoute)) {
     out.push_back(base_a + id);
   }
   const int qa = na * npn + ra;
   const int qb = nb * npn + rb;
   out.push_back(m.host_link_base + 2 * qa);
-  m.fabric_route(m.leaf_of_nic[static_cast<std::size_t>(qa)],
-                 m.leaf_of_nic[static_cast<std::size_t>(qb)], hash, out);
+  m.fabric_route(m.leaf_of_nic[qa], m.leaf_of_nic[qb], hash, out);
   out.push_back(m.host_link_base + 2 * qb + 1);
   const std::vector<int>& back =
-      pick(t.gpu_to_nic[static_cast<std::size_t>(lb * npn + rb)].alternatives, hash,
-           Stage::kDstNicRoute);
+      pick(t.gpu_to_nic[lb * npn + rb].alternatives, hash, Stage::kDstNicRoute);
   for (auto it = back.rbegin(); it != back.rend(); ++it)
     out.push_back(base_b + (*it ^ 1));
 }

@@ -205,11 +205,9 @@ bool check_node(const NodeSpec& node, bool through_domain, Diagnostics& diag,
       const std::string sp = dp + "/serves/" + str(static_cast<long long>(j));
       if (target < 0) {
         diag.add(at(sp), "unknown device \"" + d.serves[j] + "\"");
-      } else if (node.devices[static_cast<std::size_t>(target)].kind != DeviceKind::kGpu) {
-        diag.add(at(sp),
-                 "\"" + d.serves[j] + "\" is a " +
-                     std::string(to_string(node.devices[static_cast<std::size_t>(target)].kind)) +
-                     ", not a gpu");
+      } else if (node.devices[target].kind != DeviceKind::kGpu) {
+        diag.add(at(sp), "\"" + d.serves[j] + "\" is a " +
+                             std::string(to_string(node.devices[target].kind)) + ", not a gpu");
       }
     }
   }

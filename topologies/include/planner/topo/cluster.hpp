@@ -88,8 +88,8 @@ class Cluster {
 
   std::span<const Device> devices() const;
   std::span<const Link> links() const;
-  const Device& device(DeviceId id) const { return devices()[static_cast<std::size_t>(id)]; }
-  const Link& link(LinkId id) const { return links()[static_cast<std::size_t>(id)]; }
+  const Device& device(DeviceId id) const { return devices()[id]; }
+  const Link& link(LinkId id) const { return links()[id]; }
   static constexpr LinkId reverse(LinkId id) { return id ^ 1; }
   // Directed links leaving `id`.
   std::span<const LinkId> out_links(DeviceId id) const;

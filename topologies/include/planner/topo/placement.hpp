@@ -31,7 +31,7 @@ class Placement {
   static Result<Placement> explicit_map(const RankGrid& grid, const Cluster& cluster,
                                         std::vector<int> gpu_of_rank);
 
-  int gpu(int rank) const { return gpu_of_rank_[static_cast<std::size_t>(rank)]; }
+  int gpu(int rank) const { return gpu_of_rank_[rank]; }
   const std::vector<int>& gpu_of_rank() const { return gpu_of_rank_; }
   // The GPUs of a group of ranks, in the group's order.
   std::vector<int> gpus(std::span<const int> ranks) const;
