@@ -1,8 +1,6 @@
 // Bottleneck, injection and bisection bandwidths, checked against the link figures they come from.
 #include <gtest/gtest.h>
 
-#include <numeric>
-
 #include "planner/topo/capacity.hpp"
 #include "test_topologies.hpp"
 
@@ -11,12 +9,7 @@ namespace {
 
 using testing::build;
 using testing::preset;
-
-std::vector<int> range(int first, int count) {
-  std::vector<int> v(static_cast<std::size_t>(count));
-  std::iota(v.begin(), v.end(), first);
-  return v;
-}
+using testing::range;
 
 // Bandwidths are flows of whole bytes/s: compare to the byte.
 void expect_bw(Bandwidth actual, Bandwidth expected) {

@@ -1,8 +1,6 @@
 // The flows of collective algorithm steps and the link loads they create.
 #include <gtest/gtest.h>
 
-#include <numeric>
-
 #include "planner/topo/collective_flows.hpp"
 #include "test_topologies.hpp"
 
@@ -11,12 +9,7 @@ namespace {
 
 using testing::build;
 using testing::preset;
-
-std::vector<int> range(int first, int count) {
-  std::vector<int> v(static_cast<std::size_t>(count));
-  std::iota(v.begin(), v.end(), first);
-  return v;
-}
+using testing::range;
 
 TEST(CollectiveFlows, RingInsideADgxH100) {
   const Cluster c = build(preset("dgx-h100-superpod"), 2);

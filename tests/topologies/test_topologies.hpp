@@ -1,7 +1,9 @@
 // Small topologies for tests, written as the JSON a user would write.
 #pragma once
 
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "planner/topo/cluster.hpp"
 #include "planner/topo/topology_catalog.hpp"
@@ -14,6 +16,13 @@ inline TopologySpec preset(const std::string& name) {
   auto spec = builtin_topologies().get(name);
   if (!spec) throw std::runtime_error(spec.status().message());
   return *spec;
+}
+
+// GPUs first, first + 1, ..., first + count - 1.
+inline std::vector<int> range(int first, int count) {
+  std::vector<int> v(static_cast<std::size_t>(count));
+  std::iota(v.begin(), v.end(), first);
+  return v;
 }
 
 inline Cluster build(const TopologySpec& spec, int nodes) {

@@ -2,22 +2,13 @@
 // them.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "planner/topo/topology_catalog.hpp"
 #include "support/command.hpp"
 
 namespace planner {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::CommandResult;
-using testing::run_command;
-
-CommandResult planner(std::vector<std::string> args) {
-  args.insert(args.begin(), PLANNER_CLI_PATH);
-  return run_command(args);
-}
+constexpr auto planner = testing::run_planner;
 
 TEST(TopologyCli, ListShowsEveryPresetWithItsFigures) {
   auto r = planner({"topology", "list"});

@@ -77,21 +77,11 @@ void read_generated_node(JsonObject& o, NodeSpec& out) {
   NodeGeneratorParams p;
   o.read_enum("generator", p.generator, Need::kRequired);
   o.read("gpus", p.gpus, Need::kRequired, {1, kMaxCount});
-  if (o.has("nvlink")) {
-    LinkSpec l;
-    if (read_link_object(o, "nvlink", Need::kRequired, l)) p.nvlink = l;
-  } else {
-    o.accept("nvlink");
-  }
+  if (LinkSpec l; read_link_object(o, "nvlink", Need::kOptional, l)) p.nvlink = l;
   read_link_object(o, "pcie", Need::kRequired, p.pcie);
   o.read("pcie_switches", p.pcie_switches, Need::kRequired, {1, kMaxCount});
   o.read("cpus", p.cpus, Need::kRequired, {1, kMaxCount});
-  if (o.has("cpu_link")) {
-    LinkSpec l;
-    if (read_link_object(o, "cpu_link", Need::kRequired, l)) p.cpu_link = l;
-  } else {
-    o.accept("cpu_link");
-  }
+  if (LinkSpec l; read_link_object(o, "cpu_link", Need::kOptional, l)) p.cpu_link = l;
   o.read("nics", p.nics, Need::kRequired, {0, kMaxCount});
   o.finish();
   if (diag.size() != before) return;
