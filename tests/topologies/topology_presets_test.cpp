@@ -85,5 +85,27 @@ TEST(TopologyPresets, NvlinkDomainsMatchTheHardware) {
   }
 }
 
+TEST(TopologyPresets, ClusterSpecsPickOrNameTheirTopology) {
+  ClusterSpec spec;
+  spec.nodes = 4;
+  spec.gpus_per_node = 8;
+  spec.gpu = "h100";
+  auto picked = build_cluster(spec);
+  ASSERT_TRUE(picked) << picked.status().message();
+  EXPECT_EQ(picked->spec().gpu, "H100-SXM5-80GB");
+  EXPECT_EQ(picked->num_gpus(), 32);
+  spec.topology = "aws-p5";
+  auto named = build_cluster(spec);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->spec().name, "aws-p5");
+  spec.topology = "dgx-a100";
+  EXPECT_EQ(build_cluster(spec).status().message(),
+            "topology \"dgx-a100-superpod\" has 8x A100-SXM4-80GB nodes, but the cluster asks for "
+            "8x H100-SXM5-80GB");
+  spec.topology.clear();
+  spec.gpu = "MI300X";
+  EXPECT_EQ(build_cluster(spec).status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace planner::topo

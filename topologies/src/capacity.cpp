@@ -18,8 +18,9 @@ std::int64_t capacity_of(Bandwidth b) {
   return std::llround(b.raw());
 }
 
-// A flow network over part of the cluster: devices with roles, link pairs with per-direction
-// capacities, a super source feeding the sources and a super sink draining the sinks.
+// A flow network over part of the cluster: devices with roles, one arc per usable link direction
+// (capacity = its bandwidth in bytes/s), a super source feeding the sources and a super sink
+// draining the sinks.
 class FlowNetwork {
  public:
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
@@ -64,10 +65,8 @@ class FlowNetwork {
         const LinkId back = Cluster::reverse(id);
         const std::int64_t bwd =
             usable(back) && allow(back) ? capacity_of(c_.link(back).bandwidth) : 0;
-        // Each direction is its own edge with a zero-capacity residual partner, the form
-        // push-relabel's flow conversion expects.
-        if (fwd > 0) add_pair(vertex(l.src), vertex(l.dst), fwd, 0);
-        if (bwd > 0) add_pair(vertex(l.dst), vertex(l.src), bwd, 0);
+        if (fwd > 0) add_arc(vertex(l.src), vertex(l.dst), fwd);
+        if (bwd > 0) add_arc(vertex(l.dst), vertex(l.src), bwd);
       }
     }
   }
@@ -81,14 +80,14 @@ class FlowNetwork {
       for (LinkId id : c_.out_links(d))
         total += capacity_of(c_.link(id).bandwidth);
       if (roles_[i] == Role::kSource) {
-        add_pair(kSource, vertex(d), total, 0);
+        add_arc(kSource, vertex(d), total);
       } else {
-        add_pair(vertex(d), kSink, total, 0);
+        add_arc(vertex(d), kSink, total);
       }
     }
   }
   // An extra drain from `d` to the super sink (a NIC's uplink).
-  void drain(DeviceId d, std::int64_t capacity) { add_pair(vertex(d), kSink, capacity, 0); }
+  void drain(DeviceId d, std::int64_t capacity) { add_arc(vertex(d), kSink, capacity); }
 
   std::int64_t max_flow() {
     if (boost::num_edges(g_) == 0) return 0;
@@ -104,13 +103,12 @@ class FlowNetwork {
     const Link& l = c_.link(id);
     return role(l.src) != Role::kSink && role(l.dst) != Role::kSource;
   }
-  void add_pair(std::size_t u, std::size_t v, std::int64_t fwd, std::int64_t bwd) {
-    auto [e1, ok1] = boost::add_edge(u, v, g_);
-    auto [e2, ok2] = boost::add_edge(v, u, g_);
-    (void)ok1;
-    (void)ok2;
-    boost::put(boost::edge_capacity, g_, e1, fwd);
-    boost::put(boost::edge_capacity, g_, e2, bwd);
+  // An arc with a zero-capacity residual partner, the form push-relabel expects.
+  void add_arc(std::size_t u, std::size_t v, std::int64_t capacity) {
+    const auto e1 = boost::add_edge(u, v, g_).first;
+    const auto e2 = boost::add_edge(v, u, g_).first;
+    boost::put(boost::edge_capacity, g_, e1, capacity);
+    boost::put(boost::edge_capacity, g_, e2, 0);
     boost::put(boost::edge_reverse, g_, e1, e2);
     boost::put(boost::edge_reverse, g_, e2, e1);
   }
@@ -143,7 +141,7 @@ Status check_gpus(const Cluster& c, std::span<const int> gpus) {
 
 // Nodes (first, count) making up island `island`.
 std::pair<int, int> island_nodes(const Cluster& c, int island) {
-  const int per = c.num_islands() == c.num_nodes() ? 1 : c.spec().nvlink_domain->nodes;
+  const int per = c.spec().nvlink_domain ? c.spec().nvlink_domain->nodes : 1;
   const int first = island * per;
   return {first, std::min(per, c.num_nodes() - first)};
 }
@@ -262,9 +260,10 @@ std::int64_t node_injection(const Cluster& c, int node, const std::vector<int>& 
   return net.max_flow();
 }
 
-// Which side of a cut each node is on: bit 0 = holds sources, bit 1 = holds sinks.
+// Max flow from GPUs `from` to GPUs `to` over the nodes holding them and the fabric.
 std::int64_t cut_flow(const Cluster& c, std::span<const int> from, std::span<const int> to) {
   FlowNetwork net(c);
+  // Per node: bit 0 = holds senders, bit 1 = holds receivers.
   std::vector<std::uint8_t> side(static_cast<std::size_t>(c.num_nodes()), 0);
   std::vector<std::uint8_t> gpu_role(static_cast<std::size_t>(c.num_gpus()), 0);
   for (int g : from) {

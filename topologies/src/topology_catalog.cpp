@@ -55,4 +55,26 @@ Result<TopologySpec> resolve_topology(std::string_view name_or_path,
   return load_topology_file(std::string(name_or_path));
 }
 
+Result<Cluster> build_cluster(const ClusterSpec& spec, const TopologyCatalog& catalog,
+                              const Catalog& gpus) {
+  PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, gpus.gpu(spec.gpu));
+  const std::string shape = std::to_string(spec.gpus_per_node) + "x " + gpu.name;
+  if (spec.topology.empty()) {
+    for (const TopologySpec& t : catalog.all()) {
+      if (t.gpu == gpu.name && t.gpus_per_node() == spec.gpus_per_node) {
+        return Cluster::build(t, spec.nodes);
+      }
+    }
+    return Status::not_found("no topology preset has " + shape +
+                             " nodes; name one (or a topology file) in the cluster's \"topology\"");
+  }
+  PLANNER_ASSIGN_OR_RETURN(TopologySpec t, resolve_topology(spec.topology, catalog));
+  if (t.gpu != gpu.name || t.gpus_per_node() != spec.gpus_per_node) {
+    return Status::invalid_input("topology \"" + t.name + "\" has " +
+                                 std::to_string(t.gpus_per_node()) + "x " + t.gpu +
+                                 " nodes, but the cluster asks for " + shape);
+  }
+  return Cluster::build(t, spec.nodes);
+}
+
 }  // namespace planner::topo

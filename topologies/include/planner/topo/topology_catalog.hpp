@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "planner/core/catalog.hpp"
+#include "planner/core/cluster_spec.hpp"
 #include "planner/core/status.hpp"
+#include "planner/topo/cluster.hpp"
 #include "planner/topo/topology_spec.hpp"
 
 namespace planner::topo {
@@ -33,5 +35,12 @@ const TopologyCatalog& builtin_topologies();
 // ending in ".json" is taken as a path).
 Result<TopologySpec> resolve_topology(std::string_view name_or_path,
                                       const TopologyCatalog& catalog = builtin_topologies());
+
+// The cluster a core ClusterSpec describes, built for spec.nodes nodes: its "topology" (a preset
+// name or file) when given, else the first preset with the same GPU and GPUs per node. Fails when
+// the topology's GPU or GPU count per node disagrees with the spec, or no preset fits.
+Result<Cluster> build_cluster(const ClusterSpec& spec,
+                              const TopologyCatalog& catalog = builtin_topologies(),
+                              const Catalog& gpus = builtin_catalog());
 
 }  // namespace planner::topo
