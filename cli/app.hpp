@@ -31,5 +31,6 @@ void register_memory_command(CLI::App& app, CliContext& ctx);
 void register_model_commands(CLI::App& app, CliContext& ctx);
 void register_program_command(CLI::App& app, CliContext& ctx);
 void register_validate_command(CLI::App& app, CliContext& ctx);
+void register_topology_commands(CLI::App& app, CliContext& ctx);
 
 }  // namespace planner::cli

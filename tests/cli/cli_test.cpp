@@ -9,13 +9,7 @@ namespace planner {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::CommandResult;
-using testing::run_command;
-
-CommandResult planner(std::vector<std::string> args) {
-  args.insert(args.begin(), PLANNER_CLI_PATH);
-  return run_command(args);
-}
+constexpr auto planner = testing::run_planner;
 
 std::string data(const std::string& rel) {
   return std::string(PLANNER_TEST_DATA_DIR) + "/" + rel;

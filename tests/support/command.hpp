@@ -32,6 +32,14 @@ class TempDir {
   std::string path_;
 };
 
+#ifdef PLANNER_CLI_PATH
+// Runs the planner binary under test with `args`.
+inline CommandResult run_planner(std::vector<std::string> args) {
+  args.insert(args.begin(), PLANNER_CLI_PATH);
+  return run_command(args);
+}
+#endif
+
 // Reads a whole file ("" when it cannot be read).
 std::string slurp(const std::string& path);
 void write_file(const std::string& path, const std::string& text);

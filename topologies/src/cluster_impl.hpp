@@ -1,0 +1,93 @@
+// Cluster's internals, shared by cluster.cpp (building) and routing.cpp (paths).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+
+#include "planner/topo/cluster.hpp"
+
+namespace planner::topo {
+
+inline constexpr std::int64_t kUnreachable = std::numeric_limits<std::int64_t>::max();
+
+// Equal-cost routes between two devices of one node, as local directed link ids (2k, 2k + 1 for
+// cable k of the node spec).
+struct LocalRoutes {
+  std::int64_t cost = kUnreachable;
+  std::vector<std::vector<int>> alternatives;
+};
+
+// What every node shares: its devices and cables, and the routes inside it.
+struct NodeTemplate {
+  int num_devices = 0;
+  int num_cables = 0;
+  std::vector<int> gpu_device;  // local rank -> device index
+  std::vector<int> nic_device;  // NIC ordinal -> device index
+  std::vector<int> cable_a;     // per cable: device indices of its ends
+  std::vector<int> cable_b;
+  std::vector<std::int64_t> cost;             // per local directed link
+  std::vector<LocalRoutes> gpu_to_gpu;        // [src * gpus + dst]
+  std::vector<std::vector<int>> nics_of_gpu;  // local rank -> NIC ordinals serving it
+  std::vector<LocalRoutes> gpu_to_nic;        // [gpu * nics + nic]
+  std::vector<int> nvlink_component;          // local rank -> NVLink component among local GPUs
+  int nvlink_components = 1;
+  int largest_nvlink_component = 1;
+};
+
+// The fabric switches as a Boost CSR graph weighted by route cost (vertex = switch ordinal).
+struct SwitchEdge {
+  std::int64_t cost;
+};
+using SwitchGraph =
+    boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, SwitchEdge>;
+
+struct Cluster::Impl {
+  TopologySpec spec;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int nics_per_node = 0;
+  int domain_nodes = 0;  // rack-scale NVLink domain size in nodes; 0 without one
+  NodeTemplate node;
+
+  std::vector<Device> devices;
+  std::vector<Link> links;
+  std::vector<std::int32_t> out_offsets;  // CSR over devices
+  std::vector<LinkId> out_ids;
+  std::vector<std::int32_t> gpu_nic_offsets;  // CSR over GPUs
+  std::vector<DeviceId> gpu_nics;
+
+  DeviceId domain_switch_base = 0;
+  DeviceId switch_base = 0;  // first fabric switch (leaves, then spines, then cores)
+  int num_switches = 0;
+  LinkId domain_link_base = 0;            // + 2 * gpu: GPU -> domain switch
+  LinkId host_link_base = 0;              // + 2 * (node * nics + nic): NIC -> leaf
+  std::int64_t domain_cost = 0;           // route cost of one GPU <-> domain switch link
+  std::vector<std::int32_t> leaf_of_nic;  // per global NIC ordinal
+
+  // Directed links between fabric switches, for route walks: per switch, (link, neighbour switch).
+  std::vector<std::int32_t> sw_offsets;
+  std::vector<std::pair<LinkId, std::int32_t>> sw_adj;
+  std::vector<std::int64_t> link_cost;  // per directed link (route cost)
+  SwitchGraph switch_graph;
+
+  // Per-destination-leaf distance tables (cost to reach the leaf from every switch), lazily built.
+  mutable std::mutex tables_mutex;
+  mutable std::unordered_map<int, std::unique_ptr<const std::vector<std::int64_t>>> tables;
+
+  const std::vector<std::int64_t>& table_to(int leaf) const;
+  void fabric_route(int from_leaf, int to_leaf, std::uint64_t hash, std::vector<LinkId>& out) const;
+};
+
+// Route cost of a link: latency plus the time to move kRouteReferenceBytes, in picoseconds.
+std::int64_t route_cost(const LinkSpec& link);
+
+// splitmix64 of `hash` salted by `salt`: independent choices at each stage of a route.
+std::uint64_t mix_hash(std::uint64_t hash, std::uint64_t salt);
+
+}  // namespace planner::topo
