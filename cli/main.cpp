@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     planner::cli::register_gpu_commands(app, ctx);
     planner::cli::register_model_commands(app, ctx);
     planner::cli::register_validate_command(app, ctx);
+    planner::cli::register_db_commands(app, ctx);
 
     try {
       app.parse(argc, argv);
