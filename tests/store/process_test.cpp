@@ -203,14 +203,16 @@ TEST(StoreProcess, AWriterKilledWithUncommittedPagesInTheLogLosesOnlyThem) {
     PLANNER_ASSERT_OK(add_predicted_ops(db, kept, plan, testing::sample_predictions(1, 10)));
     PLANNER_ASSERT_OK(finish_run(db, kept));
   }
-  // A transaction larger than SQLite's page cache (2 MiB by default) spills its pages into the
-  // write-ahead log before it commits.
+  // A transaction larger than the page cache (1 MiB here) spills its pages into the write-ahead
+  // log before it commits.
   const std::vector<OpPrediction> big = testing::sample_predictions(100, 1000);
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const pid_t child = fork_child([&] {
     ::close(ready[0]);
-    auto db = Database::open(path);
+    OpenOptions small_cache;
+    small_cache.page_cache_KiB = 1024;
+    auto db = Database::open(path, small_cache);
     if (!db) return 11;
     auto tx = db->write();
     if (!tx) return 12;

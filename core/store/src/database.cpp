@@ -13,14 +13,14 @@
 namespace planner::store {
 namespace {
 
-// Sets a connection up: WAL, synchronous=NORMAL, foreign keys. Called after the header checks, so
-// a foreign file is never switched to WAL.
-Status configure(Database::Impl& impl, std::chrono::milliseconds busy_timeout) {
+// Sets a connection up: WAL, synchronous=NORMAL, page cache, foreign keys. Called after the header
+// checks, so a foreign file is never switched to WAL.
+Status configure(Database::Impl& impl, const OpenOptions& options) {
   // Switching a new file to WAL needs an exclusive lock, and SQLite reports a conflict with a
   // process doing the same without calling the busy handler (it would risk a deadlock), so the
   // switch is retried here until the busy timeout. Once a file is in WAL mode this is a no-op.
   constexpr std::chrono::milliseconds kRetryPause{2};
-  const auto deadline = std::chrono::steady_clock::now() + busy_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + options.busy_timeout;
   std::string mode;
   while (true) {
     PLANNER_ASSIGN_OR_RETURN(auto stmt, impl.prepare("PRAGMA journal_mode = WAL"));
@@ -40,6 +40,8 @@ Status configure(Database::Impl& impl, std::chrono::milliseconds busy_timeout) {
                            mode + "\"); is it on a file system without shared memory?");
   }
   PLANNER_RETURN_IF_ERROR(impl.exec("PRAGMA synchronous = NORMAL"));
+  PLANNER_RETURN_IF_ERROR(
+      impl.exec("PRAGMA cache_size = -" + std::to_string(options.page_cache_KiB)));
   return impl.exec("PRAGMA foreign_keys = ON");
 }
 
@@ -81,7 +83,7 @@ Result<Database> Database::open(const std::string& path, const OpenOptions& opti
   sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout.count()));
 
   PLANNER_RETURN_IF_ERROR(detail::check_header(*impl));
-  PLANNER_RETURN_IF_ERROR(configure(*impl, options.busy_timeout));
+  PLANNER_RETURN_IF_ERROR(configure(*impl, options));
   PLANNER_RETURN_IF_ERROR(detail::migrate(*impl));
   return Database(std::move(impl));
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -141,6 +142,11 @@ Result<std::vector<T>> collect(Lease& stmt, ReadRow read_row) {
     out.push_back(std::move(value).value());
   }
 }
+
+// put_metrics() without a transaction of its own, for store functions that already hold one (a
+// savepoint per call would copy every page it touches into the statement journal).
+Status insert_metrics(Database& db, RunId run, PlanId plan, MetricSource source,
+                      std::span<const Metric> metrics);
 
 // Wall-clock now as Unix milliseconds (UTC).
 std::int64_t now_unix_ms();

@@ -22,10 +22,18 @@ PlanRecord read_plan(detail::Statement& row) {
 Result<PlanId> put_canonical(Database& db, const std::string& canonical, std::string_view label) {
   Database::Impl& impl = db.impl();
   const std::string hash = sha256_hex(canonical);
-  PLANNER_ASSIGN_OR_RETURN(Transaction tx, db.write());
+  // Alone, find + insert need a write transaction so that two processes storing the same plan
+  // store it once. Inside a caller's transaction no savepoint is needed (the only write is one
+  // statement, which SQLite undoes by itself when it fails), and a sweep storing thousands of
+  // plans avoids copying pages into a statement journal for each.
+  std::optional<Transaction> tx;
+  if (impl.depth == 0) {
+    PLANNER_ASSIGN_OR_RETURN(Transaction own, db.write());
+    tx.emplace(std::move(own));
+  }
   PLANNER_ASSIGN_OR_RETURN(std::optional<PlanId> existing, find_plan(db, hash));
   if (existing) {
-    PLANNER_RETURN_IF_ERROR(tx.commit());
+    if (tx) PLANNER_RETURN_IF_ERROR(tx->commit());
     return *existing;
   }
   PLANNER_ASSIGN_OR_RETURN(auto insert,
@@ -37,7 +45,7 @@ Result<PlanId> put_canonical(Database& db, const std::string& canonical, std::st
   insert->bind(4, detail::now_unix_ms());
   PLANNER_RETURN_IF_ERROR(insert.run());
   const PlanId id{sqlite3_last_insert_rowid(impl.conn.get())};
-  PLANNER_RETURN_IF_ERROR(tx.commit());
+  if (tx) PLANNER_RETURN_IF_ERROR(tx->commit());
   return id;
 }
 

@@ -9,20 +9,20 @@
 
 namespace planner::store {
 
-Status put_metrics(Database& db, RunId run, PlanId plan, MetricSource source,
-                   std::span<const Metric> metrics) {
+namespace detail {
+
+Status insert_metrics(Database& db, RunId run, PlanId plan, MetricSource source,
+                      std::span<const Metric> metrics) {
   for (const Metric& m : metrics) {
     if (m.name.empty()) return Status::invalid_input("a metric has an empty name");
     if (!std::isfinite(m.value)) {
       return Status::invalid_input("metric \"" + m.name + "\" is not a finite number");
     }
   }
-  Database::Impl& impl = db.impl();
-  PLANNER_ASSIGN_OR_RETURN(Transaction tx, db.write());
   PLANNER_RETURN_IF_ERROR(link_plan(db, run, plan));
   PLANNER_ASSIGN_OR_RETURN(
-      auto stmt, impl.prepare("INSERT OR REPLACE INTO metrics (run_id, plan_id, source, name, "
-                              "value, unit) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+      auto stmt, db.impl().prepare("INSERT OR REPLACE INTO metrics (run_id, plan_id, source, "
+                                   "name, value, unit) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   const std::string_view source_name = to_string(source);
   for (const Metric& m : metrics) {
     stmt->bind(1, run.value);
@@ -33,6 +33,15 @@ Status put_metrics(Database& db, RunId run, PlanId plan, MetricSource source,
     stmt->bind(6, m.unit);
     PLANNER_RETURN_IF_ERROR(stmt.run());
   }
+  return Status::ok();
+}
+
+}  // namespace detail
+
+Status put_metrics(Database& db, RunId run, PlanId plan, MetricSource source,
+                   std::span<const Metric> metrics) {
+  PLANNER_ASSIGN_OR_RETURN(Transaction tx, db.write());
+  PLANNER_RETURN_IF_ERROR(detail::insert_metrics(db, run, plan, source, metrics));
   return tx.commit();
 }
 

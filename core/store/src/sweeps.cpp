@@ -5,7 +5,6 @@
 
 #include "impl.hpp"
 #include "planner/store/plans.hpp"
-#include "planner/store/predictions.hpp"
 
 namespace planner::store {
 
@@ -17,8 +16,8 @@ Status add_sweep_results(Database& db, RunId run, std::span<const SweepEntry> en
       return Status::invalid_input("the objective of sweep entry " + std::to_string(e.position) +
                                    " is not a finite number");
     }
-    // put_metrics links the plan to the run (and checks that both exist), so it goes first.
-    PLANNER_RETURN_IF_ERROR(put_metrics(db, run, e.plan, e.tier, e.metrics));
+    // Storing the metrics links the plan to the run (and checks that both exist): it goes first.
+    PLANNER_RETURN_IF_ERROR(detail::insert_metrics(db, run, e.plan, e.tier, e.metrics));
     PLANNER_ASSIGN_OR_RETURN(
         auto stmt, impl.prepare("INSERT OR REPLACE INTO sweep_results (run_id, plan_id, position, "
                                 "tier, objective, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
