@@ -8,7 +8,7 @@ install(TARGETS planner_warnings ${_planner_exports}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(_dir core topologies simulator kernels executor)
+foreach(_dir core core/store topologies simulator kernels executor)
   if(EXISTS "${PROJECT_SOURCE_DIR}/${_dir}/include")
     install(DIRECTORY "${PROJECT_SOURCE_DIR}/${_dir}/include/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()

@@ -1,0 +1,30 @@
+#include "db_options.hpp"
+
+namespace planner::cli {
+
+void add_db_path_option(CLI::App* cmd, DbOptions& options) {
+  cmd->add_option("--db", options.path, "SQLite database file")
+      ->type_name("PATH")
+      ->capture_default_str();
+}
+
+void add_db_options(CLI::App* cmd, DbOptions& options) {
+  CLI::Option* db = cmd->add_option("--db", options.path, "SQLite database to record the run in")
+                        ->type_name("PATH")
+                        ->capture_default_str();
+  cmd->add_flag("--no-db", options.disabled, "Record nothing in the database")->excludes(db);
+}
+
+Result<std::optional<store::Database>> open_recording_db(const DbOptions& options) {
+  if (options.disabled) return std::optional<store::Database>();
+  PLANNER_ASSIGN_OR_RETURN(store::Database db, store::Database::open(options.path));
+  return std::optional<store::Database>(std::move(db));
+}
+
+Result<store::Database> open_existing_db(const DbOptions& options) {
+  store::OpenOptions open;
+  open.mode = store::OpenMode::kMustExist;
+  return store::Database::open(options.path, open);
+}
+
+}  // namespace planner::cli

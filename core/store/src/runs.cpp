@@ -1,0 +1,169 @@
+#include "planner/store/runs.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <string>
+
+#include "impl.hpp"
+#include "planner/core/version.hpp"
+
+namespace planner::store {
+namespace {
+
+constexpr const char* kRunColumns =
+    "SELECT id, kind, status, label, inputs_json, planner_version, git_commit, created_unix_ms, "
+    "finished_unix_ms, failure_reason, failed_rank, "
+    "(SELECT count(*) FROM run_plans WHERE run_plans.run_id = runs.id) FROM runs ";
+
+std::string this_host() {
+  // POSIX allows host names up to HOST_NAME_MAX (255) bytes.
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "unknown";
+  return name.data();
+}
+
+Result<RunRecord> read_run(Database::Impl& impl, detail::Statement& row) {
+  RunRecord r;
+  r.id = RunId{row.int64(0)};
+  PLANNER_ASSIGN_OR_RETURN(r.kind, detail::parse_column<RunKind>(impl, row.text(1), "runs.kind"));
+  PLANNER_ASSIGN_OR_RETURN(r.status,
+                           detail::parse_column<RunStatus>(impl, row.text(2), "runs.status"));
+  r.label = row.text(3);
+  r.inputs_json = row.text(4);
+  r.planner_version = row.text(5);
+  r.git_commit = row.text(6);
+  r.created_unix_ms = row.int64(7);
+  r.finished_unix_ms = row.opt_int64(8);
+  r.failure_reason = row.text(9);
+  if (auto rank = row.opt_int64(10)) r.failed_rank = static_cast<int>(*rank);
+  r.plan_count = row.int64(11);
+  return r;
+}
+
+Status read_hosts(Database::Impl& impl, RunRecord& run) {
+  PLANNER_ASSIGN_OR_RETURN(
+      auto stmt, impl.prepare("SELECT host FROM run_hosts WHERE run_id = ?1 ORDER BY position"));
+  stmt->bind(1, run.id.value);
+  PLANNER_ASSIGN_OR_RETURN(
+      run.hosts,
+      detail::collect<std::string>(stmt, [](detail::Statement& row) { return row.text(0); }));
+  return Status::ok();
+}
+
+Status end_run(Database& db, RunId run, RunStatus status, std::string_view reason,
+               std::optional<int> failed_rank) {
+  Database::Impl& impl = db.impl();
+  PLANNER_ASSIGN_OR_RETURN(Transaction tx, db.write());
+  PLANNER_ASSIGN_OR_RETURN(RunRecord current, get_run(db, run));
+  if (current.status != RunStatus::kRunning) {
+    return Status::invalid_input("run " + std::to_string(run.value) + " in " + impl.path +
+                                 " already ended (" + std::string(to_string(current.status)) + ")");
+  }
+  PLANNER_ASSIGN_OR_RETURN(auto stmt, impl.prepare("UPDATE runs SET status = ?2, "
+                                                   "finished_unix_ms = ?3, failure_reason = ?4, "
+                                                   "failed_rank = ?5 WHERE id = ?1"));
+  stmt->bind(1, run.value);
+  stmt->bind(2, to_string(status));
+  stmt->bind(3, detail::now_unix_ms());
+  if (status == RunStatus::kFailed) {
+    stmt->bind(4, reason);
+  } else {
+    stmt->bind(4, std::nullopt);
+  }
+  stmt->bind(5, failed_rank);
+  PLANNER_RETURN_IF_ERROR(stmt.run());
+  return tx.commit();
+}
+
+}  // namespace
+
+Result<RunId> create_run(Database& db, const NewRun& run) {
+  PLANNER_RETURN_IF_ERROR(detail::check_json(run.inputs_json, "the run's inputs"));
+  Database::Impl& impl = db.impl();
+  PLANNER_ASSIGN_OR_RETURN(Transaction tx, db.write());
+  PLANNER_ASSIGN_OR_RETURN(auto insert,
+                           impl.prepare("INSERT INTO runs (kind, status, label, inputs_json, "
+                                        "planner_version, git_commit, created_unix_ms) "
+                                        "VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6)"));
+  insert->bind(1, to_string(run.kind));
+  insert->bind(2, run.label);
+  insert->bind(3, run.inputs_json);
+  insert->bind(4, build::kVersion);
+  insert->bind(5, build::kGitCommit);
+  insert->bind(6, detail::now_unix_ms());
+  PLANNER_RETURN_IF_ERROR(insert.run());
+  const RunId id{sqlite3_last_insert_rowid(impl.conn.get())};
+
+  const std::vector<std::string> hosts = run.hosts.empty() ? std::vector{this_host()} : run.hosts;
+  PLANNER_ASSIGN_OR_RETURN(
+      auto host,
+      impl.prepare("INSERT INTO run_hosts (run_id, position, host) VALUES (?1, ?2, ?3)"));
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    host->bind(1, id.value);
+    host->bind(2, static_cast<std::int64_t>(i));
+    host->bind(3, hosts[i]);
+    PLANNER_RETURN_IF_ERROR(host.run());
+  }
+  PLANNER_RETURN_IF_ERROR(tx.commit());
+  return id;
+}
+
+Status finish_run(Database& db, RunId run) {
+  return end_run(db, run, RunStatus::kOk, {}, std::nullopt);
+}
+
+Status fail_run(Database& db, RunId run, std::string_view reason, std::optional<int> failed_rank) {
+  return end_run(db, run, RunStatus::kFailed, reason, failed_rank);
+}
+
+Result<RunRecord> get_run(Database& db, RunId run) {
+  Database::Impl& impl = db.impl();
+  PLANNER_ASSIGN_OR_RETURN(auto stmt, impl.prepare(std::string(kRunColumns) + "WHERE id = ?1"));
+  stmt->bind(1, run.value);
+  PLANNER_ASSIGN_OR_RETURN(bool row, stmt.next());
+  if (!row) {
+    return Status::not_found("run " + std::to_string(run.value) + " not found in " + impl.path);
+  }
+  PLANNER_ASSIGN_OR_RETURN(RunRecord record, read_run(impl, *stmt));
+  PLANNER_RETURN_IF_ERROR(read_hosts(impl, record));
+  return record;
+}
+
+Result<std::vector<RunRecord>> list_runs(Database& db, const RunFilter& filter) {
+  Database::Impl& impl = db.impl();
+  PLANNER_ASSIGN_OR_RETURN(auto stmt,
+                           impl.prepare(std::string(kRunColumns) +
+                                        "WHERE (?1 IS NULL OR kind = ?1) AND "
+                                        "(?2 IS NULL OR status = ?2) ORDER BY id DESC LIMIT ?3"));
+  if (filter.kind) stmt->bind(1, to_string(*filter.kind));
+  if (filter.status) stmt->bind(2, to_string(*filter.status));
+  stmt->bind(3, filter.limit > 0 ? std::int64_t{filter.limit} : std::int64_t{-1});
+  PLANNER_ASSIGN_OR_RETURN(std::vector<RunRecord> runs,
+                           detail::collect<RunRecord>(stmt, [&impl](detail::Statement& row) {
+                             return read_run(impl, row);
+                           }));
+  for (RunRecord& r : runs) {
+    PLANNER_RETURN_IF_ERROR(read_hosts(impl, r));
+  }
+  return runs;
+}
+
+Result<RunId> latest_run(Database& db) {
+  Database::Impl& impl = db.impl();
+  PLANNER_ASSIGN_OR_RETURN(auto stmt, impl.prepare("SELECT max(id) FROM runs"));
+  PLANNER_ASSIGN_OR_RETURN(bool row, stmt.next());
+  if (!row || stmt->is_null(0)) return Status::not_found(impl.path + ": no runs recorded yet");
+  return RunId{stmt->int64(0)};
+}
+
+Status require_run(Database& db, RunId run) {
+  Database::Impl& impl = db.impl();
+  PLANNER_ASSIGN_OR_RETURN(auto stmt, impl.prepare("SELECT 1 FROM runs WHERE id = ?1"));
+  stmt->bind(1, run.value);
+  PLANNER_ASSIGN_OR_RETURN(bool row, stmt.next());
+  if (row) return Status::ok();
+  return Status::not_found("run " + std::to_string(run.value) + " not found in " + impl.path);
+}
+
+}  // namespace planner::store
