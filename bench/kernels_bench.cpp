@@ -23,6 +23,7 @@
 #include "planner/kernels/cpu/loss_scale.hpp"
 #include "planner/kernels/cpu/norm.hpp"
 #include "planner/kernels/cpu/rng.hpp"
+#include "planner/kernels/cpu/rope.hpp"
 
 namespace {
 
@@ -296,6 +297,23 @@ void BM_RmsNormBackward(benchmark::State& state) {
   set_bytes(state, 3);
 }
 BENCHMARK(BM_RmsNormBackward);
+
+void BM_RopeForward(benchmark::State& state) {
+  // Queries of 2048 positions x 16 heads x 128 dims (4 Mi floats), rotated in place.
+  const std::int64_t seq = 2048, heads = 16, head_dim = 128;
+  std::vector<std::int32_t> positions(seq);
+  for (std::int64_t s = 0; s < seq; ++s)
+    positions[s] = static_cast<std::int32_t>(s);
+  std::vector<float> table(static_cast<std::size_t>(seq * head_dim));
+  cpu::rope_table(positions.data(), seq, head_dim, 500000.0, table.data());
+  auto x = random_vector(kElems, 34);
+  for (auto _ : state) {
+    cpu::rope_forward(table.data(), 1, seq, heads, head_dim, x.data());
+    benchmark::DoNotOptimize(x.data());
+  }
+  set_bytes(state, 2);
+}
+BENCHMARK(BM_RopeForward);
 
 void BM_AdamStep(benchmark::State& state) {
   auto p = random_vector(kElems, 27), g = random_vector(kElems, 28);

@@ -26,18 +26,26 @@ inline std::int64_t visible_keys(bool causal, std::int64_t diag, std::int64_t ii
   return causal ? std::clamp<std::int64_t>(diag + ii, 0, tk) : tk;
 }
 
-// Pointers to one (batch, head) slice; rows of q/o/dq are ld_q apart, rows of k/v/dk/dv ld_kv
-// apart.
+// Where one (batch, head) slice starts, in elements, and the row strides of its matrices.
 struct HeadView {
-  std::int64_t q_base;    // element offset of (b, 0, h, 0) in q, o, dout, dq
-  std::int64_t kv_base;   // element offset of (b, 0, g, 0) in k, v, dk, dv
-  std::int64_t lse_base;  // offset of (b, 0, h) in lse and delta; rows are `heads` apart
+  std::int64_t q_base;    // offset of (b, 0, h, 0) in q, o, dout, dq
+  std::int64_t kv_base;   // offset of (b, 0, g, 0) in k, v, dk, dv, g = the head's key/value head
+  std::int64_t lse_base;  // offset of (b, 0, h) in lse and delta, whose rows are `heads` apart
+  std::int64_t ld_q;      // heads * head_dim
+  std::int64_t ld_kv;     // kv_heads * head_dim
 };
 
-HeadView head_view(const AttentionShape& s, std::int64_t b, std::int64_t h) {
-  const std::int64_t g = h / (s.heads / s.kv_heads);
-  return {(b * s.q_len * s.heads + h) * s.head_dim, (b * s.kv_len * s.kv_heads + g) * s.head_dim,
-          b * s.q_len * s.heads + h};
+// Calls fn(view) for every (batch, head) in ascending order.
+template <class Fn>
+void for_each_head(const AttentionShape& s, Fn fn) {
+  const std::int64_t group = s.heads / s.kv_heads;
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    for (std::int64_t h = 0; h < s.heads; ++h) {
+      fn(HeadView{(b * s.q_len * s.heads + h) * s.head_dim,
+                  (b * s.kv_len * s.kv_heads + h / group) * s.head_dim, b * s.q_len * s.heads + h,
+                  s.heads * s.head_dim, s.kv_heads * s.head_dim});
+    }
+  }
 }
 
 void check_shape(const AttentionShape& s) {
@@ -124,43 +132,39 @@ void attention_forward(const AttentionShape& shape, const float* q, const float*
                        float* o, float* lse) {
   check_shape(shape);
   const std::int64_t d = shape.head_dim;
-  const std::int64_t ld_q = shape.heads * d;
-  const std::int64_t ld_kv = shape.kv_heads * d;
   std::vector<float> scores(static_cast<std::size_t>(kTileQ * kTileK));
   std::vector<float> acc(static_cast<std::size_t>(kTileQ * d));
   std::vector<float> row_max(kTileQ);
   std::vector<float> row_sum(kTileQ);
-  for (std::int64_t b = 0; b < shape.batch; ++b) {
-    for (std::int64_t h = 0; h < shape.heads; ++h) {
-      const HeadView view = head_view(shape, b, h);
-      for (std::int64_t i0 = 0; i0 < shape.q_len; i0 += kTileQ) {
-        const std::int64_t tq = std::min(kTileQ, shape.q_len - i0);
-        const float* q_tile = q + view.q_base + i0 * ld_q;
-        // Keys past the tile's last query are masked for every row of the tile.
-        const std::int64_t j_end =
-            shape.causal ? std::clamp<std::int64_t>(shape.q_offset + i0 + tq - shape.kv_offset, 0,
-                                                    shape.kv_len)
-                         : shape.kv_len;
-        std::fill(row_max.begin(), row_max.end(), kNegInf);
-        std::fill(row_sum.begin(), row_sum.end(), 0.0f);
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (std::int64_t j0 = 0; j0 < j_end; j0 += kTileK) {
-          const std::int64_t tk = std::min(kTileK, j_end - j0);
-          const float* k_tile = k + view.kv_base + j0 * ld_kv;
-          const float* v_tile = v + view.kv_base + j0 * ld_kv;
-          gemm(Transpose::kNo, Transpose::kYes, tq, tk, d, shape.scale, q_tile, ld_q, k_tile, ld_kv,
-               0.0f, scores.data(), kTileK);
-          const std::int64_t diag = shape.q_offset + i0 - (shape.kv_offset + j0) + 1;
-          online_softmax_tile(scores.data(), tq, tk, shape.causal, diag, row_max.data(),
-                              row_sum.data(), acc.data(), d);
-          gemm(Transpose::kNo, Transpose::kNo, tq, d, tk, 1.0f, scores.data(), kTileK, v_tile,
-               ld_kv, 1.0f, acc.data(), d);
-        }
-        finish_rows(acc.data(), row_max.data(), row_sum.data(), tq, d, o + view.q_base + i0 * ld_q,
-                    ld_q, lse + view.lse_base + i0 * shape.heads, shape.heads);
+  for_each_head(shape, [&](const HeadView& view) {
+    for (std::int64_t i0 = 0; i0 < shape.q_len; i0 += kTileQ) {
+      const std::int64_t tq = std::min(kTileQ, shape.q_len - i0);
+      const float* q_tile = q + view.q_base + i0 * view.ld_q;
+      // Keys past the tile's last query are masked for every row of the tile.
+      const std::int64_t j_end =
+          shape.causal ? std::clamp<std::int64_t>(shape.q_offset + i0 + tq - shape.kv_offset, 0,
+                                                  shape.kv_len)
+                       : shape.kv_len;
+      std::fill(row_max.begin(), row_max.end(), kNegInf);
+      std::fill(row_sum.begin(), row_sum.end(), 0.0f);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::int64_t j0 = 0; j0 < j_end; j0 += kTileK) {
+        const std::int64_t tk = std::min(kTileK, j_end - j0);
+        const float* k_tile = k + view.kv_base + j0 * view.ld_kv;
+        const float* v_tile = v + view.kv_base + j0 * view.ld_kv;
+        gemm(Transpose::kNo, Transpose::kYes, tq, tk, d, shape.scale, q_tile, view.ld_q, k_tile,
+             view.ld_kv, 0.0f, scores.data(), kTileK);
+        const std::int64_t diag = shape.q_offset + i0 - (shape.kv_offset + j0) + 1;
+        online_softmax_tile(scores.data(), tq, tk, shape.causal, diag, row_max.data(),
+                            row_sum.data(), acc.data(), d);
+        gemm(Transpose::kNo, Transpose::kNo, tq, d, tk, 1.0f, scores.data(), kTileK, v_tile,
+             view.ld_kv, 1.0f, acc.data(), d);
       }
+      finish_rows(acc.data(), row_max.data(), row_sum.data(), tq, d,
+                  o + view.q_base + i0 * view.ld_q, view.ld_q,
+                  lse + view.lse_base + i0 * shape.heads, shape.heads);
     }
-  }
+  });
 }
 
 PLANNER_CPU_KERNEL
@@ -200,52 +204,48 @@ void attention_backward(const AttentionShape& shape, const float* q, const float
                         float* dk, float* dv) {
   check_shape(shape);
   const std::int64_t d = shape.head_dim;
-  const std::int64_t ld_q = shape.heads * d;
-  const std::int64_t ld_kv = shape.kv_heads * d;
   std::vector<float> probs(static_cast<std::size_t>(kTileQ * kTileK));
   std::vector<float> dprobs(static_cast<std::size_t>(kTileQ * kTileK));
-  for (std::int64_t b = 0; b < shape.batch; ++b) {
-    for (std::int64_t h = 0; h < shape.heads; ++h) {
-      const HeadView view = head_view(shape, b, h);
-      for (std::int64_t j0 = 0; j0 < shape.kv_len; j0 += kTileK) {
-        const std::int64_t tk = std::min(kTileK, shape.kv_len - j0);
-        const float* k_tile = k + view.kv_base + j0 * ld_kv;
-        const float* v_tile = v + view.kv_base + j0 * ld_kv;
-        float* dk_tile = dk + view.kv_base + j0 * ld_kv;
-        float* dv_tile = dv + view.kv_base + j0 * ld_kv;
-        // Queries before the tile's first key see none of it.
-        const std::int64_t i_begin =
-            shape.causal
-                ? std::clamp<std::int64_t>(shape.kv_offset + j0 - shape.q_offset, 0, shape.q_len)
-                : 0;
-        for (std::int64_t i0 = i_begin; i0 < shape.q_len; i0 += kTileQ) {
-          const std::int64_t tq = std::min(kTileQ, shape.q_len - i0);
-          const float* q_tile = q + view.q_base + i0 * ld_q;
-          const float* do_tile = dout + view.q_base + i0 * ld_q;
-          float* dq_tile = dq + view.q_base + i0 * ld_q;
-          const float* lse_tile = lse + view.lse_base + i0 * shape.heads;
-          const float* delta_tile = delta + view.lse_base + i0 * shape.heads;
-          const std::int64_t diag = shape.q_offset + i0 - (shape.kv_offset + j0) + 1;
-          gemm(Transpose::kNo, Transpose::kYes, tq, tk, d, shape.scale, q_tile, ld_q, k_tile, ld_kv,
-               0.0f, probs.data(), kTileK);
-          probabilities_tile(probs.data(), tq, tk, shape.causal, diag, lse_tile, shape.heads);
-          // dV += P^T dO
-          gemm(Transpose::kYes, Transpose::kNo, tk, d, tq, 1.0f, probs.data(), kTileK, do_tile,
-               ld_q, 1.0f, dv_tile, ld_kv);
-          // dP = dO V^T, then dS = scale * P * (dP - delta)
-          gemm(Transpose::kNo, Transpose::kYes, tq, tk, d, 1.0f, do_tile, ld_q, v_tile, ld_kv, 0.0f,
-               dprobs.data(), kTileK);
-          score_grad_tile(probs.data(), dprobs.data(), tq, tk, delta_tile, shape.heads,
-                          shape.scale);
-          // dQ += dS K, dK += dS^T Q
-          gemm(Transpose::kNo, Transpose::kNo, tq, d, tk, 1.0f, dprobs.data(), kTileK, k_tile,
-               ld_kv, 1.0f, dq_tile, ld_q);
-          gemm(Transpose::kYes, Transpose::kNo, tk, d, tq, 1.0f, dprobs.data(), kTileK, q_tile,
-               ld_q, 1.0f, dk_tile, ld_kv);
-        }
+  for_each_head(shape, [&](const HeadView& view) {
+    const std::int64_t ld_q = view.ld_q;
+    const std::int64_t ld_kv = view.ld_kv;
+    for (std::int64_t j0 = 0; j0 < shape.kv_len; j0 += kTileK) {
+      const std::int64_t tk = std::min(kTileK, shape.kv_len - j0);
+      const float* k_tile = k + view.kv_base + j0 * ld_kv;
+      const float* v_tile = v + view.kv_base + j0 * ld_kv;
+      float* dk_tile = dk + view.kv_base + j0 * ld_kv;
+      float* dv_tile = dv + view.kv_base + j0 * ld_kv;
+      // Queries before the tile's first key see none of it.
+      const std::int64_t i_begin =
+          shape.causal
+              ? std::clamp<std::int64_t>(shape.kv_offset + j0 - shape.q_offset, 0, shape.q_len)
+              : 0;
+      for (std::int64_t i0 = i_begin; i0 < shape.q_len; i0 += kTileQ) {
+        const std::int64_t tq = std::min(kTileQ, shape.q_len - i0);
+        const float* q_tile = q + view.q_base + i0 * ld_q;
+        const float* do_tile = dout + view.q_base + i0 * ld_q;
+        float* dq_tile = dq + view.q_base + i0 * ld_q;
+        const float* lse_tile = lse + view.lse_base + i0 * shape.heads;
+        const float* delta_tile = delta + view.lse_base + i0 * shape.heads;
+        const std::int64_t diag = shape.q_offset + i0 - (shape.kv_offset + j0) + 1;
+        gemm(Transpose::kNo, Transpose::kYes, tq, tk, d, shape.scale, q_tile, ld_q, k_tile, ld_kv,
+             0.0f, probs.data(), kTileK);
+        probabilities_tile(probs.data(), tq, tk, shape.causal, diag, lse_tile, shape.heads);
+        // dV += P^T dO
+        gemm(Transpose::kYes, Transpose::kNo, tk, d, tq, 1.0f, probs.data(), kTileK, do_tile, ld_q,
+             1.0f, dv_tile, ld_kv);
+        // dP = dO V^T, then dS = scale * P * (dP - delta)
+        gemm(Transpose::kNo, Transpose::kYes, tq, tk, d, 1.0f, do_tile, ld_q, v_tile, ld_kv, 0.0f,
+             dprobs.data(), kTileK);
+        score_grad_tile(probs.data(), dprobs.data(), tq, tk, delta_tile, shape.heads, shape.scale);
+        // dQ += dS K, dK += dS^T Q
+        gemm(Transpose::kNo, Transpose::kNo, tq, d, tk, 1.0f, dprobs.data(), kTileK, k_tile, ld_kv,
+             1.0f, dq_tile, ld_q);
+        gemm(Transpose::kYes, Transpose::kNo, tk, d, tq, 1.0f, dprobs.data(), kTileK, q_tile, ld_q,
+             1.0f, dk_tile, ld_kv);
       }
     }
-  }
+  });
 }
 
 double attention_pairs(const AttentionShape& shape) {

@@ -78,8 +78,18 @@ inline float exp_approx(float x) {
   return result;
 }
 
+// Combines kLanes partial sums pairwise in a fixed order (lane l with lane l + w, halving w).
+template <class T>
+inline T combine_lanes(T (&acc)[kLanes]) {
+  for (std::int64_t w = kLanes / 2; w > 0; w /= 2) {
+    for (std::int64_t l = 0; l < w; ++l)
+      acc[l] += acc[l + w];
+  }
+  return acc[0];
+}
+
 // Sum of term(i) over i in [0, n): kLanes interleaved partial sums (lane l takes the i with
-// i % kLanes == l, in ascending order), then combined pairwise in a fixed order. Accumulates in T.
+// i % kLanes == l, in ascending order), then combine_lanes. Accumulates in T.
 template <class T = float, class Term>
 inline T sum_of(std::int64_t n, Term term) {
   T acc[kLanes] = {};
@@ -90,11 +100,27 @@ inline T sum_of(std::int64_t n, Term term) {
   }
   for (std::int64_t l = 0; i + l < n; ++l)
     acc[l] += term(i + l);
-  for (std::int64_t w = kLanes / 2; w > 0; w /= 2) {
-    for (std::int64_t l = 0; l < w; ++l)
-      acc[l] += acc[l + w];
+  return combine_lanes(acc);
+}
+
+// Two sums in one pass over [0, n), each in the order of sum_of.
+template <class TermA, class TermB>
+inline void sum_of_pair(std::int64_t n, TermA term_a, TermB term_b, float& sum_a, float& sum_b) {
+  float acc_a[kLanes] = {};
+  float acc_b[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (std::int64_t l = 0; l < kLanes; ++l) {
+      acc_a[l] += term_a(i + l);
+      acc_b[l] += term_b(i + l);
+    }
   }
-  return acc[0];
+  for (std::int64_t l = 0; i + l < n; ++l) {
+    acc_a[l] += term_a(i + l);
+    acc_b[l] += term_b(i + l);
+  }
+  sum_a = combine_lanes(acc_a);
+  sum_b = combine_lanes(acc_b);
 }
 
 inline float sum(const float* x, std::int64_t n) {

@@ -1,11 +1,16 @@
 // Single-precision GEMM on the CPU through OpenBLAS (cblas_sgemm), and control of OpenBLAS's
 // threads.
 //
-// Conventions shared by all of planner::kernels::cpu: fp32 data on raw pointers, row-major
-// matrices, sizes and strides in elements (std::int64_t). A leading dimension `ld` is the distance
-// in elements between the starts of consecutive rows. Preconditions are the caller's contract
-// (checked by assert in debug builds); the kernels do not allocate on the caller's behalf, do not
-// fail, and given the same inputs and the same thread count produce bit-identical results.
+// Conventions shared by all of planner::kernels::cpu (a CUDA version mirrors these signatures):
+// - fp32 data on raw pointers, row-major, sizes and strides in elements (std::int64_t); a leading
+//   dimension `ld` is the distance in elements between the starts of consecutive rows.
+// - Outputs and saved state live in caller-provided buffers. Activation gradients are written
+//   (overwritten), except attention_backward's, which accumulate for context parallelism; parameter
+//   gradients are accumulated (+=), so micro-batches add up in place.
+// - Preconditions are the caller's contract (checked by assert in debug builds); kernels cannot
+//   fail and keep no state between calls.
+// - Deterministic: the same inputs and the same OpenBLAS thread count give bit-identical results;
+//   every reduction sums in an order fixed by the code, never by the data or thread timing.
 #pragma once
 
 #include <cstdint>
