@@ -9,10 +9,9 @@
 // Vocabulary-parallel recipe (Megatron-LM's vocab_parallel_cross_entropy), all-reduces over the
 // tensor-parallel group:
 //   1. cross_entropy_local_max          -> all-reduce MAX of max[tokens]
-//   2. cross_entropy_local_sum_exp      -> all-reduce SUM of sum_exp[tokens]   (2 and 3 can share
-//   one
-//   3. cross_entropy_local_target_logit -> all-reduce SUM of target_logit[tokens]  buffer and one
-//   call)
+//   2. cross_entropy_local_sum_exp      -> all-reduce SUM of sum_exp[tokens]
+//   3. cross_entropy_local_target_logit -> all-reduce SUM of target_logit[tokens]
+//      (2 and 3 may write into one buffer of 2 x tokens and share a single all-reduce)
 //   4. cross_entropy_loss               -> loss[tokens] and lse[tokens], identical on every rank
 //   5. cross_entropy_backward           -> this rank's dlogits, no communication
 // With one rank (vocab_start = 0, vocab_local = vocab) steps 1-4 are cross_entropy_forward.
