@@ -37,11 +37,15 @@ inline void norm_backward(const float* dy, const float* x, const float* gamma, c
     }
     const float mean_g = sum_g * inv_dim;
     const float mean_gx = sum_gx * inv_dim;
+    // A separate loop: a null check inside the main one stops GCC from vectorising it.
+    if (dbeta != nullptr) {
+      for (std::int64_t c = 0; c < dim; ++c)
+        dbeta[c] += dyr[c];
+    }
     for (std::int64_t c = 0; c < dim; ++c) {
       const float xhat = (xr[c] - mu) * rs;
       const float d = dyr[c];
       dgamma[c] += d * xhat;
-      if (dbeta != nullptr) dbeta[c] += d;
       dxr[c] = rs * (d * gamma[c] - mean_g - xhat * mean_gx);
     }
   }
