@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
+#include <random>
 #include <vector>
+
+#include "common/philox.hpp"
 
 namespace planner::kernels::cpu {
 namespace {
@@ -105,6 +109,55 @@ TEST(Rng, TokensCoverTheVocabulary) {
   std::vector<std::int32_t> tail(10);
   fill_tokens(3, 4, n - 10, 10, vocab, tail.data());
   EXPECT_EQ(tail, std::vector<std::int32_t>(ids.end() - 10, ids.end()));
+}
+
+TEST(Rng, PortableLogAndCosineMatchLibmToDoubleRounding) {
+  // normal_at's log and cosine use only basic IEEE operations, so the CUDA kernels reproduce them
+  // bit for bit; they must still be as accurate as libm's to a few double ulps.
+  std::mt19937_64 gen(11);
+  double worst_log = 0, worst_cos = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const auto w = static_cast<std::uint32_t>(gen());
+    const double u1 = (static_cast<double>(w) + 0.5) / 4294967296.0;
+    const double want_log = std::log(u1);
+    worst_log =
+        std::max(worst_log, std::abs(common::portable_log(u1) - want_log) / std::abs(want_log));
+    const double u2 = static_cast<double>(w) / 4294967296.0;
+    const double want_cos = std::cos(2.0 * std::numbers::pi * u2);
+    // Absolute: near the zeros of cos the libm value inherits the rounding of 2 pi u2 (~1e-16).
+    worst_cos = std::max(worst_cos, std::abs(common::portable_cos_2pi(u2) - want_cos));
+  }
+  EXPECT_LT(worst_log, 1e-15);
+  EXPECT_LT(worst_cos, 1e-15);
+  EXPECT_EQ(common::portable_log(1.0), 0.0);
+  EXPECT_NEAR(common::portable_log(0.5 / 4294967296.0), std::log(0.5 / 4294967296.0), 1e-13);
+  EXPECT_EQ(common::portable_cos_2pi(0.0), 1.0);
+  EXPECT_EQ(common::portable_cos_2pi(0.5), -1.0);
+  EXPECT_EQ(common::portable_cos_2pi(0.25), 0.0);
+}
+
+TEST(Rng, NormalValuesEqualLibmBoxMullerUpToRareLastBitTies) {
+  // The float result rounds a double accurate to ~1e-16, so it differs from libm's Box-Muller
+  // only when that double sits within a few double ulps of a float rounding boundary (~2^-28 of
+  // cases), and then by one float ulp.
+  const std::uint64_t seed = 5, stream = 6;
+  int differing = 0;
+  const int n = 1000000;
+  for (int i = 0; i < n; ++i) {
+    const std::array<std::uint32_t, 4> w =
+        philox4x32_10({static_cast<std::uint32_t>(i), 0, static_cast<std::uint32_t>(stream), 0},
+                      {static_cast<std::uint32_t>(seed), 0});
+    const double u1 = (static_cast<double>(w[0]) + 0.5) / 4294967296.0;
+    const double u2 = static_cast<double>(w[1]) / 4294967296.0;
+    const auto libm =
+        static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+    const float got = normal_at(seed, stream, static_cast<std::uint64_t>(i));
+    if (got != libm) {
+      ++differing;
+      ASSERT_EQ(std::nextafter(got, libm), libm) << i << ": more than one float ulp apart";
+    }
+  }
+  EXPECT_LE(differing, 10);
 }
 
 }  // namespace

@@ -1,53 +1,23 @@
 #include "planner/kernels/cpu/rng.hpp"
 
 #include <cassert>
-#include <cmath>
-#include <numbers>
+
+#include "common/philox.hpp"
 
 namespace planner::kernels::cpu {
 namespace {
-
-// Philox4x32 round multipliers and Weyl key increments (Salmon et al. 2011, table 2; Random123).
-constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u;
-constexpr std::uint32_t kPhiloxM1 = 0xCD9E8D57u;
-constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u;  // golden ratio
-constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;  // sqrt(3) - 1
-constexpr int kPhiloxRounds = 10;
 
 // FNV-1a 64-bit parameters (Fowler, Noll, Vo; IETF draft-eastlake-fnv).
 constexpr std::uint64_t kFnvOffsetBasis = 14695981039346656037ull;
 constexpr std::uint64_t kFnvPrime = 1099511628211ull;
 
-constexpr double kTwoPow32 = 4294967296.0;
-constexpr float kTwoPowMinus24 = 1.0f / 16777216.0f;
-
-std::array<std::uint32_t, 4> block(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return philox4x32_10(
-      {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32),
-       static_cast<std::uint32_t>(stream), static_cast<std::uint32_t>(stream >> 32)},
-      {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
-}
-
 }  // namespace
 
 std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> counter,
                                            std::array<std::uint32_t, 2> key) {
-  std::array<std::uint32_t, 4> c = counter;
-  std::array<std::uint32_t, 2> k = key;
-  for (int round = 0; round < kPhiloxRounds; ++round) {
-    if (round > 0) {
-      k[0] += kPhiloxW0;
-      k[1] += kPhiloxW1;
-    }
-    const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * c[0];
-    const std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxM1) * c[2];
-    const auto hi0 = static_cast<std::uint32_t>(p0 >> 32);
-    const auto lo0 = static_cast<std::uint32_t>(p0);
-    const auto hi1 = static_cast<std::uint32_t>(p1 >> 32);
-    const auto lo1 = static_cast<std::uint32_t>(p1);
-    c = {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
-  }
-  return c;
+  const common::PhiloxBlock out = common::philox4x32_10(
+      common::PhiloxBlock{{counter[0], counter[1], counter[2], counter[3]}}, key[0], key[1]);
+  return {out.w[0], out.w[1], out.w[2], out.w[3]};
 }
 
 std::uint64_t tensor_stream_id(std::string_view name) {
@@ -60,14 +30,12 @@ std::uint64_t tensor_stream_id(std::string_view name) {
 }
 
 float uniform_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return static_cast<float>(block(seed, stream, index)[0] >> 8) * kTwoPowMinus24;
+  return common::uniform_from_word(common::philox_block(seed, stream, index).w[0]);
 }
 
 float normal_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  const std::array<std::uint32_t, 4> w = block(seed, stream, index);
-  const double u1 = (static_cast<double>(w[0]) + 0.5) / kTwoPow32;  // in (0, 1): log is finite
-  const double u2 = static_cast<double>(w[1]) / kTwoPow32;
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+  const common::PhiloxBlock b = common::philox_block(seed, stream, index);
+  return common::normal_from_words(b.w[0], b.w[1]);
 }
 
 void fill_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t first_index,
@@ -98,8 +66,9 @@ void fill_tokens(std::uint64_t seed, std::uint64_t stream, std::uint64_t first_i
                  std::int64_t n, std::int64_t vocab, std::int32_t* out) {
   assert(vocab >= 1 && vocab <= INT32_MAX);
   for (std::int64_t j = 0; j < n; ++j) {
-    const std::uint64_t w = block(seed, stream, first_index + static_cast<std::uint64_t>(j))[0];
-    out[j] = static_cast<std::int32_t>((w * static_cast<std::uint64_t>(vocab)) >> 32);
+    out[j] = common::token_from_word(
+        common::philox_block(seed, stream, first_index + static_cast<std::uint64_t>(j)).w[0],
+        vocab);
   }
 }
 

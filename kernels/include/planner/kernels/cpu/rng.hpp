@@ -27,7 +27,9 @@ std::uint64_t tensor_stream_id(std::string_view name);
 float uniform_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
 
 // Standard normal (mean 0, variance 1) by Box-Muller from the first two words of the block,
-// computed in double and rounded to float; |value| < 6.8.
+// computed in double and rounded to float; |value| < 6.8. The log and cosine are planner's own
+// (basic IEEE operations only, accurate to a few double ulps), so the CUDA kernels
+// (planner::kernels::cuda::fill_normal) produce the same bits.
 float normal_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
 
 // out[j] = lo + (hi - lo) * uniform_at(seed, stream, first_index + j) for j < n.

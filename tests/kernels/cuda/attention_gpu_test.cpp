@@ -1,0 +1,312 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gpu_test_support.hpp"
+#include "planner/kernels/cpu/attention.hpp"
+#include "planner/kernels/cuda/attention.hpp"
+
+namespace planner::kernels::cuda {
+namespace {
+
+using testing::download;
+using testing::KernelKind;
+using testing::quantize;
+using testing::random_floats;
+using testing::require;
+using testing::upload;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Results {
+  std::vector<float> o, lse, dq, dk, dv;
+};
+
+struct Inputs {
+  std::vector<float> q, k, v, dout;
+};
+
+template <class T>
+Inputs make_inputs(const AttentionShape& s, std::uint64_t seed) {
+  const auto nq = static_cast<std::size_t>(s.batch * s.q_len * s.heads * s.head_dim);
+  const auto nk = static_cast<std::size_t>(s.batch * s.kv_len * s.kv_heads * s.head_dim);
+  return {quantize<T>(random_floats(nq, seed)), quantize<T>(random_floats(nk, seed + 1)),
+          quantize<T>(random_floats(nk, seed + 2)), quantize<T>(random_floats(nq, seed + 3))};
+}
+
+std::int64_t rows_of(const AttentionShape& s) {
+  return s.batch * s.q_len * s.heads;
+}
+
+Results run_cpu(const AttentionShape& s, const Inputs& in) {
+  Results r;
+  r.o.assign(in.q.size(), 0.0f);
+  r.lse.assign(static_cast<std::size_t>(rows_of(s)), 0.0f);
+  cpu::attention_forward(s, in.q.data(), in.k.data(), in.v.data(), r.o.data(), r.lse.data());
+  std::vector<float> delta(r.lse.size());
+  cpu::attention_backward_delta(rows_of(s), s.head_dim, r.o.data(), in.dout.data(), delta.data());
+  r.dq.assign(in.q.size(), 0.0f);
+  r.dk.assign(in.k.size(), 0.0f);
+  r.dv.assign(in.v.size(), 0.0f);
+  cpu::attention_backward(s, in.q.data(), in.k.data(), in.v.data(), in.dout.data(), r.lse.data(),
+                          delta.data(), r.dq.data(), r.dk.data(), r.dv.data());
+  return r;
+}
+
+template <class T>
+Results run_gpu(const AttentionShape& s, const Inputs& in, cudaStream_t stream) {
+  auto q = upload<T>(in.q, stream);
+  auto k = upload<T>(in.k, stream);
+  auto v = upload<T>(in.v, stream);
+  auto dout = upload<T>(in.dout, stream);
+  auto o = testing::zeros<T>(static_cast<std::int64_t>(in.q.size()), stream);
+  auto lse = testing::zeros<float>(rows_of(s), stream);
+  auto delta = testing::zeros<float>(rows_of(s), stream);
+  auto dq = testing::zeros<T>(static_cast<std::int64_t>(in.q.size()), stream);
+  auto dk = testing::zeros<T>(static_cast<std::int64_t>(in.k.size()), stream);
+  auto dv = testing::zeros<T>(static_cast<std::int64_t>(in.v.size()), stream);
+  require(attention_forward(s, q.data(), k.data(), v.data(), o.data(), lse.data(), stream));
+  require(attention_backward_delta(rows_of(s), s.head_dim, o.data(), dout.data(), delta.data(),
+                                   stream));
+  require(attention_backward(s, q.data(), k.data(), v.data(), dout.data(), lse.data(), delta.data(),
+                             dq.data(), dk.data(), dv.data(), stream));
+  return {download(o, stream), download(lse, stream), download(dq, stream), download(dk, stream),
+          download(dv, stream)};
+}
+
+double max_abs(const std::vector<float>& x) {
+  double m = 0;
+  for (float v : x)
+    m = std::max(m, static_cast<double>(std::abs(v)));
+  return m;
+}
+
+// lse: -inf exactly where the CPU has it, within tolerance elsewhere.
+void expect_lse_matches(const std::vector<float>& got, const std::vector<float>& want,
+                        const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  std::vector<float> g = got, w = want;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(g[i] == kNegInf, w[i] == kNegInf) << what << " lse[" << i << "]";
+    if (w[i] == kNegInf) g[i] = w[i] = 0.0f;
+  }
+  testing::expect_close_fp32(g, w, KernelKind::kAttention, what + " lse");
+}
+
+template <class T>
+void expect_gpu_matches_cpu(const AttentionShape& s, const Results& got, const Results& want,
+                            const std::string& what) {
+  testing::expect_matches_cpu<T>(got.o, want.o, KernelKind::kAttention, what + " o");
+  expect_lse_matches(got.lse, want.lse, what);
+  // Gradients: the attention tolerance, with the absolute part scaled by the largest gradient.
+  const testing::Tolerance t = testing::tolerance(KernelKind::kAttention, kDTypeOf<T>);
+  const double g = std::max({max_abs(want.dq), max_abs(want.dk), max_abs(want.dv), 1e-3});
+  const std::string label = what + " <" + std::string(to_string(kDTypeOf<T>)) + ">";
+  cpu::testing::expect_close(got.dq, want.dq, t.rtol, 4 * t.atol * g, label + " dq");
+  cpu::testing::expect_close(got.dk, want.dk, t.rtol, 4 * t.atol * g, label + " dk");
+  cpu::testing::expect_close(got.dv, want.dv, t.rtol, 4 * t.atol * g, label + " dv");
+  (void)s;
+}
+
+AttentionShape shape_of(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
+                        std::int64_t head_dim, std::int64_t len, bool causal) {
+  AttentionShape s;
+  s.batch = batch;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.head_dim = head_dim;
+  s.q_len = len;
+  s.kv_len = len;
+  s.causal = causal;
+  s.scale = cpu::attention_default_scale(head_dim);
+  return s;
+}
+
+struct Case {
+  std::int64_t batch, heads, kv_heads, head_dim, len;
+  bool causal;
+};
+
+std::string case_name(const Case& c) {
+  return "b" + std::to_string(c.batch) + "h" + std::to_string(c.heads) + "kv" +
+         std::to_string(c.kv_heads) + "d" + std::to_string(c.head_dim) + "s" +
+         std::to_string(c.len) + (c.causal ? "Causal" : "Full");
+}
+
+// Names the case in ctest's test list instead of dumping its bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << case_name(c);
+}
+
+class CudaAttention : public testing::GpuTest, public ::testing::WithParamInterface<Case> {};
+
+// MHA, GQA and MQA; head dims from 8 to 256 (both register-array sizes); lengths below, at and
+// across the 32-row tiles, including non-multiples; causal and full.
+TEST_P(CudaAttention, MatchesTheCpuKernelInEveryPrecision) {
+  const Case c = GetParam();
+  const AttentionShape s = shape_of(c.batch, c.heads, c.kv_heads, c.head_dim, c.len, c.causal);
+  const auto seed = static_cast<std::uint64_t>(c.len * 131 + c.head_dim);
+  {
+    const Inputs in = make_inputs<float>(s, seed);
+    expect_gpu_matches_cpu<float>(s, run_gpu<float>(s, in, stream()), run_cpu(s, in), case_name(c));
+  }
+  {
+    const Inputs in = make_inputs<bf16>(s, seed);
+    expect_gpu_matches_cpu<bf16>(s, run_gpu<bf16>(s, in, stream()), run_cpu(s, in), case_name(c));
+  }
+  {
+    const Inputs in = make_inputs<fp16>(s, seed);
+    expect_gpu_matches_cpu<fp16>(s, run_gpu<fp16>(s, in, stream()), run_cpu(s, in), case_name(c));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaAttention,
+    ::testing::Values(Case{1, 1, 1, 8, 1, true}, Case{2, 3, 3, 16, 17, true},
+                      Case{1, 4, 2, 32, 32, true}, Case{1, 4, 2, 64, 33, true},
+                      Case{1, 2, 2, 64, 100, true}, Case{1, 4, 1, 128, 130, true},
+                      Case{2, 2, 1, 96, 129, true}, Case{1, 2, 1, 160, 70, true},
+                      Case{1, 2, 2, 256, 65, true}, Case{1, 2, 1, 24, 260, true},
+                      Case{1, 2, 2, 16, 150, false}, Case{2, 4, 2, 8, 65, false},
+                      Case{1, 8, 2, 128, 64, false}),
+    [](const auto& p) { return case_name(p.param); });
+
+using CudaAttentionBlocks = testing::GpuTest;
+
+TEST_F(CudaAttentionBlocks, OffsetBlockWithRowsThatSeeNoKey) {
+  // 150 queries at positions 100..249 against 140 keys at 180..319: the first 80 queries see no
+  // key (o = 0, lse = -inf).
+  AttentionShape s = shape_of(1, 4, 2, 32, 150, true);
+  s.kv_len = 140;
+  s.q_offset = 100;
+  s.kv_offset = 180;
+  const Inputs in = make_inputs<float>(s, 21);
+  const Results got = run_gpu<float>(s, in, stream());
+  expect_gpu_matches_cpu<float>(s, got, run_cpu(s, in), "offset block");
+  EXPECT_EQ(got.lse[0], kNegInf);
+  EXPECT_EQ(got.o[0], 0.0f);
+}
+
+TEST_F(CudaAttentionBlocks, IsBitwiseReproducible) {
+  const AttentionShape s = shape_of(2, 4, 2, 64, 150, true);
+  const Inputs in = make_inputs<bf16>(s, 31);
+  const Results a = run_gpu<bf16>(s, in, stream());
+  const Results b = run_gpu<bf16>(s, in, stream());
+  EXPECT_EQ(a.o, b.o);
+  EXPECT_EQ(a.lse, b.lse);
+  EXPECT_EQ(a.dq, b.dq);
+  EXPECT_EQ(a.dk, b.dk);
+  EXPECT_EQ(a.dv, b.dv);
+}
+
+// Positions [begin, end) of a [batch, len, row] tensor.
+std::vector<float> slice_positions(const std::vector<float>& x, std::int64_t batch,
+                                   std::int64_t len, std::int64_t row, std::int64_t begin,
+                                   std::int64_t end) {
+  std::vector<float> out;
+  for (std::int64_t b = 0; b < batch; ++b)
+    out.insert(out.end(), x.begin() + (b * len + begin) * row, x.begin() + (b * len + end) * row);
+  return out;
+}
+
+void add_positions(const std::vector<float>& part, std::int64_t batch, std::int64_t len,
+                   std::int64_t row, std::int64_t begin, std::int64_t end, std::vector<float>& x) {
+  const std::int64_t n = end - begin;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t i = 0; i < n * row; ++i)
+      x[(b * len + begin) * row + i] += part[b * n * row + i];
+  }
+}
+
+TEST_F(CudaAttentionBlocks, ContextParallelBlocksAndCombineEqualFullAttention) {
+  // Uneven chunks across tile boundaries; each query chunk runs the forward against every key
+  // chunk on the GPU, merging with attention_combine, then the backward with the merged lse.
+  const std::vector<std::int64_t> bounds = {0, 70, 75, 200, 263};
+  const std::int64_t len = bounds.back();
+  const AttentionShape full = shape_of(2, 4, 2, 64, len, true);
+  const Inputs in = make_inputs<float>(full, 41);
+  const Results want = run_cpu(full, in);
+  const std::int64_t qrow = full.heads * full.head_dim, kvrow = full.kv_heads * full.head_dim;
+  const std::int64_t batch = full.batch, chunks = static_cast<std::int64_t>(bounds.size()) - 1;
+  Results got{std::vector<float>(want.o.size(), 0.0f), std::vector<float>(want.lse.size(), 0.0f),
+              std::vector<float>(want.dq.size(), 0.0f), std::vector<float>(want.dk.size(), 0.0f),
+              std::vector<float>(want.dv.size(), 0.0f)};
+  for (std::int64_t qc = 0; qc < chunks; ++qc) {
+    const std::int64_t q0 = bounds[qc], q1 = bounds[qc + 1], nq = q1 - q0;
+    auto q = upload<float>(slice_positions(in.q, batch, len, qrow, q0, q1), stream());
+    auto dout = upload<float>(slice_positions(in.dout, batch, len, qrow, q0, q1), stream());
+    const std::int64_t rows = batch * nq * full.heads;
+    auto o_acc = testing::zeros<float>(q.size(), stream());
+    auto lse_acc = upload<float>(std::vector<float>(rows, kNegInf), stream());
+    auto o_part = testing::zeros<float>(q.size(), stream());
+    auto lse_part = testing::zeros<float>(rows, stream());
+    auto block_shape = [&](std::int64_t kc) {
+      AttentionShape s = full;
+      s.q_len = nq;
+      s.q_offset = q0;
+      s.kv_len = bounds[kc + 1] - bounds[kc];
+      s.kv_offset = bounds[kc];
+      return s;
+    };
+    for (std::int64_t step = 0; step < chunks; ++step) {
+      const std::int64_t kc = (qc + step) % chunks;
+      auto k = upload<float>(slice_positions(in.k, batch, len, kvrow, bounds[kc], bounds[kc + 1]),
+                             stream());
+      auto v = upload<float>(slice_positions(in.v, batch, len, kvrow, bounds[kc], bounds[kc + 1]),
+                             stream());
+      require(attention_forward(block_shape(kc), q.data(), k.data(), v.data(), o_part.data(),
+                                lse_part.data(), stream()));
+      require(attention_combine(rows, full.head_dim, o_acc.data(), lse_acc.data(), o_part.data(),
+                                lse_part.data(), stream()));
+    }
+    auto delta = testing::zeros<float>(rows, stream());
+    require(attention_backward_delta(rows, full.head_dim, o_acc.data(), dout.data(), delta.data(),
+                                     stream()));
+    auto dq = testing::zeros<float>(q.size(), stream());
+    for (std::int64_t step = 0; step < chunks; ++step) {
+      const std::int64_t kc = (qc + step) % chunks;
+      const auto k_host = slice_positions(in.k, batch, len, kvrow, bounds[kc], bounds[kc + 1]);
+      auto k = upload<float>(k_host, stream());
+      auto v = upload<float>(slice_positions(in.v, batch, len, kvrow, bounds[kc], bounds[kc + 1]),
+                             stream());
+      auto dk = testing::zeros<float>(static_cast<std::int64_t>(k_host.size()), stream());
+      auto dv = testing::zeros<float>(static_cast<std::int64_t>(k_host.size()), stream());
+      require(attention_backward(block_shape(kc), q.data(), k.data(), v.data(), dout.data(),
+                                 lse_acc.data(), delta.data(), dq.data(), dk.data(), dv.data(),
+                                 stream()));
+      add_positions(download(dk, stream()), batch, len, kvrow, bounds[kc], bounds[kc + 1], got.dk);
+      add_positions(download(dv, stream()), batch, len, kvrow, bounds[kc], bounds[kc + 1], got.dv);
+    }
+    add_positions(download(o_acc, stream()), batch, len, qrow, q0, q1, got.o);
+    add_positions(download(lse_acc, stream()), batch, len, full.heads, q0, q1, got.lse);
+    add_positions(download(dq, stream()), batch, len, qrow, q0, q1, got.dq);
+  }
+  expect_gpu_matches_cpu<float>(full, got, want, "context parallel");
+}
+
+TEST_F(CudaAttentionBlocks, CombineHandlesEmptySides) {
+  const std::vector<float> part = {1, 2, 3, 4}, other = {3, 2, 1, 0};
+  auto o = testing::zeros<float>(4, stream());
+  auto lse = upload<float>({kNegInf}, stream());
+  auto d_part = upload<float>(part, stream());
+  auto d_other = upload<float>(other, stream());
+  auto half = upload<float>({0.5f}, stream());
+  auto empty = upload<float>({kNegInf}, stream());
+  require(attention_combine(1, 4, o.data(), lse.data(), d_part.data(), half.data(), stream()));
+  EXPECT_EQ(download(o, stream()), part);
+  require(attention_combine(1, 4, o.data(), lse.data(), d_other.data(), empty.data(), stream()));
+  EXPECT_EQ(download(o, stream()), part);
+  EXPECT_EQ(download(lse, stream())[0], 0.5f);
+  require(attention_combine(1, 4, o.data(), lse.data(), d_other.data(), half.data(), stream()));
+  cpu::testing::expect_close(download(o, stream()), std::vector<float>{2, 2, 2, 2}, 1e-6, 1e-6,
+                             "equal halves");
+  EXPECT_NEAR(download(lse, stream())[0], 0.5 + std::log(2.0), 1e-6);
+}
+
+}  // namespace
+}  // namespace planner::kernels::cuda
