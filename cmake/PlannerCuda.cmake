@@ -27,6 +27,8 @@ if(NOT PLANNER_CUDA STREQUAL "OFF")
     if(CUDAToolkit_FOUND AND NCCL_FOUND)
       set(PLANNER_HAVE_CUDA ON)
       set(PLANNER_CUDA_VERSION "${CUDAToolkit_VERSION}")
+      # Installed binaries keep the toolkit's lib directory in their RPATH (libcublas, libnccl).
+      set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
       message(STATUS "CUDA ${CUDAToolkit_VERSION} and NCCL found: building the cuda backend (archs ${CMAKE_CUDA_ARCHITECTURES})")
     else()
       message(STATUS "nvcc found but CUDAToolkit=${CUDAToolkit_FOUND} NCCL=${NCCL_FOUND}: cuda backend not built")
