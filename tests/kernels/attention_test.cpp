@@ -8,12 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "attention_cases.hpp"
 #include "kernel_test_support.hpp"
 
 namespace planner::kernels::cpu {
 namespace {
 
+using testing::add_positions;
 using testing::random_floats;
+using testing::shape_of;
+using testing::slice_positions;
 using testing::to_double;
 
 // Tolerances of the fused fp32 kernels against the double reference: outputs and lse within 2e-5
@@ -156,20 +160,6 @@ void expect_matches_reference(const AttentionShape& s, std::uint64_t seed,
   testing::expect_close(f.dv, ref.dv, kGradRtol, kGradAtol * g, what + " dv");
 }
 
-AttentionShape shape_of(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
-                        std::int64_t head_dim, std::int64_t len, bool causal) {
-  AttentionShape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.kv_heads = kv_heads;
-  s.head_dim = head_dim;
-  s.q_len = len;
-  s.kv_len = len;
-  s.causal = causal;
-  s.scale = attention_default_scale(head_dim);
-  return s;
-}
-
 TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
   // The naive reference's own backward, checked once on a tiny GQA problem with offsets.
   AttentionShape s = shape_of(1, 2, 1, 3, 4, true);
@@ -192,17 +182,14 @@ TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
   testing::expect_close(ref.dv, fd_v, 1e-6, 1e-8, "reference dv");
 }
 
-struct Case {
-  std::int64_t batch, heads, kv_heads, head_dim, len;
-  bool causal;
-};
+using Case = testing::AttentionCase;
 
 class AttentionVsReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AttentionVsReference, ForwardAndBackward) {
   const Case c = GetParam();
-  expect_matches_reference(shape_of(c.batch, c.heads, c.kv_heads, c.head_dim, c.len, c.causal),
-                           static_cast<std::uint64_t>(c.len * 131 + c.head_dim), "fused");
+  expect_matches_reference(c.shape(), static_cast<std::uint64_t>(c.len * 131 + c.head_dim),
+                           "fused");
 }
 
 // MHA, GQA and MQA; head dims 8 to 128; lengths below, at and across the 128 x 128 tiles, including
@@ -215,12 +202,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{2, 2, 1, 8, 129, true}, Case{1, 2, 2, 128, 70, true},
                       Case{1, 2, 1, 24, 260, true}, Case{1, 2, 2, 16, 150, false},
                       Case{2, 4, 2, 8, 65, false}),
-    [](const auto& p) {
-      const Case& c = p.param;
-      return "b" + std::to_string(c.batch) + "h" + std::to_string(c.heads) + "kv" +
-             std::to_string(c.kv_heads) + "d" + std::to_string(c.head_dim) + "s" +
-             std::to_string(c.len) + (c.causal ? "Causal" : "Full");
-    });
+    [](const auto& p) { return testing::case_name(p.param); });
 
 TEST(Attention, BlockWithOffsetsAndRowsThatSeeNoKey) {
   // 150 queries at positions 100..249 against 140 keys at 180..319: the first 80 queries see no
@@ -252,27 +234,6 @@ TEST(Attention, IsBitwiseReproducible) {
   EXPECT_EQ(a.dq, b.dq);
   EXPECT_EQ(a.dk, b.dk);
   EXPECT_EQ(a.dv, b.dv);
-}
-
-// Copies positions [begin, end) of a [batch, len, heads, d] tensor into a [batch, end - begin, ...]
-// one, as a context-parallel rank holds them.
-std::vector<float> slice_positions(const std::vector<float>& x, std::int64_t batch,
-                                   std::int64_t len, std::int64_t row, std::int64_t begin,
-                                   std::int64_t end) {
-  std::vector<float> out;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    out.insert(out.end(), x.begin() + (b * len + begin) * row, x.begin() + (b * len + end) * row);
-  }
-  return out;
-}
-
-void add_positions(const std::vector<float>& part, std::int64_t batch, std::int64_t len,
-                   std::int64_t row, std::int64_t begin, std::int64_t end, std::vector<float>& x) {
-  const std::int64_t n = end - begin;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t i = 0; i < n * row; ++i)
-      x[(b * len + begin) * row + i] += part[b * n * row + i];
-  }
 }
 
 // Context parallelism over the given chunk boundaries of one sequence: every query chunk runs the

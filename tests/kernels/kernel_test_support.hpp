@@ -86,6 +86,27 @@ void expect_close(const std::vector<Got>& got, const std::vector<Want>& want, do
                              << atol << ")";
 }
 
+// Positions [begin, end) of a [batch, len, row] tensor, as a context-parallel rank holds them.
+inline std::vector<float> slice_positions(const std::vector<float>& x, std::int64_t batch,
+                                          std::int64_t len, std::int64_t row, std::int64_t begin,
+                                          std::int64_t end) {
+  std::vector<float> out;
+  for (std::int64_t b = 0; b < batch; ++b)
+    out.insert(out.end(), x.begin() + (b * len + begin) * row, x.begin() + (b * len + end) * row);
+  return out;
+}
+
+// x[b, begin + i, :] += part[b, i, :]: the inverse of slice_positions, summing.
+inline void add_positions(const std::vector<float>& part, std::int64_t batch, std::int64_t len,
+                          std::int64_t row, std::int64_t begin, std::int64_t end,
+                          std::vector<float>& x) {
+  const std::int64_t n = end - begin;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t i = 0; i < n * row; ++i)
+      x[(b * len + begin) * row + i] += part[b * n * row + i];
+  }
+}
+
 inline double max_abs(const std::vector<double>& x) {
   double m = 0;
   for (double v : x)

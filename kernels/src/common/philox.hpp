@@ -12,11 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PLANNER_HOST_DEVICE __host__ __device__
-#else
-#define PLANNER_HOST_DEVICE
-#endif
+#include "common/host_device.hpp"
 
 namespace planner::kernels::common {
 

@@ -100,6 +100,38 @@ __device__ __forceinline__ std::int64_t key_end(const Geometry& g, std::int64_t 
   return max(std::int64_t{0}, min(g.kv_len, g.q_offset + i0 + tq - g.kv_offset));
 }
 
+// What a query-tile block (blockIdx.x: tile of kTile queries, blockIdx.y: batch * heads + head)
+// reads and writes, and the row and columns this thread owns.
+struct QueryTile {
+  std::int64_t ld_q;       // heads * d: row stride of q, o, dout, dq
+  std::int64_t ld_kv;      // kv_heads * d: row stride of k, v
+  std::int64_t q_base;     // offset of (b, 0, h, 0) in q, o, dout, dq
+  std::int64_t kv_base;    // offset of (b, 0, h's kv head, 0) in k, v
+  std::int64_t stat_base;  // offset of (b, 0, h) in lse, delta (rows are heads apart)
+  std::int64_t i0;         // the tile's first query
+  std::int64_t qi;         // this thread's query
+  std::int64_t j_end;      // keys [0, j_end) can be visible to the tile
+  int row;                 // this thread's row in the tile
+  int sub;                 // this thread's share of the row: columns sub, sub + kRowThreads, ...
+};
+
+__device__ QueryTile query_tile(const Geometry& g) {
+  QueryTile t;
+  const std::int64_t b = blockIdx.y / g.heads;
+  const std::int64_t h = blockIdx.y % g.heads;
+  t.ld_q = g.heads * g.d;
+  t.ld_kv = g.kv_heads * g.d;
+  t.q_base = (b * g.q_len * g.heads + h) * g.d;
+  t.kv_base = (b * g.kv_len * g.kv_heads + h / g.group) * g.d;
+  t.stat_base = b * g.q_len * g.heads + h;
+  t.i0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
+  t.row = threadIdx.x / kRowThreads;
+  t.sub = threadIdx.x % kRowThreads;
+  t.qi = t.i0 + t.row;
+  t.j_end = key_end(g, t.i0);
+  return t;
+}
+
 // Forward: block (query tile, batch * heads). Online softmax over key tiles; m and l are the
 // running max and sum of the row, acc its unnormalised output columns.
 template <class T, int kMaxD>
@@ -113,40 +145,29 @@ __global__ void __launch_bounds__(kThreads)
   float* sk = sq + tile_floats(d);
   float* sv = sk + tile_floats(d);
   float* sp = sv + tile_floats(d);
-  const std::int64_t b = blockIdx.y / g.heads;
-  const std::int64_t h = blockIdx.y % g.heads;
-  const std::int64_t kvh = h / g.group;
-  const std::int64_t ld_q = g.heads * d;
-  const std::int64_t ld_kv = g.kv_heads * d;
-  const T* q_head = q + (b * g.q_len * g.heads + h) * d;
-  const T* k_head = k + (b * g.kv_len * g.kv_heads + kvh) * d;
-  const T* v_head = v + (b * g.kv_len * g.kv_heads + kvh) * d;
-  const int row = threadIdx.x / kRowThreads;
-  const int sub = threadIdx.x % kRowThreads;
-  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
-  const std::int64_t qi = i0 + row;
-  const std::int64_t j_end = key_end(g, i0);
-  const float* q_row = sq + row * ld;
-  float* p_row = sp + row * (kTile + 1);
+  const QueryTile t = query_tile(g);
+  const int sub = t.sub;
+  const float* q_row = sq + t.row * ld;
+  float* p_row = sp + t.row * (kTile + 1);
 
-  load_tile(q_head, ld_q, i0, g.q_len, d, sq);
+  load_tile(q + t.q_base, t.ld_q, t.i0, g.q_len, d, sq);
   float acc[kCols];
 #pragma unroll
   for (int cc = 0; cc < kCols; ++cc)
     acc[cc] = 0.0f;
   float m = kNegInf;
   float l = 0.0f;
-  for (std::int64_t j0 = 0; j0 < j_end; j0 += kTile) {
+  for (std::int64_t j0 = 0; j0 < t.j_end; j0 += kTile) {
     __syncthreads();  // the previous tile is no longer read (and sq is complete)
-    load_tile(k_head, ld_kv, j0, g.kv_len, d, sk);
-    load_tile(v_head, ld_kv, j0, g.kv_len, d, sv);
+    load_tile(k + t.kv_base, t.ld_kv, j0, g.kv_len, d, sk);
+    load_tile(v + t.kv_base, t.ld_kv, j0, g.kv_len, d, sv);
     __syncthreads();
     float s[kPerThread];
     dot_rows(q_row, sk, d, sub, s);
     float tile_max = kNegInf;
 #pragma unroll
     for (int jj = 0; jj < kPerThread; ++jj) {
-      s[jj] = visible(g, qi, j0 + sub + kRowThreads * jj) ? s[jj] * g.scale : kNegInf;
+      s[jj] = visible(g, t.qi, j0 + sub + kRowThreads * jj) ? s[jj] * g.scale : kNegInf;
       tile_max = fmaxf(tile_max, s[jj]);
     }
     const float m_new = fmaxf(m, row_max(tile_max));
@@ -162,7 +183,7 @@ __global__ void __launch_bounds__(kThreads)
     l = l * correction + row_sum(p_sum);
     m = m_new;
     __syncwarp();  // p_row is written and read by the row's threads, all in this warp
-    const int tk = static_cast<int>(min(static_cast<std::int64_t>(kTile), j_end - j0));
+    const int tk = static_cast<int>(min(static_cast<std::int64_t>(kTile), t.j_end - j0));
 #pragma unroll
     for (int cc = 0; cc < kCols; ++cc)
       acc[cc] *= correction;
@@ -176,15 +197,15 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  if (qi < g.q_len) {
-    T* o_row = o + ((b * g.q_len + qi) * g.heads + h) * d;
+  if (t.qi < g.q_len) {
+    T* o_row = o + t.q_base + t.qi * t.ld_q;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
     for (int cc = 0; cc < kCols; ++cc) {
       const int c = sub + kRowThreads * cc;
       if (c < d) o_row[c] = from_float<T>(l > 0.0f ? acc[cc] * inv : 0.0f);
     }
-    if (sub == 0) lse[(b * g.q_len + qi) * g.heads + h] = l > 0.0f ? m + logf(l) : kNegInf;
+    if (sub == 0) lse[t.stat_base + t.qi * g.heads] = l > 0.0f ? m + logf(l) : kNegInf;
   }
 }
 
@@ -203,36 +224,25 @@ __global__ void __launch_bounds__(kThreads)
   float* sk = sdo + tile_floats(d);
   float* sv = sk + tile_floats(d);
   float* sds = sv + tile_floats(d);
-  const std::int64_t b = blockIdx.y / g.heads;
-  const std::int64_t h = blockIdx.y % g.heads;
-  const std::int64_t kvh = h / g.group;
-  const std::int64_t ld_q = g.heads * d;
-  const std::int64_t ld_kv = g.kv_heads * d;
-  const std::int64_t q_base = (b * g.q_len * g.heads + h) * d;
-  const T* k_head = k + (b * g.kv_len * g.kv_heads + kvh) * d;
-  const T* v_head = v + (b * g.kv_len * g.kv_heads + kvh) * d;
-  const int row = threadIdx.x / kRowThreads;
-  const int sub = threadIdx.x % kRowThreads;
-  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
-  const std::int64_t qi = i0 + row;
-  const std::int64_t j_end = key_end(g, i0);
-  const std::int64_t stat = (b * g.q_len + qi) * g.heads + h;
-  const float row_lse = qi < g.q_len ? lse[stat] : kNegInf;
-  const float row_delta = qi < g.q_len ? delta[stat] : 0.0f;
-  const float* q_row = sq + row * ld;
-  const float* do_row = sdo + row * ld;
-  float* ds_row = sds + row * (kTile + 1);
+  const QueryTile t = query_tile(g);
+  const int sub = t.sub;
+  const std::int64_t qi = t.qi;
+  const float row_lse = qi < g.q_len ? lse[t.stat_base + qi * g.heads] : kNegInf;
+  const float row_delta = qi < g.q_len ? delta[t.stat_base + qi * g.heads] : 0.0f;
+  const float* q_row = sq + t.row * ld;
+  const float* do_row = sdo + t.row * ld;
+  float* ds_row = sds + t.row * (kTile + 1);
 
-  load_tile(q + q_base, ld_q, i0, g.q_len, d, sq);
-  load_tile(dout + q_base, ld_q, i0, g.q_len, d, sdo);
+  load_tile(q + t.q_base, t.ld_q, t.i0, g.q_len, d, sq);
+  load_tile(dout + t.q_base, t.ld_q, t.i0, g.q_len, d, sdo);
   float acc[kCols];
 #pragma unroll
   for (int cc = 0; cc < kCols; ++cc)
     acc[cc] = 0.0f;
-  for (std::int64_t j0 = 0; j0 < j_end; j0 += kTile) {
+  for (std::int64_t j0 = 0; j0 < t.j_end; j0 += kTile) {
     __syncthreads();
-    load_tile(k_head, ld_kv, j0, g.kv_len, d, sk);
-    load_tile(v_head, ld_kv, j0, g.kv_len, d, sv);
+    load_tile(k + t.kv_base, t.ld_kv, j0, g.kv_len, d, sk);
+    load_tile(v + t.kv_base, t.ld_kv, j0, g.kv_len, d, sv);
     __syncthreads();
     float s[kPerThread];
     float dp[kPerThread];
@@ -245,7 +255,7 @@ __global__ void __launch_bounds__(kThreads)
       ds_row[sub + kRowThreads * jj] = seen ? g.scale * p * (dp[jj] - row_delta) : 0.0f;
     }
     __syncwarp();
-    const int tk = static_cast<int>(min(static_cast<std::int64_t>(kTile), j_end - j0));
+    const int tk = static_cast<int>(min(static_cast<std::int64_t>(kTile), t.j_end - j0));
     for (int j = 0; j < tk; ++j) {
       const float ds = ds_row[j];
       const float* k_row = sk + j * ld;
@@ -257,7 +267,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (qi < g.q_len) {
-    T* dq_row = dq + q_base + qi * ld_q;
+    T* dq_row = dq + t.q_base + qi * t.ld_q;
 #pragma unroll
     for (int cc = 0; cc < kCols; ++cc) {
       const int c = sub + kRowThreads * cc;

@@ -24,16 +24,22 @@ bool means_no_usable_gpu(cudaError_t error) {
   }
 }
 
+// "<call>: <name> (<description>)".
+std::string describe(std::string_view call, const char* name, const char* description) {
+  std::string message(call);
+  message += ": ";
+  message += name;
+  message += " (";
+  message += description;
+  message += ")";
+  return message;
+}
+
 }  // namespace
 
 Status cuda_status(cudaError_t error, std::string_view call) {
   if (error == cudaSuccess) return Status::ok();
-  std::string message(call);
-  message += ": ";
-  message += cudaGetErrorName(error);
-  message += " (";
-  message += cudaGetErrorString(error);
-  message += ")";
+  std::string message = describe(call, cudaGetErrorName(error), cudaGetErrorString(error));
   if (means_no_usable_gpu(error)) {
     message += kNeedsGpu;
     return Status::unavailable(std::move(message));
@@ -43,12 +49,7 @@ Status cuda_status(cudaError_t error, std::string_view call) {
 
 Status cublas_status(cublasStatus_t status, std::string_view call) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  std::string message(call);
-  message += ": ";
-  message += cublasGetStatusName(status);
-  message += " (";
-  message += cublasGetStatusString(status);
-  message += ")";
+  std::string message = describe(call, cublasGetStatusName(status), cublasGetStatusString(status));
   switch (status) {
     case CUBLAS_STATUS_NOT_INITIALIZED:
     case CUBLAS_STATUS_ARCH_MISMATCH:

@@ -196,56 +196,20 @@ int cublas_version() {
   return major * 10000 + minor * 100 + patch;
 }
 
-template Status gemm<float, float>(CublasHandle&, Transpose, Transpose, std::int64_t, std::int64_t,
-                                   std::int64_t, float, const float*, std::int64_t, const float*,
-                                   std::int64_t, float, float*, std::int64_t, cudaStream_t,
-                                   GemmOptions);
-template Status gemm<bf16, bf16>(CublasHandle&, Transpose, Transpose, std::int64_t, std::int64_t,
-                                 std::int64_t, float, const bf16*, std::int64_t, const bf16*,
-                                 std::int64_t, float, bf16*, std::int64_t, cudaStream_t,
-                                 GemmOptions);
-template Status gemm<bf16, float>(CublasHandle&, Transpose, Transpose, std::int64_t, std::int64_t,
-                                  std::int64_t, float, const bf16*, std::int64_t, const bf16*,
-                                  std::int64_t, float, float*, std::int64_t, cudaStream_t,
-                                  GemmOptions);
-template Status gemm<fp16, fp16>(CublasHandle&, Transpose, Transpose, std::int64_t, std::int64_t,
-                                 std::int64_t, float, const fp16*, std::int64_t, const fp16*,
-                                 std::int64_t, float, fp16*, std::int64_t, cudaStream_t,
-                                 GemmOptions);
-template Status gemm<fp16, float>(CublasHandle&, Transpose, Transpose, std::int64_t, std::int64_t,
-                                  std::int64_t, float, const fp16*, std::int64_t, const fp16*,
-                                  std::int64_t, float, float*, std::int64_t, cudaStream_t,
-                                  GemmOptions);
-
-template Status gemm_strided_batched<float, float>(CublasHandle&, Transpose, Transpose,
-                                                   std::int64_t, std::int64_t, std::int64_t, float,
-                                                   const float*, std::int64_t, std::int64_t,
-                                                   const float*, std::int64_t, std::int64_t, float,
-                                                   float*, std::int64_t, std::int64_t, std::int64_t,
-                                                   cudaStream_t, GemmOptions);
-template Status gemm_strided_batched<bf16, bf16>(CublasHandle&, Transpose, Transpose, std::int64_t,
-                                                 std::int64_t, std::int64_t, float, const bf16*,
-                                                 std::int64_t, std::int64_t, const bf16*,
-                                                 std::int64_t, std::int64_t, float, bf16*,
-                                                 std::int64_t, std::int64_t, std::int64_t,
-                                                 cudaStream_t, GemmOptions);
-template Status gemm_strided_batched<bf16, float>(CublasHandle&, Transpose, Transpose, std::int64_t,
-                                                  std::int64_t, std::int64_t, float, const bf16*,
-                                                  std::int64_t, std::int64_t, const bf16*,
-                                                  std::int64_t, std::int64_t, float, float*,
-                                                  std::int64_t, std::int64_t, std::int64_t,
-                                                  cudaStream_t, GemmOptions);
-template Status gemm_strided_batched<fp16, fp16>(CublasHandle&, Transpose, Transpose, std::int64_t,
-                                                 std::int64_t, std::int64_t, float, const fp16*,
-                                                 std::int64_t, std::int64_t, const fp16*,
-                                                 std::int64_t, std::int64_t, float, fp16*,
-                                                 std::int64_t, std::int64_t, std::int64_t,
-                                                 cudaStream_t, GemmOptions);
-template Status gemm_strided_batched<fp16, float>(CublasHandle&, Transpose, Transpose, std::int64_t,
-                                                  std::int64_t, std::int64_t, float, const fp16*,
-                                                  std::int64_t, std::int64_t, const fp16*,
-                                                  std::int64_t, std::int64_t, float, float*,
-                                                  std::int64_t, std::int64_t, std::int64_t,
-                                                  cudaStream_t, GemmOptions);
+#define PLANNER_INSTANTIATE(TIn, TOut)                                                             \
+  template Status gemm<TIn, TOut>(CublasHandle&, Transpose, Transpose, std::int64_t, std::int64_t, \
+                                  std::int64_t, float, const TIn*, std::int64_t, const TIn*,       \
+                                  std::int64_t, float, TOut*, std::int64_t, cudaStream_t,          \
+                                  GemmOptions);                                                    \
+  template Status gemm_strided_batched<TIn, TOut>(                                                 \
+      CublasHandle&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,        \
+      const TIn*, std::int64_t, std::int64_t, const TIn*, std::int64_t, std::int64_t, float,       \
+      TOut*, std::int64_t, std::int64_t, std::int64_t, cudaStream_t, GemmOptions);
+PLANNER_INSTANTIATE(float, float)
+PLANNER_INSTANTIATE(bf16, bf16)
+PLANNER_INSTANTIATE(bf16, float)
+PLANNER_INSTANTIATE(fp16, fp16)
+PLANNER_INSTANTIATE(fp16, float)
+#undef PLANNER_INSTANTIATE
 
 }  // namespace planner::kernels::cuda

@@ -3,23 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <ostream>
 #include <string>
 #include <vector>
 
+#include "../attention_cases.hpp"
 #include "gpu_test_support.hpp"
 #include "planner/kernels/cpu/attention.hpp"
 #include "planner/kernels/cuda/attention.hpp"
 
-namespace planner::kernels::cuda {
+namespace planner::kernels::cuda::testing {
 namespace {
-
-using testing::download;
-using testing::KernelKind;
-using testing::quantize;
-using testing::random_floats;
-using testing::require;
-using testing::upload;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -64,12 +57,12 @@ Results run_gpu(const AttentionShape& s, const Inputs& in, cudaStream_t stream) 
   auto k = upload<T>(in.k, stream);
   auto v = upload<T>(in.v, stream);
   auto dout = upload<T>(in.dout, stream);
-  auto o = testing::zeros<T>(static_cast<std::int64_t>(in.q.size()), stream);
-  auto lse = testing::zeros<float>(rows_of(s), stream);
-  auto delta = testing::zeros<float>(rows_of(s), stream);
-  auto dq = testing::zeros<T>(static_cast<std::int64_t>(in.q.size()), stream);
-  auto dk = testing::zeros<T>(static_cast<std::int64_t>(in.k.size()), stream);
-  auto dv = testing::zeros<T>(static_cast<std::int64_t>(in.v.size()), stream);
+  auto o = zeros<T>(static_cast<std::int64_t>(in.q.size()), stream);
+  auto lse = zeros<float>(rows_of(s), stream);
+  auto delta = zeros<float>(rows_of(s), stream);
+  auto dq = zeros<T>(static_cast<std::int64_t>(in.q.size()), stream);
+  auto dk = zeros<T>(static_cast<std::int64_t>(in.k.size()), stream);
+  auto dv = zeros<T>(static_cast<std::int64_t>(in.v.size()), stream);
   require(attention_forward(s, q.data(), k.data(), v.data(), o.data(), lse.data(), stream));
   require(attention_backward_delta(rows_of(s), s.head_dim, o.data(), dout.data(), delta.data(),
                                    stream));
@@ -95,16 +88,16 @@ void expect_lse_matches(const std::vector<float>& got, const std::vector<float>&
     ASSERT_EQ(g[i] == kNegInf, w[i] == kNegInf) << what << " lse[" << i << "]";
     if (w[i] == kNegInf) g[i] = w[i] = 0.0f;
   }
-  testing::expect_close_fp32(g, w, KernelKind::kAttention, what + " lse");
+  expect_close_fp32(g, w, KernelKind::kAttention, what + " lse");
 }
 
 template <class T>
 void expect_gpu_matches_cpu(const AttentionShape& s, const Results& got, const Results& want,
                             const std::string& what) {
-  testing::expect_matches_cpu<T>(got.o, want.o, KernelKind::kAttention, what + " o");
+  expect_matches_cpu<T>(got.o, want.o, KernelKind::kAttention, what + " o");
   expect_lse_matches(got.lse, want.lse, what);
   // Gradients: the attention tolerance, with the absolute part scaled by the largest gradient.
-  const testing::Tolerance t = testing::tolerance(KernelKind::kAttention, kDTypeOf<T>);
+  const Tolerance t = tolerance(KernelKind::kAttention, kDTypeOf<T>);
   const double g = std::max({max_abs(want.dq), max_abs(want.dk), max_abs(want.dv), 1e-3});
   const std::string label = what + " <" + std::string(to_string(kDTypeOf<T>)) + ">";
   cpu::testing::expect_close(got.dq, want.dq, t.rtol, 4 * t.atol * g, label + " dq");
@@ -113,43 +106,17 @@ void expect_gpu_matches_cpu(const AttentionShape& s, const Results& got, const R
   (void)s;
 }
 
-AttentionShape shape_of(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
-                        std::int64_t head_dim, std::int64_t len, bool causal) {
-  AttentionShape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.kv_heads = kv_heads;
-  s.head_dim = head_dim;
-  s.q_len = len;
-  s.kv_len = len;
-  s.causal = causal;
-  s.scale = cpu::attention_default_scale(head_dim);
-  return s;
-}
+using Case = cpu::testing::AttentionCase;
+using cpu::testing::case_name;
+using cpu::testing::shape_of;
 
-struct Case {
-  std::int64_t batch, heads, kv_heads, head_dim, len;
-  bool causal;
-};
-
-std::string case_name(const Case& c) {
-  return "b" + std::to_string(c.batch) + "h" + std::to_string(c.heads) + "kv" +
-         std::to_string(c.kv_heads) + "d" + std::to_string(c.head_dim) + "s" +
-         std::to_string(c.len) + (c.causal ? "Causal" : "Full");
-}
-
-// Names the case in ctest's test list instead of dumping its bytes.
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << case_name(c);
-}
-
-class CudaAttention : public testing::GpuTest, public ::testing::WithParamInterface<Case> {};
+class CudaAttention : public GpuTest, public ::testing::WithParamInterface<Case> {};
 
 // MHA, GQA and MQA; head dims from 8 to 256 (both register-array sizes); lengths below, at and
 // across the 32-row tiles, including non-multiples; causal and full.
 TEST_P(CudaAttention, MatchesTheCpuKernelInEveryPrecision) {
   const Case c = GetParam();
-  const AttentionShape s = shape_of(c.batch, c.heads, c.kv_heads, c.head_dim, c.len, c.causal);
+  const AttentionShape s = c.shape();
   const auto seed = static_cast<std::uint64_t>(c.len * 131 + c.head_dim);
   {
     const Inputs in = make_inputs<float>(s, seed);
@@ -176,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{1, 8, 2, 128, 64, false}),
     [](const auto& p) { return case_name(p.param); });
 
-using CudaAttentionBlocks = testing::GpuTest;
+using CudaAttentionBlocks = GpuTest;
 
 TEST_F(CudaAttentionBlocks, OffsetBlockWithRowsThatSeeNoKey) {
   // 150 queries at positions 100..249 against 140 keys at 180..319: the first 80 queries see no
@@ -204,25 +171,6 @@ TEST_F(CudaAttentionBlocks, IsBitwiseReproducible) {
   EXPECT_EQ(a.dv, b.dv);
 }
 
-// Positions [begin, end) of a [batch, len, row] tensor.
-std::vector<float> slice_positions(const std::vector<float>& x, std::int64_t batch,
-                                   std::int64_t len, std::int64_t row, std::int64_t begin,
-                                   std::int64_t end) {
-  std::vector<float> out;
-  for (std::int64_t b = 0; b < batch; ++b)
-    out.insert(out.end(), x.begin() + (b * len + begin) * row, x.begin() + (b * len + end) * row);
-  return out;
-}
-
-void add_positions(const std::vector<float>& part, std::int64_t batch, std::int64_t len,
-                   std::int64_t row, std::int64_t begin, std::int64_t end, std::vector<float>& x) {
-  const std::int64_t n = end - begin;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t i = 0; i < n * row; ++i)
-      x[(b * len + begin) * row + i] += part[b * n * row + i];
-  }
-}
-
 TEST_F(CudaAttentionBlocks, ContextParallelBlocksAndCombineEqualFullAttention) {
   // Uneven chunks across tile boundaries; each query chunk runs the forward against every key
   // chunk on the GPU, merging with attention_combine, then the backward with the merged lse.
@@ -241,10 +189,10 @@ TEST_F(CudaAttentionBlocks, ContextParallelBlocksAndCombineEqualFullAttention) {
     auto q = upload<float>(slice_positions(in.q, batch, len, qrow, q0, q1), stream());
     auto dout = upload<float>(slice_positions(in.dout, batch, len, qrow, q0, q1), stream());
     const std::int64_t rows = batch * nq * full.heads;
-    auto o_acc = testing::zeros<float>(q.size(), stream());
+    auto o_acc = zeros<float>(q.size(), stream());
     auto lse_acc = upload<float>(std::vector<float>(rows, kNegInf), stream());
-    auto o_part = testing::zeros<float>(q.size(), stream());
-    auto lse_part = testing::zeros<float>(rows, stream());
+    auto o_part = zeros<float>(q.size(), stream());
+    auto lse_part = zeros<float>(rows, stream());
     auto block_shape = [&](std::int64_t kc) {
       AttentionShape s = full;
       s.q_len = nq;
@@ -264,18 +212,18 @@ TEST_F(CudaAttentionBlocks, ContextParallelBlocksAndCombineEqualFullAttention) {
       require(attention_combine(rows, full.head_dim, o_acc.data(), lse_acc.data(), o_part.data(),
                                 lse_part.data(), stream()));
     }
-    auto delta = testing::zeros<float>(rows, stream());
+    auto delta = zeros<float>(rows, stream());
     require(attention_backward_delta(rows, full.head_dim, o_acc.data(), dout.data(), delta.data(),
                                      stream()));
-    auto dq = testing::zeros<float>(q.size(), stream());
+    auto dq = zeros<float>(q.size(), stream());
     for (std::int64_t step = 0; step < chunks; ++step) {
       const std::int64_t kc = (qc + step) % chunks;
       const auto k_host = slice_positions(in.k, batch, len, kvrow, bounds[kc], bounds[kc + 1]);
       auto k = upload<float>(k_host, stream());
       auto v = upload<float>(slice_positions(in.v, batch, len, kvrow, bounds[kc], bounds[kc + 1]),
                              stream());
-      auto dk = testing::zeros<float>(static_cast<std::int64_t>(k_host.size()), stream());
-      auto dv = testing::zeros<float>(static_cast<std::int64_t>(k_host.size()), stream());
+      auto dk = zeros<float>(static_cast<std::int64_t>(k_host.size()), stream());
+      auto dv = zeros<float>(static_cast<std::int64_t>(k_host.size()), stream());
       require(attention_backward(block_shape(kc), q.data(), k.data(), v.data(), dout.data(),
                                  lse_acc.data(), delta.data(), dq.data(), dk.data(), dv.data(),
                                  stream()));
@@ -291,7 +239,7 @@ TEST_F(CudaAttentionBlocks, ContextParallelBlocksAndCombineEqualFullAttention) {
 
 TEST_F(CudaAttentionBlocks, CombineHandlesEmptySides) {
   const std::vector<float> part = {1, 2, 3, 4}, other = {3, 2, 1, 0};
-  auto o = testing::zeros<float>(4, stream());
+  auto o = zeros<float>(4, stream());
   auto lse = upload<float>({kNegInf}, stream());
   auto d_part = upload<float>(part, stream());
   auto d_other = upload<float>(other, stream());
@@ -309,4 +257,4 @@ TEST_F(CudaAttentionBlocks, CombineHandlesEmptySides) {
 }
 
 }  // namespace
-}  // namespace planner::kernels::cuda
+}  // namespace planner::kernels::cuda::testing

@@ -11,21 +11,11 @@
 #include "planner/kernels/cuda/elementwise.hpp"
 #include "planner/kernels/cuda/loss_scale.hpp"
 
-namespace planner::kernels::cuda {
+namespace planner::kernels::cuda::testing {
 namespace {
 
-using testing::download;
-using testing::expect_close_fp32;
-using testing::expect_matches_cpu;
-using testing::KernelKind;
-using testing::quantize;
-using testing::random_floats;
-using testing::require;
-using testing::upload;
-
 template <class T>
-class CudaElementwise : public testing::GpuTest {};
-using ElementTypes = ::testing::Types<float, bf16, fp16>;
+class CudaElementwise : public GpuTest {};
 TYPED_TEST_SUITE(CudaElementwise, ElementTypes);
 
 // 10^5 + 3 elements: many blocks and a ragged end.
@@ -37,7 +27,7 @@ TYPED_TEST(CudaElementwise, AddAxpyScaleMatchTheCpuBitwise) {
   const auto b = quantize<T>(random_floats(kN, 2));
   auto da = upload<T>(a, this->stream());
   auto db = upload<T>(b, this->stream());
-  auto out = testing::zeros<T>(kN, this->stream());
+  auto out = zeros<T>(kN, this->stream());
 
   require(add(da.data(), db.data(), kN, out.data(), this->stream()));
   std::vector<float> want(kN);
@@ -101,7 +91,7 @@ TYPED_TEST(CudaElementwise, ActivationsMatchTheCpu) {
   auto ddy = upload<T>(dy, this->stream());
   const std::int64_t n = rows * 2 * cols;
 
-  auto y = testing::zeros<T>(n, this->stream());
+  auto y = zeros<T>(n, this->stream());
   require(gelu_forward(dx_in.data(), n, y.data(), this->stream()));
   std::vector<float> want(n);
   cpu::gelu_forward(x.data(), n, want.data());
@@ -115,7 +105,7 @@ TYPED_TEST(CudaElementwise, ActivationsMatchTheCpu) {
   // SwiGLU on the two halves of one fused projection (ld_in = 2 cols).
   const T* gate = dx_in.data();
   const T* up = dx_in.data() + cols;
-  auto out = testing::zeros<T>(rows * cols, this->stream());
+  auto out = zeros<T>(rows * cols, this->stream());
   require(swiglu_forward(gate, up, rows, cols, 2 * cols, out.data(), this->stream()));
   std::vector<float> want_out(rows * cols);
   cpu::swiglu_forward(x.data(), x.data() + cols, rows, cols, 2 * cols, want_out.data());
@@ -135,7 +125,7 @@ TYPED_TEST(CudaElementwise, ActivationsMatchTheCpu) {
 TYPED_TEST(CudaElementwise, UnscaleAndCheckFindsNonFiniteValues) {
   using T = TypeParam;
   auto x = quantize<T>(random_floats(kN, 9, -100.0f, 100.0f));
-  auto flag = testing::zeros<std::int32_t>(1, this->stream());
+  auto flag = zeros<std::int32_t>(1, this->stream());
   auto dx = upload<T>(x, this->stream());
   require(unscale_and_check(dx.data(), kN, 1.0f / 64, flag.data(), this->stream()));
   EXPECT_EQ(require(to_host(flag, this->stream()))[0], 0);
@@ -150,21 +140,21 @@ TYPED_TEST(CudaElementwise, UnscaleAndCheckFindsNonFiniteValues) {
   EXPECT_EQ(require(to_host(flag, this->stream()))[0], 1);
 }
 
-using CudaConvert = testing::GpuTest;
+using CudaConvert = GpuTest;
 
 TEST_F(CudaConvert, RoundsLikeTheHost) {
   const auto x = random_floats(kN, 10, -1000.0f, 1000.0f);
   auto dx = upload<float>(x, stream());
-  auto b = testing::zeros<bf16>(kN, stream());
-  auto h = testing::zeros<fp16>(kN, stream());
+  auto b = zeros<bf16>(kN, stream());
+  auto h = zeros<fp16>(kN, stream());
   require(convert(dx.data(), kN, b.data(), stream()));
   require(convert(dx.data(), kN, h.data(), stream()));
   EXPECT_EQ(download(b, stream()), quantize<bf16>(x));
   EXPECT_EQ(download(h, stream()), quantize<fp16>(x));
-  auto back = testing::zeros<float>(kN, stream());
+  auto back = zeros<float>(kN, stream());
   require(convert(b.data(), kN, back.data(), stream()));
   EXPECT_EQ(download(back, stream()), quantize<bf16>(x));
 }
 
 }  // namespace
-}  // namespace planner::kernels::cuda
+}  // namespace planner::kernels::cuda::testing

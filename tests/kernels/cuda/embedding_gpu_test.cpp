@@ -8,23 +8,11 @@
 #include "planner/kernels/cuda/embedding.hpp"
 #include "planner/kernels/cuda/rope.hpp"
 
-namespace planner::kernels::cuda {
+namespace planner::kernels::cuda::testing {
 namespace {
 
-using testing::download;
-using testing::expect_close_fp32;
-using testing::expect_matches_cpu;
-using testing::KernelKind;
-using testing::quantize;
-using testing::random_floats;
-using testing::random_ids;
-using testing::require;
-using testing::upload;
-using testing::upload_ids;
-
 template <class T>
-class CudaEmbedding : public testing::GpuTest {};
-using ElementTypes = ::testing::Types<float, bf16, fp16>;
+class CudaEmbedding : public GpuTest {};
 TYPED_TEST_SUITE(CudaEmbedding, ElementTypes);
 
 TYPED_TEST(CudaEmbedding, VocabParallelLookupAndGradientMatchTheCpuBitwise) {
@@ -44,7 +32,7 @@ TYPED_TEST(CudaEmbedding, VocabParallelLookupAndGradientMatchTheCpuBitwise) {
     const std::vector<float> shard(weight.begin() + start * dim,
                                    weight.begin() + (start + rows) * dim);
     auto d_weight = upload<T>(shard, this->stream());
-    auto d_out = testing::zeros<T>(tokens * dim, this->stream());
+    auto d_out = zeros<T>(tokens * dim, this->stream());
     require(embedding_forward(d_ids.data(), tokens, d_weight.data(), start, rows, dim, d_out.data(),
                               this->stream()));
     std::vector<float> want(tokens * dim);
@@ -108,7 +96,7 @@ TYPED_TEST(CudaEmbedding, RopeRotatesLikeTheCpu) {
 
   // The device table: CUDA's double pow/cos/sin against glibc's, rounded to float.
   auto d_pos = upload_ids(positions, this->stream());
-  auto d_table = testing::zeros<float>(seq * head_dim, this->stream());
+  auto d_table = zeros<float>(seq * head_dim, this->stream());
   require(rope_table(d_pos.data(), seq, head_dim, theta, d_table.data(), this->stream()));
   cpu::testing::expect_close(download(d_table, this->stream()), table, 1.2e-7, 1e-7, "rope table");
 
@@ -129,4 +117,4 @@ TYPED_TEST(CudaEmbedding, RopeRotatesLikeTheCpu) {
 }
 
 }  // namespace
-}  // namespace planner::kernels::cuda
+}  // namespace planner::kernels::cuda::testing

@@ -8,14 +8,8 @@
 #include "planner/kernels/cuda/caching_allocator.hpp"
 #include "planner/kernels/cuda/gemm.hpp"
 
-namespace planner::kernels::cuda {
+namespace planner::kernels::cuda::testing {
 namespace {
-
-using testing::download;
-using testing::quantize;
-using testing::random_floats;
-using testing::require;
-using testing::upload;
 
 // GEMM tolerances, relative to sqrt(k) * max|a| * max|b| (the scale of an inner product's
 // rounding error) with inputs in [-1, 1): fp32 accumulation in another order differs by ~1e-6 of
@@ -29,14 +23,14 @@ struct GemmTolerance {
 template <class TIn, class TOut>
 GemmTolerance gemm_tolerance(bool tf32) {
   if (tf32) return {2e-3, 0.0};
-  const double out_rel = 2 * testing::unit_roundoff(kDTypeOf<TOut>);
+  const double out_rel = 2 * unit_roundoff(kDTypeOf<TOut>);
   return {1e-5, std::is_same_v<TOut, float> ? 0.0 : out_rel};
 }
 
-class CudaGemm : public testing::GpuTest {
+class CudaGemm : public GpuTest {
  protected:
   void SetUp() override {
-    testing::GpuTest::SetUp();
+    GpuTest::SetUp();
     if (IsSkipped()) return;
     handle_ = require(CublasHandle::create(), "CublasHandle::create");
   }
@@ -120,7 +114,7 @@ TEST_F(CudaGemm, StridedBatchedWithASharedOperand) {
                             b.data(), n, 0, 0.0f, want.data(), n, m * n, batch);
   auto da = upload<bf16>(a, stream());
   auto db = upload<bf16>(b, stream());
-  auto dc = testing::zeros<float>(batch * m * n, stream());
+  auto dc = zeros<float>(batch * m * n, stream());
   require(gemm_strided_batched<bf16, float>(handle_, Transpose::kNo, Transpose::kNo, m, n, k, 1.0f,
                                             da.data(), k, m * k, db.data(), n, 0, 0.0f, dc.data(),
                                             n, m * n, batch, stream()));
@@ -132,7 +126,7 @@ TEST_F(CudaGemm, HandleFollowsTheStream) {
   CudaStream other = require(CudaStream::create());
   const auto a = random_floats(8 * 8, 98);
   auto da = upload<float>(a, stream());
-  auto dc = testing::zeros<float>(64, stream());
+  auto dc = zeros<float>(64, stream());
   require(gemm<float, float>(handle_, Transpose::kNo, Transpose::kNo, 8, 8, 8, 1.0f, da.data(), 8,
                              da.data(), 8, 0.0f, dc.data(), 8, other.get()));
   require(other.synchronize());
@@ -143,7 +137,7 @@ TEST_F(CudaGemm, HandleFollowsTheStream) {
   EXPECT_GT(cublas_version(), 0);
 }
 
-using CudaMemory = testing::GpuTest;
+using CudaMemory = GpuTest;
 
 TEST_F(CudaMemory, CachingAllocatorOnTheDevice) {
   CudaMemorySource source;
@@ -183,4 +177,4 @@ TEST_F(CudaMemory, EventsTimeWork) {
 }
 
 }  // namespace
-}  // namespace planner::kernels::cuda
+}  // namespace planner::kernels::cuda::testing

@@ -19,8 +19,10 @@
 
 namespace planner::kernels::cuda::testing {
 
+using cpu::testing::add_positions;
 using cpu::testing::random_floats;
 using cpu::testing::random_ids;
+using cpu::testing::slice_positions;
 
 // Throws (failing the running test with the message) when a Status is not ok: the helpers below
 // run inside tests, where gtest reports an escaped exception as a failure of that test.
@@ -33,6 +35,9 @@ T require(Result<T> result, const std::string& what = "") {
   require(result.status(), what);
   return std::move(result).value();
 }
+
+// The element types the typed tests run over.
+using ElementTypes = ::testing::Types<float, bf16, fp16>;
 
 // Skips every test of a suite on machines without a CUDA device, saying why; otherwise gives each
 // test its own stream.

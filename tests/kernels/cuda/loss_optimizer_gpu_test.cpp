@@ -13,23 +13,11 @@
 #include "planner/kernels/cuda/cross_entropy.hpp"
 #include "planner/kernels/cuda/rng.hpp"
 
-namespace planner::kernels::cuda {
+namespace planner::kernels::cuda::testing {
 namespace {
 
-using testing::download;
-using testing::expect_close_fp32;
-using testing::expect_matches_cpu;
-using testing::KernelKind;
-using testing::quantize;
-using testing::random_floats;
-using testing::random_ids;
-using testing::require;
-using testing::upload;
-using testing::upload_ids;
-
 template <class T>
-class CudaCrossEntropy : public testing::GpuTest {};
-using ElementTypes = ::testing::Types<float, bf16, fp16>;
+class CudaCrossEntropy : public GpuTest {};
 TYPED_TEST_SUITE(CudaCrossEntropy, ElementTypes);
 
 TYPED_TEST(CudaCrossEntropy, PlainForwardAndInPlaceBackward) {
@@ -42,8 +30,8 @@ TYPED_TEST(CudaCrossEntropy, PlainForwardAndInPlaceBackward) {
 
   auto d_logits = upload<T>(logits, this->stream());
   auto d_targets = upload_ids(targets, this->stream());
-  auto d_loss = testing::zeros<float>(tokens, this->stream());
-  auto d_lse = testing::zeros<float>(tokens, this->stream());
+  auto d_loss = zeros<float>(tokens, this->stream());
+  auto d_lse = zeros<float>(tokens, this->stream());
   require(cross_entropy_forward(d_logits.data(), tokens, vocab, d_targets.data(), d_loss.data(),
                                 d_lse.data(), this->stream()));
   expect_close_fp32(download(d_loss, this->stream()), loss, KernelKind::kReduction, "loss");
@@ -82,7 +70,7 @@ TYPED_TEST(CudaCrossEntropy, VocabParallelStepsMatchTheCpu) {
     d_shards.push_back(upload<T>(shards[r], this->stream()));
   // Step 1 and its MAX all-reduce.
   for (int r = 0; r < 2; ++r) {
-    auto d_max = testing::zeros<float>(tokens, this->stream());
+    auto d_max = zeros<float>(tokens, this->stream());
     require(cross_entropy_local_max(d_shards[r].data(), tokens, widths[r], d_max.data(),
                                     this->stream()));
     std::vector<float> want(tokens);
@@ -95,8 +83,8 @@ TYPED_TEST(CudaCrossEntropy, VocabParallelStepsMatchTheCpu) {
   // Steps 2 and 3 and their SUM all-reduces.
   auto d_gmax = upload<float>(gmax, this->stream());
   for (int r = 0; r < 2; ++r) {
-    auto d_sum = testing::zeros<float>(tokens, this->stream());
-    auto d_target = testing::zeros<float>(tokens, this->stream());
+    auto d_sum = zeros<float>(tokens, this->stream());
+    auto d_target = zeros<float>(tokens, this->stream());
     require(cross_entropy_local_sum_exp(d_shards[r].data(), tokens, widths[r], d_gmax.data(),
                                         d_sum.data(), this->stream()));
     require(cross_entropy_local_target_logit(d_shards[r].data(), tokens, widths[r], starts[r],
@@ -118,8 +106,8 @@ TYPED_TEST(CudaCrossEntropy, VocabParallelStepsMatchTheCpu) {
   // Step 4 equals the plain forward over the whole vocabulary.
   auto d_gsum = upload<float>(gsum, this->stream());
   auto d_gtarget = upload<float>(gtarget, this->stream());
-  auto d_loss = testing::zeros<float>(tokens, this->stream());
-  auto d_lse = testing::zeros<float>(tokens, this->stream());
+  auto d_loss = zeros<float>(tokens, this->stream());
+  auto d_lse = zeros<float>(tokens, this->stream());
   require(cross_entropy_loss(tokens, d_gmax.data(), d_gsum.data(), d_gtarget.data(), d_loss.data(),
                              d_lse.data(), this->stream()));
   std::vector<float> loss(tokens), lse(tokens);
@@ -130,7 +118,7 @@ TYPED_TEST(CudaCrossEntropy, VocabParallelStepsMatchTheCpu) {
   // Step 5 per rank.
   auto d_lse_cpu = upload<float>(lse, this->stream());
   for (int r = 0; r < 2; ++r) {
-    auto d_grad = testing::zeros<T>(tokens * widths[r], this->stream());
+    auto d_grad = zeros<T>(tokens * widths[r], this->stream());
     require(cross_entropy_backward(d_shards[r].data(), tokens, widths[r], starts[r],
                                    d_targets.data(), d_lse_cpu.data(), 0.5f, d_grad.data(),
                                    this->stream()));
@@ -143,7 +131,7 @@ TYPED_TEST(CudaCrossEntropy, VocabParallelStepsMatchTheCpu) {
 }
 
 template <class T>
-class CudaAdam : public testing::GpuTest {};
+class CudaAdam : public GpuTest {};
 TYPED_TEST_SUITE(CudaAdam, ElementTypes);
 
 TYPED_TEST(CudaAdam, StepsAreBitIdenticalToTheCpu) {
@@ -156,9 +144,9 @@ TYPED_TEST(CudaAdam, StepsAreBitIdenticalToTheCpu) {
     config.decay_mode = mode;
     std::vector<float> param = random_floats(n, 81), m(n, 0.0f), v(n, 0.0f);
     auto d_param = upload<float>(param, this->stream());
-    auto d_m = testing::zeros<float>(n, this->stream());
-    auto d_v = testing::zeros<float>(n, this->stream());
-    auto d_copy = testing::zeros<T>(n, this->stream());
+    auto d_m = zeros<float>(n, this->stream());
+    auto d_v = zeros<float>(n, this->stream());
+    auto d_copy = zeros<T>(n, this->stream());
     for (std::int64_t step = 1; step <= 3; ++step) {
       const auto grad = random_floats(n, 82 + step, -2.0f, 2.0f);
       auto d_grad = upload<float>(grad, this->stream());
@@ -174,14 +162,14 @@ TYPED_TEST(CudaAdam, StepsAreBitIdenticalToTheCpu) {
   }
 }
 
-using CudaRng = testing::GpuTest;
+using CudaRng = GpuTest;
 
 TEST_F(CudaRng, ValuesAreBitIdenticalToTheCpu) {
   const std::uint64_t seed = 1234, stream_id = cpu::tensor_stream_id("layers.0.mlp.fc1.weight");
   const std::int64_t n = 1 << 20;
   // Indices from 0 and from beyond 2^32 (the counter's second word).
   for (const std::uint64_t first : {std::uint64_t{0}, (std::uint64_t{1} << 40) + 17}) {
-    auto d = testing::zeros<float>(n, stream());
+    auto d = zeros<float>(n, stream());
     std::vector<float> want(n);
     require(fill_normal(seed, stream_id, first, n, 0.0f, 0.02f, d.data(), stream()));
     cpu::fill_normal(seed, stream_id, first, n, 0.0f, 0.02f, want.data());
@@ -189,7 +177,7 @@ TEST_F(CudaRng, ValuesAreBitIdenticalToTheCpu) {
     require(fill_uniform(seed, stream_id, first, n, -0.5f, 2.0f, d.data(), stream()));
     cpu::fill_uniform(seed, stream_id, first, n, -0.5f, 2.0f, want.data());
     EXPECT_EQ(download(d, stream()), want) << "uniform from " << first;
-    auto ids = testing::zeros<std::int32_t>(n, stream());
+    auto ids = zeros<std::int32_t>(n, stream());
     std::vector<std::int32_t> want_ids(n);
     require(fill_tokens(seed, stream_id, first, n, 128256, ids.data(), stream()));
     cpu::fill_tokens(seed, stream_id, first, n, 128256, want_ids.data());
@@ -197,7 +185,7 @@ TEST_F(CudaRng, ValuesAreBitIdenticalToTheCpu) {
   }
   // A column-parallel shard.
   const std::int64_t rows = 96, full_cols = 400, cols = 100;
-  auto shard = testing::zeros<float>(rows * cols, stream());
+  auto shard = zeros<float>(rows * cols, stream());
   std::vector<float> want(rows * cols);
   require(fill_normal_block(seed, stream_id, full_cols, 0, 2 * cols, rows, cols, 1.0f, 0.5f,
                             shard.data(), stream()));
@@ -207,4 +195,4 @@ TEST_F(CudaRng, ValuesAreBitIdenticalToTheCpu) {
 }
 
 }  // namespace
-}  // namespace planner::kernels::cuda
+}  // namespace planner::kernels::cuda::testing

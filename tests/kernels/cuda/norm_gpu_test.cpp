@@ -6,21 +6,11 @@
 #include "planner/kernels/cpu/norm.hpp"
 #include "planner/kernels/cuda/norm.hpp"
 
-namespace planner::kernels::cuda {
+namespace planner::kernels::cuda::testing {
 namespace {
 
-using testing::download;
-using testing::expect_close_fp32;
-using testing::expect_matches_cpu;
-using testing::KernelKind;
-using testing::quantize;
-using testing::random_floats;
-using testing::require;
-using testing::upload;
-
 template <class T>
-class CudaNorm : public testing::GpuTest {};
-using ElementTypes = ::testing::Types<float, bf16, fp16>;
+class CudaNorm : public GpuTest {};
 TYPED_TEST_SUITE(CudaNorm, ElementTypes);
 
 constexpr float kEps = 1e-5f;
@@ -56,9 +46,9 @@ TYPED_TEST(CudaNorm, LayerNormMatchesTheCpu) {
     auto d_x = upload<T>(x, this->stream());
     auto d_gamma = upload<T>(gamma, this->stream());
     auto d_beta = upload<T>(beta, this->stream());
-    auto d_y = testing::zeros<T>(n, this->stream());
-    auto d_mean = testing::zeros<float>(c.rows, this->stream());
-    auto d_rstd = testing::zeros<float>(c.rows, this->stream());
+    auto d_y = zeros<T>(n, this->stream());
+    auto d_mean = zeros<float>(c.rows, this->stream());
+    auto d_rstd = zeros<float>(c.rows, this->stream());
     require(layernorm_forward(d_x.data(), d_gamma.data(), d_beta.data(), c.rows, c.dim, kEps,
                               d_y.data(), d_mean.data(), d_rstd.data(), this->stream()));
     expect_matches_cpu<T>(download(d_y, this->stream()), y, KernelKind::kReduction, what + " y");
@@ -101,8 +91,8 @@ TYPED_TEST(CudaNorm, RmsNormMatchesTheCpu) {
 
     auto d_x = upload<T>(x, this->stream());
     auto d_gamma = upload<T>(gamma, this->stream());
-    auto d_y = testing::zeros<T>(n, this->stream());
-    auto d_rstd = testing::zeros<float>(c.rows, this->stream());
+    auto d_y = zeros<T>(n, this->stream());
+    auto d_rstd = zeros<float>(c.rows, this->stream());
     require(rmsnorm_forward(d_x.data(), d_gamma.data(), c.rows, c.dim, kEps, d_y.data(),
                             d_rstd.data(), this->stream()));
     expect_matches_cpu<T>(download(d_y, this->stream()), y, KernelKind::kReduction, what + " y");
@@ -110,7 +100,7 @@ TYPED_TEST(CudaNorm, RmsNormMatchesTheCpu) {
                       what + " rstd");
 
     auto d_dy = upload<T>(dy, this->stream());
-    auto d_dx = testing::zeros<T>(n, this->stream());
+    auto d_dx = zeros<T>(n, this->stream());
     auto d_dgamma = upload<float>(dgamma0, this->stream());
     auto cpu_rstd = upload<float>(rstd, this->stream());
     require(rmsnorm_backward(d_dy.data(), d_x.data(), d_gamma.data(), cpu_rstd.data(), c.rows,
@@ -122,4 +112,4 @@ TYPED_TEST(CudaNorm, RmsNormMatchesTheCpu) {
 }
 
 }  // namespace
-}  // namespace planner::kernels::cuda
+}  // namespace planner::kernels::cuda::testing
