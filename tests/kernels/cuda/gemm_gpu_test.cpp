@@ -127,6 +127,7 @@ TEST_F(CudaGemm, HandleFollowsTheStream) {
   const auto a = random_floats(8 * 8, 98);
   auto da = upload<float>(a, stream());
   auto dc = zeros<float>(64, stream());
+  require(stream_synchronize(stream()));  // the zeroing must not race the other stream's GEMM
   require(gemm<float, float>(handle_, Transpose::kNo, Transpose::kNo, 8, 8, 8, 1.0f, da.data(), 8,
                              da.data(), 8, 0.0f, dc.data(), 8, other.get()));
   require(other.synchronize());
