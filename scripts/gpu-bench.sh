@@ -9,6 +9,8 @@
 #
 # Environment (all optional):
 #   BUILD_DIR     build directory (default build-gpu)
+#   BUILD_TYPE    CMake build type (default RelWithDebInfo, the project's default; device code is
+#                 optimised the same way in every build type)
 #   OUT_DIR       results directory (default out/gpu-bench-<UTC date>)
 #   CUDA_ARCHS    CMAKE_CUDA_ARCHITECTURES (default native: the GPUs of this machine)
 #   GPU_PRESET    planner GPU preset for the peaks (default: matched from the device name)
@@ -28,6 +30,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
+BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 OUT_DIR=${OUT_DIR:-out/gpu-bench-$(date -u +%Y%m%dT%H%M%SZ)}
 CUDA_ARCHS=${CUDA_ARCHS:-native}
 mkdir -p "$OUT_DIR"
@@ -42,7 +45,7 @@ else
   CUDA_ARCHS=${CUDA_ARCHS/native/80;90}
 fi
 
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANNER_CUDA=ON \
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DPLANNER_CUDA=ON \
   -DPLANNER_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target kernels_cuda_gpu_test kernels_cuda_unit_test \
   bench_cuda_kernels
