@@ -149,13 +149,12 @@ Result<std::unique_ptr<MpiWorld>> MpiWorld::split(int color) {
 MpiWorld::MpiWorld(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 MpiWorld::~MpiWorld() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // a world that outlived MPI (e.g. a static one in a test)
   if (impl_->control != MPI_COMM_NULL) MPI_Comm_free(&impl_->control);
   if (impl_->owns_base && impl_->base != MPI_COMM_NULL) MPI_Comm_free(&impl_->base);
-  if (impl_->finalize) {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
-  }
+  if (impl_->finalize) MPI_Finalize();
 }
 
 int MpiWorld::rank() const {
