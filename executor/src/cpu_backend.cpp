@@ -130,6 +130,8 @@ class CpuBackend final : public Backend {
     std::int64_t bytes = 0;
   };
   Status complete(TicketState& t);
+  // Polls until `ticket` (all tickets when null) has completed or the deadline passes.
+  Status wait_until(const TicketState* ticket, Deadline deadline);
   Status timeout(const TicketState& t) const;
 
   MpiWorld& world_;
@@ -368,22 +370,21 @@ Result<bool> CpuBackend::test(Ticket ticket) {
   return tickets_[ticket.id].done;
 }
 
-Status CpuBackend::wait(Ticket ticket, Deadline deadline) {
+Status CpuBackend::wait_until(const TicketState* ticket, Deadline deadline) {
   for (int polls = 0;; ++polls) {
     PLANNER_RETURN_IF_ERROR(poll());
-    if (tickets_[ticket.id].done) return Status::ok();
-    if (deadline.passed()) return timeout(tickets_[ticket.id]);
+    if (ticket != nullptr ? ticket->done : active_.empty()) return Status::ok();
+    if (deadline.passed()) return timeout(ticket != nullptr ? *ticket : tickets_[active_.front()]);
     pause_between_polls(polls);
   }
 }
 
+Status CpuBackend::wait(Ticket ticket, Deadline deadline) {
+  return wait_until(&tickets_[ticket.id], deadline);
+}
+
 Status CpuBackend::wait_all(Deadline deadline) {
-  for (int polls = 0;; ++polls) {
-    PLANNER_RETURN_IF_ERROR(poll());
-    if (active_.empty()) return Status::ok();
-    if (deadline.passed()) return timeout(tickets_[active_.front()]);
-    pause_between_polls(polls);
-  }
+  return wait_until(nullptr, deadline);
 }
 
 Status CpuBackend::release_tickets() {

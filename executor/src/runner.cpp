@@ -442,6 +442,22 @@ Status Runner::Impl::linear_weight_grad(const OpCtx& c, const float* dy, const f
   return Status::ok();
 }
 
+Status Runner::Impl::column_forward(const OpCtx& c, int w, const float* x, std::int64_t in,
+                                    std::int64_t out, float* y) {
+  PLANNER_RETURN_IF_ERROR(linear_forward(c, x, state->param(w), s.T, in, out, y));
+  if (s.bias) dev.bias_add(y, state->param(w) + out * in, s.T, out);
+  return Status::ok();
+}
+
+Status Runner::Impl::weight_grad(const OpCtx& c, int w, const float* dy, const float* x,
+                                 std::int64_t in, std::int64_t out, const float* bias_dy,
+                                 std::int64_t bias_rows) {
+  PLANNER_RETURN_IF_ERROR(touch_grads(state->group_of(w)));
+  PLANNER_RETURN_IF_ERROR(linear_weight_grad(c, dy, x, s.T, in, out, state->grad(w)));
+  if (s.bias) dev.bias_backward(bias_dy, bias_rows, out, state->grad(w) + out * in);
+  return Status::ok();
+}
+
 // ---- the step
 
 Status Runner::Impl::await(Ticket t) {
@@ -672,15 +688,23 @@ Status Runner::Impl::unpack_replicated() {
 
 // ---- data-parallel and step-phase ops
 
-Status Runner::Impl::grad_reduce(const OpCtx& c) {
+Result<int> Runner::Impl::dp_group(const OpCtx& c) {
   const int g = state->group_for(c.layer, c.slot);
-  Communicator* comm = group_comm(c);
-  if (g < 0 || comm == nullptr) return mismatch(c, "no parameter group or communicator for it");
-  ParamGroup& grp = state->groups()[static_cast<std::size_t>(g)];
+  if (g < 0 || group_comm(c) == nullptr) {
+    return mismatch(c, "no parameter group or communicator for it");
+  }
+  const ParamGroup& grp = state->groups()[static_cast<std::size_t>(g)];
   if (c.d->comm_bytes.raw() != grp.elements * 4) {
-    return mismatch(c, "reduces " + std::to_string(c.d->comm_bytes.raw()) +
+    return mismatch(c, "moves " + std::to_string(c.d->comm_bytes.raw()) +
                            " bytes, the group holds " + std::to_string(grp.elements) + " floats");
   }
+  return g;
+}
+
+Status Runner::Impl::grad_reduce(const OpCtx& c) {
+  PLANNER_ASSIGN_OR_RETURN(const int g, dp_group(c));
+  Communicator* comm = group_comm(c);
+  ParamGroup& grp = state->groups()[static_cast<std::size_t>(g)];
   PLANNER_RETURN_IF_ERROR(touch_grads(g));
   Ticket t;
   if (c.d->kind == OpKind::kAllReduce) {
@@ -699,14 +723,9 @@ Status Runner::Impl::grad_reduce(const OpCtx& c) {
 }
 
 Status Runner::Impl::param_gather(const OpCtx& c) {
-  const int g = state->group_for(c.layer, c.slot);
+  PLANNER_ASSIGN_OR_RETURN(const int g, dp_group(c));
   Communicator* comm = group_comm(c);
-  if (g < 0 || comm == nullptr) return mismatch(c, "no parameter group or communicator for it");
   ParamGroup& grp = state->groups()[static_cast<std::size_t>(g)];
-  if (c.d->comm_bytes.raw() != grp.elements * 4) {
-    return mismatch(c, "gathers " + std::to_string(c.d->comm_bytes.raw()) +
-                           " bytes, the group holds " + std::to_string(grp.elements) + " floats");
-  }
   PLANNER_RETURN_IF_ERROR(touch_params(g));
   const std::int64_t shard = grp.padded / comm->size();
   PLANNER_ASSIGN_OR_RETURN(

@@ -176,6 +176,15 @@ struct Runner::Impl {
                            std::int64_t in, std::int64_t out, float beta, float* dx);
   Status linear_weight_grad(const OpCtx& c, const float* dy, const float* x, std::int64_t rows,
                             std::int64_t in, std::int64_t out, float* dw);
+  // A column-parallel projection with its bias: y[T, out] = x W^T (+ b) for weight tensor w.
+  Status column_forward(const OpCtx& c, int w, const float* x, std::int64_t in, std::int64_t out,
+                        float* y);
+  // Weight tensor w's gradient dW += dy^T x over the T rows, and, when the model has biases, its
+  // bias gradient += the column sums of `bias_dy` over `bias_rows` rows.
+  Status weight_grad(const OpCtx& c, int w, const float* dy, const float* x, std::int64_t in,
+                     std::int64_t out, const float* bias_dy, std::int64_t bias_rows);
+  // The parameter group a dp_grad_reduce / dp_param_gather op works on, after checking its size.
+  Result<int> dp_group(const OpCtx& c);
   // Started communication of op `c` (recorded for its dependants and timing).
   void started(const OpCtx& c, Ticket t) { op_ticket[c.index] = t; }
   Deadline deadline() const { return Deadline::after(options.timeout_s); }

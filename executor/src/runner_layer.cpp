@@ -46,6 +46,23 @@ std::int64_t global_chunk(int cp, int r, int chunk) {
   return chunk == 0 ? r : 2 * cp - 1 - r;
 }
 
+// The kernel shape of one (query chunk, key chunk) pair of a ring step whose keys and values come
+// from context-parallel rank `src`.
+AttentionShape pair_shape(const Shapes& s, const ChunkPair& pair, int src) {
+  AttentionShape sh;
+  sh.batch = s.b;
+  sh.heads = s.heads;
+  sh.kv_heads = s.kv_heads;
+  sh.head_dim = s.hd;
+  sh.q_len = s.sc;
+  sh.kv_len = s.sc;
+  sh.q_offset = global_chunk(s.cp, s.cp_rank, pair.q) * s.sc;
+  sh.kv_offset = global_chunk(s.cp, src, pair.k) * s.sc;
+  sh.causal = pair.causal;
+  sh.scale = kernels::cpu::attention_default_scale(s.hd);
+  return sh;
+}
+
 }  // namespace
 
 Status Runner::Impl::norm_forward(const float* x, int t, std::int64_t rows, DeviceBuffer& y,
@@ -128,17 +145,7 @@ Status Runner::Impl::attention_forward(const OpCtx& c, LayerActs& a) {
   bool written[2] = {j != 0, j != 0};  // step 0 writes each query chunk's first result directly
   for (int p = 0; p < n; ++p) {
     const ChunkPair& cp = pairs[p];
-    AttentionShape sh;
-    sh.batch = s.b;
-    sh.heads = s.heads;
-    sh.kv_heads = s.kv_heads;
-    sh.head_dim = s.hd;
-    sh.q_len = s.sc;
-    sh.kv_len = s.sc;
-    sh.q_offset = global_chunk(s.cp, s.cp_rank, cp.q) * s.sc;
-    sh.kv_offset = global_chunk(s.cp, src, cp.k) * s.sc;
-    sh.causal = cp.causal;
-    sh.scale = kernels::cpu::attention_default_scale(s.hd);
+    const AttentionShape sh = pair_shape(s, cp, src);
     const float* q = a.q.f32() + cp.q * rows * s.q;
     const float* k = kv + cp.k * rows * s.kv;
     const float* v = kv + s.T * s.kv + cp.k * rows * s.kv;
@@ -194,17 +201,7 @@ Status Runner::Impl::attention_backward(const OpCtx& c, LayerActs& a) {
   const std::int64_t rows = s.b * s.sc;
   for (int p = 0; p < n; ++p) {
     const ChunkPair& cp = pairs[p];
-    AttentionShape sh;
-    sh.batch = s.b;
-    sh.heads = s.heads;
-    sh.kv_heads = s.kv_heads;
-    sh.head_dim = s.hd;
-    sh.q_len = s.sc;
-    sh.kv_len = s.sc;
-    sh.q_offset = global_chunk(s.cp, s.cp_rank, cp.q) * s.sc;
-    sh.kv_offset = global_chunk(s.cp, src, cp.k) * s.sc;
-    sh.causal = cp.causal;
-    sh.scale = kernels::cpu::attention_default_scale(s.hd);
+    const AttentionShape sh = pair_shape(s, cp, src);
     const std::int64_t qo = cp.q * rows;
     const std::int64_t ko = cp.k * rows * s.kv;
     dev.attention_backward(sh, a.q.f32() + qo * s.q, kv + ko, kv + s.T * s.kv + ko,
@@ -247,9 +244,8 @@ Status Runner::Impl::layer_forward(const OpCtx& c) {
     case OpRole::kAttnQkv: {
       const int w = tensor(l, OpRole::kAttnQkv);
       PLANNER_RETURN_IF_ERROR(ensure(a.qkv, s.T * s.qkv, "QKV projection"));
-      PLANNER_RETURN_IF_ERROR(linear_forward(c, (s.sp ? a.n1_full : a.n1).f32(), state->param(w),
-                                             s.T, s.h, s.qkv, a.qkv.f32()));
-      if (s.bias) dev.bias_add(a.qkv.f32(), state->param(w) + s.qkv * s.h, s.T, s.qkv);
+      PLANNER_RETURN_IF_ERROR(
+          column_forward(c, w, (s.sp ? a.n1_full : a.n1).f32(), s.h, s.qkv, a.qkv.f32()));
       if (s.sp) a.n1_full.reset();
       return Status::ok();
     }
@@ -332,9 +328,8 @@ Status Runner::Impl::layer_forward(const OpCtx& c) {
       const int w = tensor(l, c.role);
       DeviceBuffer& y = gate ? a.gate : a.up;
       PLANNER_RETURN_IF_ERROR(ensure(y, s.T * s.f, "MLP projection"));
-      PLANNER_RETURN_IF_ERROR(linear_forward(c, (s.sp ? a.n2_full : a.n2).f32(), state->param(w),
-                                             s.T, s.h, s.f, y.f32()));
-      if (s.bias) dev.bias_add(y.f32(), state->param(w) + s.f * s.h, s.T, s.f);
+      PLANNER_RETURN_IF_ERROR(
+          column_forward(c, w, (s.sp ? a.n2_full : a.n2).f32(), s.h, s.f, y.f32()));
       if (!gate && s.sp) a.n2_full.reset();
       return Status::ok();
     }
@@ -410,11 +405,7 @@ Status Runner::Impl::layer_backward(const OpCtx& c) {
         return linear_input_grad(c, g_mlp.f32(), state->param(w), s.T, s.f, s.h, 0.0f,
                                  a.dact.f32());
       }
-      PLANNER_RETURN_IF_ERROR(touch_grads(state->group_of(w)));
-      PLANNER_RETURN_IF_ERROR(
-          linear_weight_grad(c, g_mlp.f32(), a.act.f32(), s.T, s.f, s.h, state->grad(w)));
-      if (s.bias) dev.bias_backward(g_mlp.f32() + own_rows, s.Ts, s.h, state->grad(w) + s.h * s.f);
-      return Status::ok();
+      return weight_grad(c, w, g_mlp.f32(), a.act.f32(), s.f, s.h, g_mlp.f32() + own_rows, s.Ts);
     }
     case OpRole::kMlpAct:
       PLANNER_RETURN_IF_ERROR(check_rows(c, s.T, s.f));
@@ -497,11 +488,7 @@ Status Runner::Impl::layer_backward(const OpCtx& c) {
         return linear_input_grad(c, g_attn.f32(), state->param(w), s.T, s.q, s.h, 0.0f,
                                  a.d_o.f32());
       }
-      PLANNER_RETURN_IF_ERROR(touch_grads(state->group_of(w)));
-      PLANNER_RETURN_IF_ERROR(
-          linear_weight_grad(c, g_attn.f32(), a.o.f32(), s.T, s.q, s.h, state->grad(w)));
-      if (s.bias) dev.bias_backward(g_attn.f32() + own_rows, s.Ts, s.h, state->grad(w) + s.h * s.q);
-      return Status::ok();
+      return weight_grad(c, w, g_attn.f32(), a.o.f32(), s.q, s.h, g_attn.f32() + own_rows, s.Ts);
     }
     case OpRole::kAttnCore:
       return attention_backward(c, a);
@@ -569,10 +556,8 @@ Status Runner::Impl::layer_backward(const OpCtx& c) {
         return linear_input_grad(c, a.dqkv.f32(), state->param(w), s.T, s.h, s.qkv, 0.0f,
                                  a.dn1.f32());
       }
-      PLANNER_RETURN_IF_ERROR(touch_grads(state->group_of(w)));
-      PLANNER_RETURN_IF_ERROR(linear_weight_grad(c, a.dqkv.f32(), (s.sp ? a.n1_full : a.n1).f32(),
-                                                 s.T, s.h, s.qkv, state->grad(w)));
-      if (s.bias) dev.bias_backward(a.dqkv.f32(), s.T, s.qkv, state->grad(w) + s.qkv * s.h);
+      PLANNER_RETURN_IF_ERROR(weight_grad(c, w, a.dqkv.f32(), (s.sp ? a.n1_full : a.n1).f32(), s.h,
+                                          s.qkv, a.dqkv.f32(), s.T));
       layer_done(c.mb, l);
       return Status::ok();
     }

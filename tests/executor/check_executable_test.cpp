@@ -8,16 +8,8 @@ namespace planner::exec {
 namespace {
 
 using testing::gpt_test_model;
+using testing::par;
 using testing::test_plan;
-
-ParallelConfig par(int tp, int pp, int dp, int cp = 1) {
-  ParallelConfig p;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.cp = cp;
-  return p;
-}
 
 void expect_refused(const Status& st, StatusCode code, const std::string& text) {
   EXPECT_EQ(st.code(), code) << st.message();

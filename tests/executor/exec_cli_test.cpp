@@ -19,13 +19,8 @@ using planner::testing::run_planner;
 using planner::testing::TempDir;
 using planner::testing::write_file;
 using testing::gpt_test_model;
+using testing::par;
 using testing::test_plan;
-
-ParallelConfig tp(int n) {
-  ParallelConfig p;
-  p.tp = n;
-  return p;
-}
 
 std::string write_plan(const TempDir& dir, const std::string& name, const Plan& plan) {
   const std::string path = dir.file(name);
@@ -39,7 +34,7 @@ bool contains(const std::string& text, const std::string& what) {
 
 TEST(ExecCli, LocalLaunchOnTwoRanksRecordsEveryStepAndOp) {
   TempDir dir;
-  const Plan plan = test_plan(gpt_test_model(), tp(2));
+  const Plan plan = test_plan(gpt_test_model(), par(2, 1, 1));
   const std::string path = write_plan(dir, "tp2.json", plan);
   const std::string db_path = dir.file("runs.db");
   const CommandResult r = run_planner({"exec", path, "--launch", "local", "-n", "2", "--steps", "3",
@@ -127,7 +122,7 @@ TEST(ExecCli, OneRankWithoutALauncher) {
 TEST(ExecCli, RefusesBadPlansBeforeAnyRankStarts) {
   TempDir dir;
   const std::string db_path = dir.file("never.db");
-  const std::string tp2 = write_plan(dir, "tp2.json", test_plan(gpt_test_model(), tp(2)));
+  const std::string tp2 = write_plan(dir, "tp2.json", test_plan(gpt_test_model(), par(2, 1, 1)));
   Plan bf16 = test_plan(gpt_test_model(), {});
   bf16.training.precision = Precision::kBf16;
   bf16.gpu = *builtin_catalog().find_gpu("H100");

@@ -51,6 +51,15 @@ inline ModelSpec llama_test_model() {
   return m;
 }
 
+inline ParallelConfig par(int tp, int pp, int dp, int cp = 1) {
+  ParallelConfig p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.cp = cp;
+  return p;
+}
+
 // A plan on the cpu-host pseudo-GPU with one host holding every rank.
 inline Plan test_plan(const ModelSpec& model, const ParallelConfig& parallel,
                       Optimizer optimizer = Optimizer::kAdam, std::int64_t global_batch = 8,

@@ -17,6 +17,7 @@ namespace {
 
 using testing::gpt_test_model;
 using testing::llama_test_model;
+using testing::par;
 using testing::test_plan;
 
 constexpr int kSteps = 20;
@@ -91,14 +92,6 @@ void expect_parity(const ModelSpec& model, ParallelConfig parallel,
   }
 }
 
-ParallelConfig par(int tp, int pp, int dp, int cp = 1) {
-  ParallelConfig p;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.cp = cp;
-  return p;
-}
 ParallelConfig with(ParallelConfig p, Schedule s, int vpp = 1) {
   p.schedule = s;
   p.virtual_stages = vpp;

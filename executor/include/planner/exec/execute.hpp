@@ -25,11 +25,12 @@
 
 namespace planner::exec {
 
-// Host memory a cpu rank needs beyond its tensors: OpenBLAS's per-thread work buffers and Open
-// MPI's shared-memory segments and libraries. Measured as the resident set of a `planner exec` rank
-// of the gpt-tiny plan (tests/data/exec/) minus its peak tensor memory: ~120 MiB with Open MPI 4.1
-// and OpenBLAS 0.3.21 on Debian 12; rounded up.
-inline constexpr double kCpuRankOverheadMiB = 256;
+// Host memory a cpu rank needs beyond its tensors: libraries, Open MPI's shared-memory segments
+// and OpenBLAS's work buffers. Measured: the maximum resident set of `planner exec` ranks of the
+// gpt-tiny plans (1, 2 and 8 ranks, Open MPI 4.1.4, OpenBLAS 0.3.21, Debian 12) exceeds their peak
+// tensor memory by 18-21 MiB; large GEMMs also touch OpenBLAS's 32 MiB work buffer per thread
+// (its default BUFFER_SIZE). 20 + 2 threads x 32 = 84 MiB, rounded up.
+inline constexpr double kCpuRankOverheadMiB = 96;
 
 struct ExecOptions {
   std::int64_t steps = 20;
