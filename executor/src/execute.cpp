@@ -86,6 +86,7 @@ std::vector<OpInfo> decode_ops(std::string_view data) {
 // One rank's report of a step.
 struct Report {
   bool ok = false;
+  StatusCode code = StatusCode::kOk;
   std::string error;
   double wall_s = 0;
   double loss_sum = 0;
@@ -99,6 +100,7 @@ std::string encode_report(const Result<StepStats>& stats) {
   put<std::int32_t>(out, stats.is_ok() ? 1 : 0);
   if (!stats.is_ok()) {
     const std::string msg = stats.status().message();
+    put<std::int32_t>(out, static_cast<std::int32_t>(stats.status().code()));
     put<std::int64_t>(out, static_cast<std::int64_t>(msg.size()));
     out += msg;
     return out;
@@ -118,6 +120,7 @@ Report decode_report(std::string_view data) {
   Report rep;
   rep.ok = r.get<std::int32_t>() == 1;
   if (!rep.ok) {
+    rep.code = static_cast<StatusCode>(r.get<std::int32_t>());
     rep.error = r.text(static_cast<std::size_t>(r.get<std::int64_t>()));
     return rep;
   }
@@ -148,14 +151,17 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Rank 0's decision after a step: go on (with the step's loss) or stop (with the reason).
-std::string encode_decision(bool go, double loss, double step_time, const std::string& reason) {
-  std::string out;
-  put<std::int32_t>(out, go ? 1 : 0);
-  put(out, loss);
-  put(out, step_time);
-  out += reason;
-  return out;
+// Ranks whose report rank 0 did not get before the deadline, as text ("ranks 1, 3"), or "".
+std::string missing_ranks(const std::vector<std::optional<std::string>>& got,
+                          std::optional<int>& first) {
+  std::string text;
+  int count = 0;
+  for (std::size_t r = 0; r < got.size(); ++r) {
+    if (got[r]) continue;
+    if (!first) first = static_cast<int>(r);
+    text += (count++ > 0 ? ", " : "") + std::to_string(r);
+  }
+  return count == 0 ? text : (count == 1 ? "rank " : "ranks ") + text;
 }
 
 }  // namespace
@@ -233,6 +239,31 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
     PLANNER_ASSIGN_OR_RETURN(runner, Runner::create(plan, *backend, opts.runner));
     return Status::ok();
   }();
+  bool started = false;  // rank 0: the observer knows the run
+  // Rank 0's verdict after each exchange, sent to every rank: go on (with `payload`), or stop (with
+  // the reason, the failing rank when known, and the status code every rank then returns).
+  auto decide = [&](const std::string& reason, StatusCode code, std::optional<int> rank,
+                    const std::string& payload) -> Result<std::string> {
+    std::string msg;
+    if (root) {
+      if (!reason.empty() && started && observer != nullptr) observer->on_failure(reason, rank);
+      put<std::int32_t>(msg, reason.empty() ? 1 : 0);
+      put<std::int32_t>(msg, static_cast<std::int32_t>(code));
+      msg += reason.empty() ? payload : reason;
+    }
+    auto got = world.broadcast(msg, control());
+    if (!got) {
+      // Rank 0 already recorded its own verdict; a rank that cannot hear it stops too.
+      return root && !reason.empty() ? Status(code, reason) : got.status();
+    }
+    Reader rd(*got);
+    const bool go = rd.get<std::int32_t>() == 1;
+    const auto sent_code = static_cast<StatusCode>(rd.get<std::int32_t>());
+    std::string text = got->substr(2 * sizeof(std::int32_t));
+    if (!go) return Status(sent_code == StatusCode::kOk ? StatusCode::kRuntime : sent_code, text);
+    return text;
+  };
+
   std::string mine;
   put<std::int32_t>(mine, setup.is_ok() ? 1 : 0);
   if (setup.is_ok()) {
@@ -248,22 +279,29 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
     put<std::int32_t>(mine, static_cast<std::int32_t>(setup.code()));
     mine += setup.message();
   }
-  PLANNER_ASSIGN_OR_RETURN(std::vector<std::string> hello, world.gather(mine, control()));
+  PLANNER_ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> hello,
+                           world.gather(mine, control()));
   std::vector<std::vector<OpInfo>> infos;
-  std::string verdict;  // rank 0: empty to go, else the reason to stop
-  int failed_rank = -1;
+  std::string verdict;
+  std::optional<int> failed_rank;
   StatusCode failed_code = StatusCode::kRuntime;
-  ExecStart start;
   if (root) {
+    const std::string missing = missing_ranks(hello, failed_rank);
+    if (!missing.empty()) {
+      verdict = missing + " did not report within " + std::to_string(static_cast<int>(control_s)) +
+                " s of starting";
+      failed_code = StatusCode::kTimeout;
+    }
+    ExecStart start;
     start.ranks = world.size();
     start.backend = opts.backend;
     start.data = describe_data(plan.training, plan.parallel, plan.model.vocab, 0);
     for (int r = 0; r < world.size() && verdict.empty(); ++r) {
-      Reader rd(hello[static_cast<std::size_t>(r)]);
+      const std::string& h = *hello[static_cast<std::size_t>(r)];
+      Reader rd(h);
       if (rd.get<std::int32_t>() != 1) {
         failed_code = static_cast<StatusCode>(rd.get<std::int32_t>());
-        verdict =
-            "rank " + std::to_string(r) + ": " + rd.text(hello[static_cast<std::size_t>(r)].size());
+        verdict = "rank " + std::to_string(r) + ": " + rd.text(h.size());
         failed_rank = r;
         break;
       }
@@ -272,59 +310,61 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
       if (r == 0) start.device = device;
       const std::size_t used = sizeof(std::int32_t) + 2 * sizeof(std::int64_t) +
                                start.hosts.back().size() + device.size();
-      infos.push_back(
-          decode_ops(std::string_view(hello[static_cast<std::size_t>(r)]).substr(used)));
+      infos.push_back(decode_ops(std::string_view(h).substr(used)));
     }
     if (verdict.empty() && observer != nullptr) {
       const Status st = observer->on_start(start);
-      if (!st.is_ok()) verdict = st.message();
+      if (!st.is_ok()) {
+        verdict = st.message();
+        failed_code = st.code();
+      } else {
+        started = true;
+      }
     }
   }
-  auto stop_everyone = [&](const std::string& reason, std::optional<int> rank,
-                           StatusCode code) -> Status {
-    if (root && observer != nullptr) observer->on_failure(reason, rank);
-    return Status(code, reason);
-  };
-  {
-    std::string decision;
-    put<std::int32_t>(decision, verdict.empty() ? 1 : 0);
-    put<std::int32_t>(decision, static_cast<std::int32_t>(failed_code));
-    decision += verdict;
-    PLANNER_ASSIGN_OR_RETURN(std::string got, world.broadcast(decision, control()));
-    Reader rd(got);
-    const bool go = rd.get<std::int32_t>() == 1;
-    const auto code = static_cast<StatusCode>(rd.get<std::int32_t>());
-    if (!go) {
-      return stop_everyone(got.substr(2 * sizeof(std::int32_t)),
-                           failed_rank >= 0 ? std::optional<int>(failed_rank) : std::nullopt,
-                           code == StatusCode::kOk ? StatusCode::kRuntime : code);
-    }
-  }
+  PLANNER_RETURN_IF_ERROR(decide(verdict, failed_code, failed_rank, "").status());
 
+  // After a failed step communication may still be pending in the runner and backend: keep their
+  // buffers alive (the caller ends the job) rather than free memory MPI may still write.
+  auto abandon = [&](Status st) {
+    runner.release();
+    backend.release();
+    return st;
+  };
   ExecResult result;
   std::vector<double> measured_times;
   std::int64_t peak_memory = 0;
   const auto tokens = static_cast<double>(plan.training.tokens_per_step());
   for (std::int64_t step = 0; step < opts.steps; ++step) {
     const Result<StepStats> stats = runner->run_step(step);
-    PLANNER_ASSIGN_OR_RETURN(std::vector<std::string> reports,
-                             world.gather(encode_report(stats), control()));
+    auto reports = world.gather(encode_report(stats), control());
+    if (!reports) return abandon(reports.status());
     std::string reason;
-    int bad_rank = -1;
-    double loss = 0;
-    double step_time = 0;
+    std::optional<int> bad_rank;
+    StatusCode code = StatusCode::kRuntime;
+    std::string payload;
     if (root) {
+      const std::string missing = missing_ranks(*reports, bad_rank);
+      // The first rank that failed in its step; a timeout is more often a consequence (waiting
+      // for a rank that failed), so another error takes precedence.
+      std::string first_error;
+      bool first_is_timeout = false;
       StepRecord rec;
       rec.steps = opts.steps;
       double loss_sum = 0;
+      double step_time = 0;
       std::int64_t loss_tokens = 0;
       std::vector<store::OpMeasurement> ops;
       for (int r = 0; r < world.size(); ++r) {
-        const Report rep = decode_report(reports[static_cast<std::size_t>(r)]);
+        const auto& bytes = (*reports)[static_cast<std::size_t>(r)];
+        if (!bytes) continue;
+        const Report rep = decode_report(*bytes);
         if (!rep.ok) {
-          if (reason.empty()) {
-            reason = rep.error;
-            bad_rank = r;
+          const bool timeout = rep.code == StatusCode::kTimeout;
+          if (first_error.empty() || (first_is_timeout && !timeout)) {
+            first_error = rep.error;
+            first_is_timeout = timeout;
+            if (missing.empty()) bad_rank = r;
           }
           continue;
         }
@@ -340,8 +380,7 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
           store::OpMeasurement m;
           m.rank = r;
           m.step = step;
-          const OpId id = OpId::from_raw(oi.id);
-          m.op_id = to_string(id);
+          m.op_id = to_string(OpId::from_raw(oi.id));
           m.op_kind = std::string(to_string(oi.kind));
           m.phase = std::string(to_string(oi.phase));
           m.start = seconds(sample.start_s);
@@ -355,37 +394,44 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
           ops.push_back(std::move(m));
         }
       }
+      if (!missing.empty()) {
+        // A rank that went silent is the cause; the others' errors are its consequences.
+        reason = missing + " did not report step " + std::to_string(step) + " within " +
+                 std::to_string(static_cast<int>(control_s)) + " s (stopped, hung or dead)" +
+                 (first_error.empty() ? "" : "; first error: " + first_error);
+        code = StatusCode::kTimeout;
+      } else if (!first_error.empty()) {
+        reason = first_error;
+      } else if (loss_tokens != plan.training.tokens_per_step()) {
+        reason = "internal error: the ranks' losses cover " + std::to_string(loss_tokens) +
+                 " tokens, the step has " + std::to_string(plan.training.tokens_per_step());
+        code = StatusCode::kInternal;
+      }
       if (reason.empty()) {
-        if (loss_tokens != plan.training.tokens_per_step()) {
-          reason = "internal error: the ranks' losses cover " + std::to_string(loss_tokens) +
-                   " tokens, the step has " + std::to_string(plan.training.tokens_per_step());
-        }
-        loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0;
+        const double loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0;
         rec.loss = loss;
         rec.step.step = step;
         rec.step.step_time = seconds(step_time);
         rec.step.tokens_per_s = step_time > 0 ? tokens / step_time : 0;
         rec.step.loss = loss;
         rec.step.warmup = step < opts.warmup;
-        if (reason.empty() && observer != nullptr) {
+        if (observer != nullptr) {
           const Status st = observer->on_step(rec, ops);
-          if (!st.is_ok()) reason = st.message();
+          if (!st.is_ok()) {
+            reason = st.message();
+            code = st.code();
+          }
         }
         peak_memory = std::max(peak_memory, rec.step.peak_memory.value_or(Bytes(0)).raw());
+        put(payload, loss);
+        put(payload, step_time);
       }
     }
-    PLANNER_ASSIGN_OR_RETURN(
-        std::string got,
-        world.broadcast(encode_decision(reason.empty(), loss, step_time, reason), control()));
-    Reader rd(got);
-    const bool go = rd.get<std::int32_t>() == 1;
-    loss = rd.get<double>();
-    step_time = rd.get<double>();
-    if (!go) {
-      const std::string why = got.substr(sizeof(std::int32_t) + 2 * sizeof(double));
-      return stop_everyone(why, bad_rank >= 0 ? std::optional<int>(bad_rank) : std::nullopt,
-                           stats.is_ok() ? StatusCode::kRuntime : stats.status().code());
-    }
+    auto go = decide(reason, code, bad_rank, payload);
+    if (!go) return abandon(go.status());
+    Reader rd(*go);
+    const auto loss = rd.get<double>();
+    const auto step_time = rd.get<double>();
     result.losses.push_back(loss);
     result.step_times.push_back(step_time);
     if (step >= opts.warmup) measured_times.push_back(step_time);

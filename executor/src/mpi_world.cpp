@@ -173,40 +173,62 @@ const std::string& MpiWorld::host() const {
   return impl_->host;
 }
 
-Result<std::vector<std::string>> MpiWorld::gather(std::string_view mine, Deadline deadline) {
+Result<std::vector<std::optional<std::string>>> MpiWorld::gather(std::string_view mine,
+                                                                 Deadline deadline) {
+  // Point-to-point rather than MPI_Igatherv, so that rank 0 learns which ranks did not report.
+  constexpr int kSizeTag = 1;
+  constexpr int kDataTag = 2;
   const double timeout = seconds_left(deadline);
-  const int n = impl_->size;
-  if (mine.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    return Status::invalid_input("gather: more than 2^31 bytes from one rank");
+  long long my_size = static_cast<long long>(mine.size());
+  if (impl_->rank != 0) {
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    PLANNER_RETURN_IF_ERROR(mpi_check(
+        MPI_Isend(&my_size, 1, MPI_LONG_LONG, 0, kSizeTag, impl_->control, &req[0]), "MPI_Isend"));
+    PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Isend(mine.data(), static_cast<int>(my_size), MPI_BYTE, 0,
+                                                kDataTag, impl_->control, &req[1]),
+                                      "MPI_Isend"));
+    for (MPI_Request& r : req) {
+      PLANNER_RETURN_IF_ERROR(wait_request(&r, deadline, "a report to rank 0", timeout));
+    }
+    return std::vector<std::optional<std::string>>();
   }
-  const int my_size = static_cast<int>(mine.size());
-  std::vector<int> sizes(impl_->rank == 0 ? static_cast<std::size_t>(n) : 0);
-  MPI_Request req = MPI_REQUEST_NULL;
-  PLANNER_RETURN_IF_ERROR(mpi_check(
-      MPI_Igather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, impl_->control, &req),
-      "MPI_Igather (sizes)"));
-  PLANNER_RETURN_IF_ERROR(
-      wait_request(&req, deadline, "MPI_Igather of measurement sizes at rank 0", timeout));
-  std::vector<int> offsets(sizes.size(), 0);
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    offsets[i] = static_cast<int>(total);
-    total += sizes[i];
+  const auto n = static_cast<std::size_t>(impl_->size);
+  std::vector<std::optional<std::string>> out(n);
+  out[0] = std::string(mine);
+  std::vector<long long> sizes(n, -1);
+  std::vector<std::string> data(n);
+  std::vector<MPI_Request> req(n, MPI_REQUEST_NULL);
+  std::vector<int> stage(n, 0);  // 0: size pending, 1: data pending, 2: done
+  for (std::size_t r = 1; r < n; ++r) {
+    PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Irecv(&sizes[r], 1, MPI_LONG_LONG, static_cast<int>(r),
+                                                kSizeTag, impl_->control, &req[r]),
+                                      "MPI_Irecv"));
   }
-  if (total > std::numeric_limits<int>::max()) {
-    return Status::invalid_input("gather: more than 2^31 bytes in total at rank 0");
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
-  PLANNER_RETURN_IF_ERROR(
-      mpi_check(MPI_Igatherv(mine.data(), my_size, MPI_BYTE, all.data(), sizes.data(),
-                             offsets.data(), MPI_BYTE, 0, impl_->control, &req),
-                "MPI_Igatherv"));
-  PLANNER_RETURN_IF_ERROR(
-      wait_request(&req, deadline, "MPI_Igatherv of measurements at rank 0", timeout));
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    out.push_back(
-        all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(sizes[i])));
+  std::size_t open = n - 1;
+  for (int polls = 0; open > 0; ++polls) {
+    for (std::size_t r = 1; r < n; ++r) {
+      if (stage[r] == 2) continue;
+      int done = 0;
+      PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Test(&req[r], &done, MPI_STATUS_IGNORE), "MPI_Test"));
+      if (!done) continue;
+      if (stage[r] == 0) {
+        if (sizes[r] < 0 || sizes[r] > std::numeric_limits<int>::max()) {
+          return Status::runtime("rank " + std::to_string(r) + " reported a malformed size");
+        }
+        data[r].resize(static_cast<std::size_t>(sizes[r]));
+        PLANNER_RETURN_IF_ERROR(
+            mpi_check(MPI_Irecv(data[r].data(), static_cast<int>(sizes[r]), MPI_BYTE,
+                                static_cast<int>(r), kDataTag, impl_->control, &req[r]),
+                      "MPI_Irecv"));
+        stage[r] = 1;
+      } else {
+        out[r] = std::move(data[r]);
+        stage[r] = 2;
+        --open;
+      }
+    }
+    if (open == 0 || deadline.passed()) break;
+    pause_between_polls(polls);
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,8 +37,10 @@ class World {
   virtual int local_size() const = 0;
   virtual const std::string& host() const = 0;
 
-  // Rank 0 receives every rank's bytes (index = rank); the others receive an empty vector.
-  virtual Result<std::vector<std::string>> gather(std::string_view mine, Deadline deadline) = 0;
+  // Rank 0 receives every rank's bytes (index = rank); the entry of a rank that has not reported
+  // by the deadline is empty (nullopt), so rank 0 can name it. The others receive an empty vector.
+  virtual Result<std::vector<std::optional<std::string>>> gather(std::string_view mine,
+                                                                 Deadline deadline) = 0;
   // Every rank receives rank 0's bytes (`data` is ignored elsewhere).
   virtual Result<std::string> broadcast(std::string_view data, Deadline deadline) = 0;
   // Ends every process of the job with `exit_code` (after a failure others may be stuck in).

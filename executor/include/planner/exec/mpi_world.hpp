@@ -31,7 +31,8 @@ class MpiWorld final : public World {
   int local_rank() const override;
   int local_size() const override;
   const std::string& host() const override;
-  Result<std::vector<std::string>> gather(std::string_view mine, Deadline deadline) override;
+  Result<std::vector<std::optional<std::string>>> gather(std::string_view mine,
+                                                         Deadline deadline) override;
   Result<std::string> broadcast(std::string_view data, Deadline deadline) override;
   [[noreturn]] void abort(int exit_code) override;
 
