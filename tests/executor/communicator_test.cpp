@@ -137,7 +137,7 @@ TEST_F(Comm, WorldGathersAndBroadcasts) {
   auto all = world_->gather("rank " + std::to_string(rank()), Deadline::after(30));
   ASSERT_TRUE(all);
   if (rank() == 0) {
-    EXPECT_EQ(*all, (std::vector<std::string>{"rank 0", "rank 1"}));
+    EXPECT_EQ(*all, (std::vector<std::optional<std::string>>{"rank 0", "rank 1"}));
   } else {
     EXPECT_TRUE(all->empty());
   }
