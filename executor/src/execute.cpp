@@ -231,14 +231,6 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
   ExecOptions opts = options;
   if (opts.backend_options.capacity == 0) opts.backend_options.capacity = plan.gpu.hbm.raw();
 
-  // Set-up. Every rank reports whether it could build its runner before anyone steps.
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Runner> runner;
-  Status setup = [&]() -> Status {
-    PLANNER_ASSIGN_OR_RETURN(backend, make_backend(opts.backend, world, opts.backend_options));
-    PLANNER_ASSIGN_OR_RETURN(runner, Runner::create(plan, *backend, opts.runner));
-    return Status::ok();
-  }();
   bool started = false;  // rank 0: the observer knows the run
   // Rank 0's verdict after each exchange, sent to every rank: go on (with `payload`), or stop (with
   // the reason, the failing rank when known, and the status code every rank then returns).
@@ -264,6 +256,29 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
     return text;
   };
 
+  // Roll call: every rank is here before the collective set-up calls, which MPI offers only as
+  // blocking calls (MPI_Comm_split): a rank that never arrives is named instead of waited for.
+  {
+    PLANNER_ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> present,
+                             world.gather("", control()));
+    std::optional<int> absent;
+    const std::string missing = root ? missing_ranks(present, absent) : "";
+    PLANNER_RETURN_IF_ERROR(decide(missing.empty()
+                                       ? ""
+                                       : missing + " did not start within " +
+                                             std::to_string(static_cast<int>(control_s)) + " s",
+                                   StatusCode::kTimeout, absent, "")
+                                .status());
+  }
+
+  // Set-up. Every rank reports whether it could build its runner before anyone steps.
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Runner> runner;
+  Status setup = [&]() -> Status {
+    PLANNER_ASSIGN_OR_RETURN(backend, make_backend(opts.backend, world, opts.backend_options));
+    PLANNER_ASSIGN_OR_RETURN(runner, Runner::create(plan, *backend, opts.runner));
+    return Status::ok();
+  }();
   std::string mine;
   put<std::int32_t>(mine, setup.is_ok() ? 1 : 0);
   if (setup.is_ok()) {
@@ -295,7 +310,7 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
     ExecStart start;
     start.ranks = world.size();
     start.backend = opts.backend;
-    start.data = describe_data(plan.training, plan.parallel, plan.model.vocab, 0);
+    start.data = describe_data(plan.training, plan.parallel, plan.model.vocab);
     for (int r = 0; r < world.size() && verdict.empty(); ++r) {
       const std::string& h = *hello[static_cast<std::size_t>(r)];
       Reader rd(h);

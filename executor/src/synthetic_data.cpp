@@ -39,21 +39,21 @@ std::int64_t sequence_index(const TrainingSpec& training, const ParallelConfig& 
 }
 
 std::string describe_data(const TrainingSpec& training, const ParallelConfig& parallel,
-                          std::int64_t vocab, std::int64_t step) {
-  const std::int64_t per_replica = training.global_batch_size / parallel.dp;
+                          std::int64_t vocab) {
+  const std::int64_t b = training.global_batch_size;
+  const std::int64_t per_replica = b / parallel.dp;
+  const std::string step = std::to_string(b) + "s";
+  auto at = [&](std::int64_t offset) { return step + "+" + std::to_string(offset); };
   std::string s = "synthetic Markov tokens (seed " + std::to_string(training.seed) + ", vocab " +
                   std::to_string(vocab) + ", " + std::to_string(training.seq_length) +
-                  " tokens per sequence); step " + std::to_string(step) + " reads sequences " +
-                  std::to_string(step * training.global_batch_size) + ".." +
-                  std::to_string((step + 1) * training.global_batch_size - 1) + ":";
+                  " tokens per sequence); step s reads sequences " + at(0) + ".." + at(b - 1) + ":";
   for (int d = 0; d < parallel.dp; ++d) {
-    const std::int64_t first = sequence_index(training, parallel, step, d, 0, 0);
-    s += " dp " + std::to_string(d) + " -> " + std::to_string(first) + ".." +
-         std::to_string(first + per_replica - 1);
+    s += " dp " + std::to_string(d) + " -> " + at(d * per_replica) + ".." +
+         at((d + 1) * per_replica - 1);
     if (d + 1 < parallel.dp) s += ",";
   }
   s += " (" + std::to_string(per_replica / parallel.micro_batch_size) + " micro-batches of " +
-       std::to_string(parallel.micro_batch_size) + " each)";
+       std::to_string(parallel.micro_batch_size) + " each, in order)";
   return s;
 }
 

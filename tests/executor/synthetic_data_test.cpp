@@ -64,9 +64,11 @@ TEST(SyntheticTokens, DataParallelRanksReadDisjointShardsOfEachGlobalBatch) {
     EXPECT_EQ(*read.begin(), step * 8);
     EXPECT_EQ(*read.rbegin(), step * 8 + 7);
   }
-  const std::string text = describe_data(t, p, 64, 1);
+  const std::string text = describe_data(t, p, 64);
   EXPECT_NE(text.find("seed 1234"), std::string::npos) << text;
-  EXPECT_NE(text.find("dp 0 -> 8..11, dp 1 -> 12..15"), std::string::npos) << text;
+  EXPECT_NE(text.find("step s reads sequences 8s+0..8s+7: dp 0 -> 8s+0..8s+3, dp 1 -> 8s+4..8s+7"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("2 micro-batches of 2"), std::string::npos) << text;
 }
 

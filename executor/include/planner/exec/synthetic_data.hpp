@@ -49,9 +49,9 @@ std::int64_t sequence_index(const TrainingSpec& training, const ParallelConfig& 
                             std::int64_t step, int dp_rank, std::int64_t microbatch,
                             std::int64_t sample);
 
-// One line for logs and the run record: the generator, its seed, and the sequences each
-// data-parallel rank reads in step `step`.
+// One line for logs and the run record: the generator, its seed, and which sequences each
+// data-parallel rank reads in step s ("dp 1 -> 8s+4..8s+7"), so a run can be reproduced.
 std::string describe_data(const TrainingSpec& training, const ParallelConfig& parallel,
-                          std::int64_t vocab, std::int64_t step);
+                          std::int64_t vocab);
 
 }  // namespace planner::exec
