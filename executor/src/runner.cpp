@@ -535,10 +535,14 @@ Result<StepStats> Runner::Impl::run_step(std::int64_t step) {
 Status Runner::Impl::issue(std::size_t i) {
   const Op& op = rp->op(i);
   const OpDesc& d = program.desc(op);
-  for (std::uint32_t dep : rp->deps(i)) {
-    if (op_ticket[dep].valid()) PLANNER_RETURN_IF_ERROR(await(op_ticket[dep]));
-  }
   dev.set_stream(d.stream);
+  for (std::uint32_t dep : rp->deps(i)) {
+    if (op_ticket[dep].valid()) {
+      PLANNER_RETURN_IF_ERROR(await(op_ticket[dep]));
+    } else if (program.desc(rp->op(dep)).stream != d.stream) {
+      dev.wait_event(op_end[dep]);  // computation on another stream (a no-op on the cpu)
+    }
+  }
   OpCtx c;
   c.index = i;
   c.op = &op;

@@ -176,6 +176,18 @@ TEST(LossParity, Pp2Dp2TiedEmbeddings) {
 TEST(LossParity, Pp4) {
   expect_parity(gpt_test_model(), par(1, 4, 1));
 }
+TEST(LossParity, Tp2Pp2SequenceParallelZeroBubble) {
+  expect_parity(gpt_test_model(), with(sp(par(2, 2, 1)), Schedule::kZeroBubbleH1));
+}
+TEST(LossParity, Tp2Dp2SequenceParallelZero3) {
+  expect_parity(gpt_test_model(), zero(sp(par(2, 1, 2)), 3));
+}
+TEST(LossParity, Pp2Dp2Zero1WithoutOverlap) {
+  ParallelConfig p = zero(par(1, 2, 2), 1);
+  p.overlap_grad_reduce = false;
+  p.overlap_param_gather = false;
+  expect_parity(llama_test_model(), p, Optimizer::kAdam, 2000);
+}
 
 // ---- 8 ranks
 TEST(LossParity, Tp2Dp2Pp2SequenceParallelZero1) {
