@@ -15,7 +15,6 @@ namespace planner::exec {
 namespace {
 
 using planner::testing::CommandResult;
-using planner::testing::run_planner;
 using planner::testing::TempDir;
 using planner::testing::write_file;
 using testing::gpt_test_model;
@@ -26,6 +25,16 @@ std::string write_plan(const TempDir& dir, const std::string& name, const Plan& 
   const std::string path = dir.file(name);
   write_file(path, to_json_text(plan));
   return path;
+}
+
+// Open MPI's shared-memory transport without cross-memory attach, which containers lacking the
+// ptrace capability refuse (as for the mpi tests, tests/CMakeLists.txt). The run-as-root variables
+// are deliberately absent: planner exec --launch local adds them itself.
+const std::vector<std::string> kMpiEnv = {"OMPI_MCA_btl_vader_single_copy_mechanism=none"};
+
+CommandResult run_planner(std::vector<std::string> args) {
+  args.insert(args.begin(), PLANNER_CLI_PATH);
+  return planner::testing::run_command(args, kMpiEnv);
 }
 
 bool contains(const std::string& text, const std::string& what) {
@@ -163,7 +172,7 @@ TEST(ExecCli, UnderMpirunAWrongWorldSizeIsReportedOnceAndNothingRuns) {
   const CommandResult r = planner::testing::run_command(
       {PLANNER_MPIEXEC, "-n", "2", "--oversubscribe", PLANNER_CLI_PATH, "exec", path, "--launch",
        "none", "--no-db"},
-      {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+      {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", kMpiEnv[0]});
   EXPECT_NE(r.exit_code, 0);
   const std::string what = "but 2 were started: run it on 4 ranks (-n 4)";
   const auto first = r.err.find(what);
