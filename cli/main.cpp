@@ -23,6 +23,7 @@ std::string version_line() {
 
 void print_error(const planner::Status& status) {
   std::string_view msg = status.message();
+  if (msg.empty()) return;  // reported already (e.g. by the ranks of `planner exec`)
   while (true) {
     const auto nl = msg.find('\n');
     std::cerr << "error: " << msg.substr(0, nl) << '\n';
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
     planner::cli::register_validate_command(app, ctx);
     planner::cli::register_topology_commands(app, ctx);
     planner::cli::register_db_commands(app, ctx);
+#ifdef PLANNER_HAVE_EXECUTOR
+    planner::cli::register_exec_command(app, ctx);
+#endif
 
     try {
       app.parse(argc, argv);

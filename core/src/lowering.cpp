@@ -358,28 +358,14 @@ const StageLayout& Lowerer::layout(int stage) {
   if (layout_ready_[static_cast<std::size_t>(stage)]) return L;
   layout_ready_[static_cast<std::size_t>(stage)] = true;
   L.params = part_.rank_params(stage);
-  // Buckets: per model chunk, dense and expert parameters apart, in reverse registration order.
-  for (int c = 0; c < part_.chunks(); ++c) {
-    const std::vector<ParamTensor> tensors = part_.chunk_params(stage, c);
-    const std::size_t base = L.tensors.size();
-    L.tensors.insert(L.tensors.end(), tensors.begin(), tensors.end());
-    L.tensor_bucket.resize(L.tensors.size(), -1);
-    for (bool expert : {false, true}) {
-      int open = -1;
-      for (std::size_t i = tensors.size(); i-- > 0;) {
-        if (tensors[i].expert != expert) continue;
-        if (open < 0) {
-          L.buckets.push_back({});
-          L.buckets.back().expert = expert;
-          open = static_cast<int>(L.buckets.size()) - 1;
-        }
-        Bucket& b = L.buckets[static_cast<std::size_t>(open)];
-        b.elements += tensors[i].elements;
-        ++b.tensors;
-        L.tensor_bucket[base + i] = open;
-        if (b.elements >= bucket_size_) open = -1;
-      }
-    }
+  StageParams sp = part_.stage_params(stage, bucket_size_);
+  L.tensors = std::move(sp.tensors);
+  L.tensor_bucket = std::move(sp.tensor_bucket);
+  for (const GradBucket& gb : sp.buckets) {
+    L.buckets.push_back({});
+    L.buckets.back().expert = gb.expert;
+    L.buckets.back().elements = gb.elements;
+    L.buckets.back().tensors = static_cast<int>(gb.tensors.size());
   }
   for (std::size_t i = 0; i < L.tensors.size(); ++i) {
     L.tensor_index[tensor_key(L.tensors[i].layer, L.tensors[i].role)] = static_cast<int>(i);

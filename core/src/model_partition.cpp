@@ -87,4 +87,31 @@ RankParams ModelPartition::rank_params(int stage) const {
   return r;
 }
 
+StageParams ModelPartition::stage_params(int stage, std::int64_t bucket_elements) const {
+  StageParams out;
+  for (int c = 0; c < chunks_; ++c) {
+    const std::vector<ParamTensor> tensors = chunk_params(stage, c);
+    const std::size_t base = out.tensors.size();
+    out.tensors.insert(out.tensors.end(), tensors.begin(), tensors.end());
+    out.tensor_bucket.resize(out.tensors.size(), -1);
+    for (bool expert : {false, true}) {
+      int open = -1;
+      for (std::size_t i = tensors.size(); i-- > 0;) {
+        if (tensors[i].expert != expert) continue;
+        if (open < 0) {
+          out.buckets.push_back({});
+          out.buckets.back().expert = expert;
+          open = static_cast<int>(out.buckets.size()) - 1;
+        }
+        GradBucket& b = out.buckets[static_cast<std::size_t>(open)];
+        b.elements += tensors[i].elements;
+        b.tensors.push_back(static_cast<int>(base + i));
+        out.tensor_bucket[base + i] = open;
+        if (b.elements >= bucket_elements) open = -1;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace planner

@@ -170,9 +170,11 @@ bool read_gpu_fields(JsonObject& obj, GpuSpec& g) {
   if (obj.read("hbm_GiB", hbm_gib, Need::kRequired, {0.0, 65536.0, true, "GiB, not bytes"})) {
     g.hbm = gibibytes(hbm_gib);
   }
+  // At least a DDR channel (~20 GB/s: a CPU host's memory, see presets/gpus/cpu-host.json); the
+  // bound catches a bandwidth given in TB/s.
   double hbm_bw = 0;
   if (obj.read("hbm_bandwidth_GBps", hbm_bw, Need::kRequired,
-               {50.0, 1e6, false, "GB/s: 3.35 TB/s is 3350"})) {
+               {10.0, 1e6, false, "GB/s: 3.35 TB/s is 3350"})) {
     g.hbm_bandwidth = GBps(hbm_bw);
   }
   obj.read("tdp_W", g.tdp_watts, Need::kOptional, {1.0, 10000.0, false, "watts"});

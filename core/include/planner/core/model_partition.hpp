@@ -39,6 +39,21 @@ struct ParamTensor {
   int grad_producers = 1;          // ops adding to its gradient per micro-batch (2: tied, pp = 1)
 };
 
+// A data-parallel gradient bucket (Megatron-LM's DDP buckets): the tensors whose gradients are
+// reduced together, laid out in one flat buffer in the order listed.
+struct GradBucket {
+  bool expert = false;        // expert weights (reduced over expert data parallelism)
+  std::int64_t elements = 0;  // sum of the tensors' elements
+  std::vector<int> tensors;   // indices into StageParams::tensors, in flat-buffer order
+};
+
+// The parameter tensors of one rank of a stage and their gradient buckets.
+struct StageParams {
+  std::vector<ParamTensor> tensors;  // every chunk, chunk by chunk, in registration order
+  std::vector<int> tensor_bucket;    // bucket of each tensor
+  std::vector<GradBucket> buckets;   // chunk by chunk: dense buckets, then expert buckets
+};
+
 // Parameter elements on one rank, by how they are synchronised.
 struct RankParams {
   std::int64_t dense = 0;      // reduced over dp (dp-cp): attention, dense MLP, router, norms
@@ -74,6 +89,11 @@ class ModelPartition {
   std::vector<ParamTensor> chunk_params(int stage, int chunk) const;
   // Totals over all chunks of a rank of `stage`.
   RankParams rank_params(int stage) const;
+  // All tensors of a rank of `stage` and their gradient buckets: per chunk, dense and expert
+  // tensors apart, walked in reverse registration order (the order backward produces their
+  // gradients); a bucket closes once it holds at least `bucket_elements` (>= 1) elements. The
+  // lowering reduces these buckets; the executor lays its gradient buffers out the same way.
+  StageParams stage_params(int stage, std::int64_t bucket_elements) const;
 
  private:
   ModelSpec model_;

@@ -1,0 +1,45 @@
+// MPI plumbing shared by the MPI world and the cpu backend (private to executor/).
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <string_view>
+
+#include "planner/core/status.hpp"
+#include "planner/exec/communicator.hpp"
+#include "planner/exec/mpi_world.hpp"
+
+namespace planner::exec {
+
+struct MpiWorld::Impl {
+  MPI_Comm base = MPI_COMM_NULL;     // the world's ranks (owned unless MPI_COMM_WORLD)
+  MPI_Comm control = MPI_COMM_NULL;  // a duplicate for the out-of-band channel
+  bool owns_base = false;
+  bool finalize = false;  // this world initialised MPI
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  std::string host;
+};
+
+// Ok, or kRuntime "MPI_Iallreduce failed: <MPI's error string>" (context `call` names the call).
+Status mpi_check(int rc, std::string_view call);
+
+MPI_Datatype mpi_type(DType type);
+
+// The pause between two polls of a wait, `polls` being the polls so far: first it yields the core,
+// later it sleeps, so that ranks oversubscribing cores (tests run 8 ranks on 2) let the rank they
+// wait for run.
+void pause_between_polls(int polls);
+
+// Polls `request` until it completes or the deadline passes (pausing as above). On timeout the
+// request stays posted (the caller aborts).
+Status wait_request(MPI_Request* request, Deadline deadline, std::string_view what,
+                    double timeout_s);
+
+// The seconds between now and the deadline, rounded, for messages.
+double seconds_left(Deadline deadline);
+
+}  // namespace planner::exec

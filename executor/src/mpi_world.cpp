@@ -1,0 +1,260 @@
+#include "planner/exec/mpi_world.hpp"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "mpi_common.hpp"
+
+namespace planner::exec {
+namespace {
+
+// Polls in a row before a waiting rank starts to sleep between polls, and the sleep. A poll is a
+// few hundred nanoseconds; ~200 polls with sched_yield cover the typical latency of a shared-memory
+// message, after which a waiting rank gives its core to the others for 50 us at a time.
+constexpr int kSpinPolls = 200;
+constexpr auto kPollSleep = std::chrono::microseconds(50);
+
+// Variables launchers set in every rank's environment: Open MPI, MPICH/Hydra (PMI), PMIx, Slurm.
+constexpr const char* kLauncherVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                                              "SLURM_PROCID"};
+
+}  // namespace
+
+Status mpi_check(int rc, std::string_view call) {
+  if (rc == MPI_SUCCESS) return Status::ok();
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return Status::runtime(std::string(call) +
+                         " failed: " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+MPI_Datatype mpi_type(DType type) {
+  switch (type) {
+    case DType::kFloat32:
+      return MPI_FLOAT;
+    case DType::kFloat64:
+      return MPI_DOUBLE;
+    case DType::kInt32:
+      return MPI_INT32_T;
+    case DType::kInt64:
+      return MPI_INT64_T;
+    case DType::kByte:
+      return MPI_BYTE;
+  }
+  return MPI_BYTE;
+}
+
+double seconds_left(Deadline deadline) {
+  return std::chrono::duration<double>(deadline.at - Clock::now()).count();
+}
+
+Status wait_request(MPI_Request* request, Deadline deadline, std::string_view what,
+                    double timeout_s) {
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Test(request, &done, MPI_STATUS_IGNORE), what));
+    if (done) return Status::ok();
+    if (deadline.passed()) {
+      return Status::timeout(std::string(what) + " did not complete within " +
+                             std::to_string(static_cast<long long>(timeout_s)) + " s");
+    }
+    pause_between_polls(polls);
+  }
+}
+
+void pause_between_polls(int polls) {
+  if (polls < kSpinPolls) {
+    sched_yield();
+  } else {
+    std::this_thread::sleep_for(kPollSleep);
+  }
+}
+
+bool launched_by_mpi() {
+  for (const char* v : kLauncherVariables) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+std::string MpiWorld::library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string v(text, static_cast<std::size_t>(len));
+  const auto nl = v.find_first_of("\r\n");
+  if (nl != std::string::npos) v.resize(nl);
+  return v;
+}
+
+namespace {
+
+// Fills rank, size, the host and the host-local rank of `impl` from its base communicator.
+Status describe(MpiWorld::Impl& impl) {
+  PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Comm_rank(impl.base, &impl.rank), "MPI_Comm_rank"));
+  PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Comm_size(impl.base, &impl.size), "MPI_Comm_size"));
+  PLANNER_RETURN_IF_ERROR(
+      mpi_check(MPI_Comm_set_errhandler(impl.base, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"));
+  PLANNER_RETURN_IF_ERROR(
+      mpi_check(MPI_Comm_dup(impl.base, &impl.control), "MPI_Comm_dup (control channel)"));
+  MPI_Comm local = MPI_COMM_NULL;
+  PLANNER_RETURN_IF_ERROR(mpi_check(
+      MPI_Comm_split_type(impl.base, MPI_COMM_TYPE_SHARED, impl.rank, MPI_INFO_NULL, &local),
+      "MPI_Comm_split_type (ranks on this host)"));
+  MPI_Comm_rank(local, &impl.local_rank);
+  MPI_Comm_size(local, &impl.local_size);
+  MPI_Comm_free(&local);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  impl.host.assign(name, static_cast<std::size_t>(len));
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MpiWorld>> MpiWorld::init(int* argc, char*** argv) {
+  auto impl = std::make_unique<Impl>();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    PLANNER_RETURN_IF_ERROR(
+        mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread"));
+    impl->finalize = true;
+  }
+  impl->base = MPI_COMM_WORLD;
+  PLANNER_RETURN_IF_ERROR(describe(*impl));
+  return std::unique_ptr<MpiWorld>(new MpiWorld(std::move(impl)));
+}
+
+Result<std::unique_ptr<MpiWorld>> MpiWorld::split(int color) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  PLANNER_RETURN_IF_ERROR(
+      mpi_check(MPI_Comm_split(impl_->base, color >= 0 ? color : MPI_UNDEFINED, impl_->rank, &comm),
+                "MPI_Comm_split (sub-world)"));
+  if (comm == MPI_COMM_NULL) return std::unique_ptr<MpiWorld>();
+  auto impl = std::make_unique<Impl>();
+  impl->base = comm;
+  impl->owns_base = true;
+  PLANNER_RETURN_IF_ERROR(describe(*impl));
+  return std::unique_ptr<MpiWorld>(new MpiWorld(std::move(impl)));
+}
+
+MpiWorld::MpiWorld(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MpiWorld::~MpiWorld() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // a world that outlived MPI (e.g. a static one in a test)
+  if (impl_->control != MPI_COMM_NULL) MPI_Comm_free(&impl_->control);
+  if (impl_->owns_base && impl_->base != MPI_COMM_NULL) MPI_Comm_free(&impl_->base);
+  if (impl_->finalize) MPI_Finalize();
+}
+
+int MpiWorld::rank() const {
+  return impl_->rank;
+}
+int MpiWorld::size() const {
+  return impl_->size;
+}
+int MpiWorld::local_rank() const {
+  return impl_->local_rank;
+}
+int MpiWorld::local_size() const {
+  return impl_->local_size;
+}
+const std::string& MpiWorld::host() const {
+  return impl_->host;
+}
+
+Result<std::vector<std::optional<std::string>>> MpiWorld::gather(std::string_view mine,
+                                                                 Deadline deadline) {
+  // Point-to-point rather than MPI_Igatherv, so that rank 0 learns which ranks did not report.
+  constexpr int kSizeTag = 1;
+  constexpr int kDataTag = 2;
+  const double timeout = seconds_left(deadline);
+  long long my_size = static_cast<long long>(mine.size());
+  if (impl_->rank != 0) {
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    PLANNER_RETURN_IF_ERROR(mpi_check(
+        MPI_Isend(&my_size, 1, MPI_LONG_LONG, 0, kSizeTag, impl_->control, &req[0]), "MPI_Isend"));
+    PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Isend(mine.data(), static_cast<int>(my_size), MPI_BYTE, 0,
+                                                kDataTag, impl_->control, &req[1]),
+                                      "MPI_Isend"));
+    for (MPI_Request& r : req) {
+      PLANNER_RETURN_IF_ERROR(wait_request(&r, deadline, "a report to rank 0", timeout));
+    }
+    return std::vector<std::optional<std::string>>();
+  }
+  const auto n = static_cast<std::size_t>(impl_->size);
+  std::vector<std::optional<std::string>> out(n);
+  out[0] = std::string(mine);
+  std::vector<long long> sizes(n, -1);
+  std::vector<std::string> data(n);
+  std::vector<MPI_Request> req(n, MPI_REQUEST_NULL);
+  std::vector<int> stage(n, 0);  // 0: size pending, 1: data pending, 2: done
+  for (std::size_t r = 1; r < n; ++r) {
+    PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Irecv(&sizes[r], 1, MPI_LONG_LONG, static_cast<int>(r),
+                                                kSizeTag, impl_->control, &req[r]),
+                                      "MPI_Irecv"));
+  }
+  std::size_t open = n - 1;
+  for (int polls = 0; open > 0; ++polls) {
+    for (std::size_t r = 1; r < n; ++r) {
+      if (stage[r] == 2) continue;
+      int done = 0;
+      PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Test(&req[r], &done, MPI_STATUS_IGNORE), "MPI_Test"));
+      if (!done) continue;
+      if (stage[r] == 0) {
+        if (sizes[r] < 0 || sizes[r] > std::numeric_limits<int>::max()) {
+          return Status::runtime("rank " + std::to_string(r) + " reported a malformed size");
+        }
+        data[r].resize(static_cast<std::size_t>(sizes[r]));
+        PLANNER_RETURN_IF_ERROR(
+            mpi_check(MPI_Irecv(data[r].data(), static_cast<int>(sizes[r]), MPI_BYTE,
+                                static_cast<int>(r), kDataTag, impl_->control, &req[r]),
+                      "MPI_Irecv"));
+        stage[r] = 1;
+      } else {
+        out[r] = std::move(data[r]);
+        stage[r] = 2;
+        --open;
+      }
+    }
+    if (open == 0 || deadline.passed()) break;
+    pause_between_polls(polls);
+  }
+  return out;
+}
+
+Result<std::string> MpiWorld::broadcast(std::string_view data, Deadline deadline) {
+  const double timeout = seconds_left(deadline);
+  long long size = impl_->rank == 0 ? static_cast<long long>(data.size()) : 0;
+  MPI_Request req = MPI_REQUEST_NULL;
+  PLANNER_RETURN_IF_ERROR(
+      mpi_check(MPI_Ibcast(&size, 1, MPI_LONG_LONG, 0, impl_->control, &req), "MPI_Ibcast (size)"));
+  PLANNER_RETURN_IF_ERROR(wait_request(&req, deadline, "MPI_Ibcast from rank 0", timeout));
+  if (size > std::numeric_limits<int>::max()) {
+    return Status::invalid_input("broadcast: more than 2^31 bytes");
+  }
+  std::string out =
+      impl_->rank == 0 ? std::string(data) : std::string(static_cast<std::size_t>(size), '\0');
+  PLANNER_RETURN_IF_ERROR(
+      mpi_check(MPI_Ibcast(out.data(), static_cast<int>(size), MPI_BYTE, 0, impl_->control, &req),
+                "MPI_Ibcast"));
+  PLANNER_RETURN_IF_ERROR(wait_request(&req, deadline, "MPI_Ibcast from rank 0", timeout));
+  return out;
+}
+
+void MpiWorld::abort(int exit_code) {
+  MPI_Abort(impl_->base, exit_code);
+  std::_Exit(exit_code);
+}
+
+}  // namespace planner::exec

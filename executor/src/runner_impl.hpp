@@ -1,0 +1,249 @@
+// Runner internals shared by runner.cpp (setup, scheduling, synchronisation, optimizer),
+// runner_layer.cpp (transformer layers) and runner_ends.cpp (embedding, LM head and loss, pipeline
+// transfers).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/core/model_partition.hpp"
+#include "planner/core/plan.hpp"
+#include "planner/core/program.hpp"
+#include "planner/exec/backend.hpp"
+#include "planner/exec/device_buffer.hpp"
+#include "planner/exec/model_state.hpp"
+#include "planner/exec/runner.hpp"
+#include "planner/exec/synthetic_data.hpp"
+
+namespace planner::exec {
+
+// Norm epsilon: PyTorch's LayerNorm default and Megatron-LM's layernorm_epsilon (1e-5); Llama's
+// RMSNorm uses the same (norm_eps 1e-5 in Llama 2's params.json).
+inline constexpr float kNormEps = 1e-5f;
+// RoPE base (RoFormer; Llama 2's rope_theta).
+inline constexpr double kRopeTheta = 10000.0;
+
+// Shapes of one rank (elements).
+struct Shapes {
+  std::int64_t b = 1;    // micro-batch size
+  std::int64_t seq = 0;  // full sequence length
+  std::int64_t sl = 0;   // tokens of a sequence on this rank (seq / cp)
+  std::int64_t T = 0;    // rows of a micro-batch on this rank: b x sl
+  std::int64_t Ts = 0;   // rows of the residual stream: T, or T / tp with sequence parallelism
+  std::int64_t h = 0, hd = 0, heads = 0, kv_heads = 0;  // heads: local query heads
+  std::int64_t q = 0, kv = 0, qkv = 0;                  // local widths
+  std::int64_t f = 0;                                   // local ffn width
+  std::int64_t vocab = 0, V = 0, vocab_start = 0;       // V: local vocabulary rows
+  int chunks = 1;       // sequence chunks per rank: 1, or 2 with context parallelism
+  std::int64_t sc = 0;  // tokens per chunk (sl / chunks)
+  int tp = 1, tp_rank = 0, cp = 1, cp_rank = 0, dp_rank = 0, stage = 0;
+  int microbatches = 0;
+  int local_layers = 0;  // layers on this rank (all chunks)
+  bool sp = false, gated = false, layer_norm = true, bias = false, learned = false, rope = false;
+  std::int64_t global_tokens = 0;  // per step
+};
+
+// Activations of one layer and micro-batch (forward values kept for backward, backward
+// temporaries). A buffer is empty when not (or no longer) held.
+struct LayerActs {
+  DeviceBuffer x;  // layer input [Ts, h]
+  DeviceBuffer n1, mean1, rstd1, n1_full;
+  DeviceBuffer qkv;     // fused projection [T, qkv] until split
+  DeviceBuffer q, kv;   // q [T, q] and k | v [2][T, kv], rotated
+  DeviceBuffer o, lse;  // attention output [T, q] and log-sum-exp [T, heads]
+  DeviceBuffer y1, y1s, res1;
+  DeviceBuffer n2, mean2, rstd2, n2_full;
+  DeviceBuffer gate, up, act, y2, y2s;
+  Ticket kv_send;                  // the own K/V block's send (forward or recompute)
+  std::vector<DeviceBuffer> ring;  // context-parallel K/V blocks received (forward / recompute)
+  std::vector<Ticket> ring_sends;  // the send of each held block (index 0: the own block)
+  // Backward.
+  DeviceBuffer dy;  // gradient of the layer output [Ts, h]
+  DeviceBuffer g, dact, dgate, dup, dn2, dn2s, dnorm2, dres, g2, d_o, delta, dq, dkv, dqkv, dn1,
+      dn1s, dnorm1;
+  std::vector<DeviceBuffer> bring;     // K/V blocks received in backward
+  std::vector<Ticket> bring_sends;     // index 0: the own block's send
+  std::vector<DeviceBuffer> dacc;      // dK/dV sums of the block held at each ring step
+  std::vector<DeviceBuffer> dpartial;  // dK/dV partial sums received (index: ring step)
+  int open = 0;                        // backward ops still to run before the layer is freed
+};
+
+struct EmbeddingActs {
+  DeviceBuffer batch;  // int64 tokens | positions, as broadcast
+  DeviceBuffer ids, pos;
+  DeviceBuffer out;  // [T, h] before the tensor-parallel reduction
+  DeviceBuffer dy, g;
+};
+
+struct HeadActs {
+  DeviceBuffer batch;   // int64 labels | fp32 loss mask, as broadcast
+  DeviceBuffer labels;  // int32 [T]
+  DeviceBuffer x, fn, mean, rstd, fn_full, logits, stats, loss, lse, dfn, dfns;
+  int open = 0;  // backward ops still to run before the head is freed
+};
+
+struct ChunkIo {
+  DeviceBuffer out;  // the chunk's output activation (to send, or to the final norm)
+  DeviceBuffer din;  // the gradient of the chunk's input (to send, or to the embedding)
+};
+
+// What an op is, decoded once.
+struct OpCtx {
+  std::size_t index = 0;
+  const Op* op = nullptr;
+  const OpDesc* d = nullptr;
+  OpRole role = OpRole::kAttnNorm;
+  Phase phase = Phase::kForward;
+  int layer = OpId::kNone;
+  int mb = OpId::kNone;
+  int slot = 0;
+  const std::string* name = nullptr;  // the op id as text
+};
+
+struct Runner::Impl {
+  // ---- set-up (runner.cpp)
+  Impl(const Plan& plan, Backend& backend, const RunnerOptions& options, StepProgram program,
+       ModelPartition partition);
+  Status init();
+  Status init_communicators();
+  Status init_layout();
+
+  // ---- the step (runner.cpp)
+  Result<StepStats> run_step(std::int64_t step);
+  Status issue(std::size_t i);
+  Status await(Ticket t);
+  Status collect_retired();
+  // Frees `buffer` once the communication reading or writing it has completed.
+  void retire(DeviceBuffer buffer, Ticket t, Ticket also = {});
+  Status finish_step();
+  Status dispatch(const OpCtx& c);
+
+  // ---- hazards on parameter and gradient groups (runner.cpp)
+  Status touch_grads(int group);
+  Status touch_params(int group);
+  Status touch_all();
+  Status unpack_replicated();
+
+  // ---- data-parallel, optimizer and other step-phase ops (runner.cpp)
+  Status grad_reduce(const OpCtx& c);
+  Status param_gather(const OpCtx& c);
+  Status sp_norm_grad_reduce(const OpCtx& c);
+  Status embedding_grad_reduce(const OpCtx& c);
+  Status grad_norm(const OpCtx& c);
+  Status optimizer_step(const OpCtx& c);
+  Result<double> local_grad_square_sum();
+
+  // ---- transformer layers (runner_layer.cpp)
+  Status layer_forward(const OpCtx& c);
+  Status layer_backward(const OpCtx& c);
+  Status attention_forward(const OpCtx& c, LayerActs& a);
+  Status attention_backward(const OpCtx& c, LayerActs& a);
+  Status norm_forward(const float* x, int tensor, std::int64_t rows, DeviceBuffer& y,
+                      DeviceBuffer& mean, DeviceBuffer& rstd);
+  Status norm_backward(const float* dy, const float* x, int tensor, const DeviceBuffer& mean,
+                       const DeviceBuffer& rstd, std::int64_t rows, DeviceBuffer& dx);
+  void layer_done(int mb, int layer);
+
+  // ---- model ends and pipeline transfers (runner_ends.cpp)
+  Status embedding_op(const OpCtx& c);
+  Status head_op(const OpCtx& c);
+  Status loss_op(const OpCtx& c);
+  Status pipeline_op(const OpCtx& c);
+  Status data_broadcast(const OpCtx& c);
+  void head_done(int mb);
+
+  // ---- helpers
+  Result<DeviceBuffer> alloc(std::int64_t floats, const char* what);
+  Status ensure(DeviceBuffer& b, std::int64_t floats, const char* what);
+  LayerActs& acts(int mb, int layer);
+  int local_layer(int layer) const;
+  int chunk_of(int layer) const { return part.chunk_of_layer(layer); }
+  bool first_in_chunk(int layer) const;
+  bool last_in_chunk(int layer) const;
+  ChunkIo& io(int mb, int chunk);
+  int tensor(int layer, OpRole role) const;
+  Communicator* group_comm(const OpCtx& c) const;
+  Status check_gemm(const OpCtx& c, std::int64_t m, std::int64_t n, std::int64_t k) const;
+  Status check_rows(const OpCtx& c, std::int64_t m, std::int64_t n) const;
+  Status mismatch(const OpCtx& c, const std::string& what) const;
+  // Linear layer products (program.hpp): forward Y = X W^T, input gradient dX (+)= dY W, weight
+  // gradient dW += dY^T X.
+  Status linear_forward(const OpCtx& c, const float* x, const float* w, std::int64_t rows,
+                        std::int64_t in, std::int64_t out, float* y);
+  Status linear_input_grad(const OpCtx& c, const float* dy, const float* w, std::int64_t rows,
+                           std::int64_t in, std::int64_t out, float beta, float* dx);
+  Status linear_weight_grad(const OpCtx& c, const float* dy, const float* x, std::int64_t rows,
+                            std::int64_t in, std::int64_t out, float* dw);
+  // A column-parallel projection with its bias: y[T, out] = x W^T (+ b) for weight tensor w.
+  Status column_forward(const OpCtx& c, int w, const float* x, std::int64_t in, std::int64_t out,
+                        float* y);
+  // Weight tensor w's gradient dW += dy^T x over the T rows, and, when the model has biases, its
+  // bias gradient += the column sums of `bias_dy` over `bias_rows` rows.
+  Status weight_grad(const OpCtx& c, int w, const float* dy, const float* x, std::int64_t in,
+                     std::int64_t out, const float* bias_dy, std::int64_t bias_rows);
+  // The parameter group a dp_grad_reduce / dp_param_gather op works on, after checking its size.
+  Result<int> dp_group(const OpCtx& c);
+  // Started communication of op `c` (recorded for its dependants and timing).
+  void started(const OpCtx& c, Ticket t) { op_ticket[c.index] = t; }
+  Deadline deadline() const { return Deadline::after(options.timeout_s); }
+
+  // ---- state
+  const Plan& plan;
+  const ModelSpec& model;
+  Backend& backend;
+  Device& dev;
+  RunnerOptions options;
+  StepProgram program;
+  const RankProgram* rp = nullptr;
+  ModelPartition part;
+  Shapes s;
+  std::unique_ptr<ModelState> state;
+  SyntheticTokens data;
+
+  std::vector<std::unique_ptr<Communicator>> comms;  // this rank's groups
+  std::vector<Communicator*> group_comms;            // by program group id
+  Communicator* tp_comm = nullptr;
+  Communicator* dp_comm = nullptr;
+  Communicator* p2p = nullptr;
+
+  std::vector<std::string> names;       // op id text per op
+  std::vector<Ticket> op_ticket;        // per op: its communication, if any
+  std::vector<Event> op_start, op_end;  // per op (compute: kernel events)
+  std::vector<std::uint8_t> op_comm;    // per op: 1 when its end is its ticket's completion
+
+  std::vector<LayerActs> layer_acts;  // [mb][local layer]
+  std::vector<EmbeddingActs> emb;     // per micro-batch
+  std::vector<HeadActs> head;         // per micro-batch
+  std::vector<ChunkIo> chunk_io;      // [mb][chunk]
+  struct Retired {
+    Ticket a, b;
+    DeviceBuffer buffer;
+  };
+  std::vector<Retired> retired;
+
+  // Per-group hazards: communication still reading or writing the group's buffers.
+  struct GroupHazard {
+    Ticket grads;
+    Ticket params;
+    bool zero_outside_shard = false;  // after a ZeRO reduce-scatter: clear the rest of the buffer
+    bool replicated = false;          // waits for the tp-replicated gradients' unpack
+  };
+  std::vector<GroupHazard> hazards;
+  DeviceBuffer replicated_staging;  // packed tp-replicated gradients (sequence parallelism)
+  Ticket replicated_ticket;
+
+  DeviceBuffer row_positions;  // int32 [T]: global position of each local row
+  DeviceBuffer rope_table;     // [T, head_dim]
+  std::vector<std::int32_t> host_positions;
+  DeviceBuffer loss_acc;  // float per micro-batch
+  DeviceBuffer norm_buf;  // float: the squared gradient norm (reduced by grad_norm)
+  DeviceBuffer norm_acc;  // double accumulator
+  bool have_grad_norm_op = false;
+  std::int64_t step_index = 0;
+  std::vector<std::int32_t> host_tokens;  // scratch: one sequence
+  bool broken = false;
+};
+
+}  // namespace planner::exec

@@ -1,0 +1,83 @@
+// Tiny models and plans for the executor's tests: small enough that 20 training steps on 8
+// oversubscribed ranks take seconds, while exercising every code path of the runner (LayerNorm and
+// RMSNorm, GeLU and SwiGLU, learned positions and RoPE, MHA and GQA, biases, tied embeddings).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "planner/core/catalog.hpp"
+#include "planner/core/plan.hpp"
+
+namespace planner::exec::testing {
+
+// GPT-style: LayerNorm, GeLU, learned positions, multi-head attention, biases.
+inline ModelSpec gpt_test_model(bool tied = false) {
+  ModelSpec m;
+  m.name = tied ? "gpt-test-tied" : "gpt-test";
+  m.num_layers = 4;
+  m.hidden = 32;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 8;
+  m.ffn_hidden = 128;
+  m.mlp = MlpKind::kGelu;
+  m.norm = NormKind::kLayerNorm;
+  m.position_embedding = PositionEmbedding::kLearned;
+  m.vocab = 64;
+  m.tied_embeddings = tied;
+  m.max_seq_len = 64;
+  m.bias = true;
+  return m;
+}
+
+// Llama-style: RMSNorm, SwiGLU, RoPE, grouped-query attention (2 query heads per K/V head), no
+// biases.
+inline ModelSpec llama_test_model() {
+  ModelSpec m;
+  m.name = "llama-test";
+  m.num_layers = 4;
+  m.hidden = 32;
+  m.heads = 4;
+  m.kv_heads = 2;
+  m.head_dim = 8;
+  m.ffn_hidden = 64;
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.position_embedding = PositionEmbedding::kRope;
+  m.vocab = 64;
+  m.max_seq_len = 64;
+  m.bias = false;
+  return m;
+}
+
+inline ParallelConfig par(int tp, int pp, int dp, int cp = 1) {
+  ParallelConfig p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.cp = cp;
+  return p;
+}
+
+// A plan on the cpu-host pseudo-GPU with one host holding every rank.
+inline Plan test_plan(const ModelSpec& model, const ParallelConfig& parallel,
+                      Optimizer optimizer = Optimizer::kAdam, std::int64_t global_batch = 8,
+                      std::int64_t seq = 16) {
+  Plan p;
+  p.name = model.name + " " + short_label(parallel);
+  p.model = model;
+  p.gpu = *builtin_catalog().find_gpu("cpu-host");
+  p.cluster.nodes = 1;
+  p.cluster.gpus_per_node = static_cast<int>(parallel.world_size());
+  p.cluster.gpu = "cpu-host";
+  p.training.global_batch_size = global_batch;
+  p.training.seq_length = seq;
+  p.training.precision = Precision::kFp32;
+  p.training.optimizer = optimizer;
+  p.training.seed = 7;
+  p.parallel = parallel;
+  return p;
+}
+
+}  // namespace planner::exec::testing
