@@ -1,8 +1,8 @@
 #include "planner/sim/fabric.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
-#include <utility>
 
 #include "planner/topo/link_kind.hpp"
 
@@ -56,20 +56,44 @@ Fabric Fabric::build(const topo::Cluster& cluster, const HardwareProfile& profil
       }
     }
   }
+  // Efficiency per link kind, looked up once.
+  std::array<double, EnumTraits<topo::LinkKind>::kNames.size()> efficiency{};
+  for (const auto& [kind, name] : EnumTraits<topo::LinkKind>::kNames)
+    efficiency[static_cast<std::size_t>(kind)] = profile.link(name).efficiency;
+  // Links with the same (class of source, class of destination) form one resource; resources are
+  // numbered in the order of their first link.
+  struct Keyed {
+    std::int64_t src = 0, dst = 0;
+    std::int32_t link = 0;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(links.size());
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    keyed.push_back({cls[static_cast<std::size_t>(links[i].src)],
+                     cls[static_cast<std::size_t>(links[i].dst)], static_cast<std::int32_t>(i)});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return a.src != b.src ? a.src < b.src : a.dst != b.dst ? a.dst < b.dst : a.link < b.link;
+  });
+  std::vector<std::int32_t> head(links.size());  // the first link of each link's pool
+  for (std::size_t i = 0; i < keyed.size(); ++i) {
+    const bool same = i > 0 && keyed[i].src == keyed[i - 1].src && keyed[i].dst == keyed[i - 1].dst;
+    head[static_cast<std::size_t>(keyed[i].link)] =
+        same ? head[static_cast<std::size_t>(keyed[i - 1].link)] : keyed[i].link;
+  }
   Fabric f;
-  f.resource_of_link.reserve(links.size());
-  std::map<std::pair<std::int64_t, std::int64_t>, std::int32_t> pools;
-  for (const topo::Link& l : links) {
-    const double cap = l.bandwidth.raw() * profile.link(to_string(l.kind)).efficiency;
-    const auto key =
-        std::make_pair(cls[static_cast<std::size_t>(l.src)], cls[static_cast<std::size_t>(l.dst)]);
-    const auto [it, fresh] = pools.emplace(key, static_cast<std::int32_t>(f.capacity.size()));
-    if (fresh) {
+  f.resource_of_link.assign(links.size(), -1);
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const double cap =
+        links[i].bandwidth.raw() * efficiency[static_cast<std::size_t>(links[i].kind)];
+    const auto first = static_cast<std::size_t>(head[i]);
+    if (first == i) {
+      f.resource_of_link[i] = static_cast<std::int32_t>(f.capacity.size());
       f.capacity.push_back(cap);
     } else {
-      f.capacity[static_cast<std::size_t>(it->second)] += cap;
+      f.resource_of_link[i] = f.resource_of_link[first];
+      f.capacity[static_cast<std::size_t>(f.resource_of_link[i])] += cap;
     }
-    f.resource_of_link.push_back(it->second);
   }
   return f;
 }

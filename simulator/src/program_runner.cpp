@@ -109,7 +109,10 @@ class Runner {
       : program_(program),
         ctx_(ctx),
         compute_(*ctx.profile),
-        fabric_(Fabric::build(*ctx.cluster, *ctx.profile, ctx.options.balanced_fabric)),
+        owned_fabric_(ctx.fabric != nullptr
+                          ? Fabric{}
+                          : Fabric::build(*ctx.cluster, *ctx.profile, ctx.options.balanced_fabric)),
+        fabric_(ctx.fabric != nullptr ? *ctx.fabric : owned_fabric_),
         network_(fabric_.capacity, engine_, kTransferDone),
         planner_(*ctx.cluster, *ctx.profile, fabric_, ctx.options.algorithm) {}
 
@@ -126,6 +129,8 @@ class Runner {
   void schedule_compute(std::uint32_t ri);
   void arrive_collective(std::uint32_t ri, std::uint32_t i);
   void arrive_p2p(std::uint32_t ri, std::uint32_t i);
+  // A send or receive whose peer was not simulated: it moves data at once.
+  void arrive_p2p_alone(std::uint32_t ri, std::uint32_t i);
   void start_instance(std::uint32_t id);
   void start_phase(std::uint32_t id);
   void finish_instance(std::uint32_t id);
@@ -142,7 +147,8 @@ class Runner {
   const RunContext& ctx_;
   Engine engine_;
   ComputeModel compute_;
-  Fabric fabric_;
+  Fabric owned_fabric_;
+  const Fabric& fabric_;
   Network network_;
   CollectivePlanner planner_;
   std::optional<Symmetry> symmetry_;
@@ -160,6 +166,13 @@ class Runner {
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::unique_ptr<CachedPlan>, PairHash>
       plans_;
   std::vector<CollectiveUse> uses_;
+  // Per (rank index, tag) of a send to an unsimulated peer: whether it started, and a receive of
+  // the same tag (from the other unsimulated neighbour) waiting for it.
+  struct Mirror {
+    bool send_started = false;
+    std::uint32_t waiting_recv = kNone;
+  };
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, Mirror, PairHash> mirror_;
 };
 
 Status Runner::setup() {
@@ -194,6 +207,14 @@ Status Runner::setup() {
     symmetry_ = std::move(s);
   }
   duration_cache_.assign(program_.descs().size() * 2, Time(-1));
+  for (std::size_t ri = 0; ri < ranks.size(); ++ri) {
+    for (const Op& op : ranks[ri].ops()) {
+      if (program_.desc(op).kind == OpKind::kSend && op.peer < program_.total_ranks() &&
+          rank_index_[static_cast<std::size_t>(op.peer)] < 0) {
+        mirror_.emplace(std::make_pair(ri, std::uint64_t{op.tag}), Mirror{});
+      }
+    }
+  }
 
   ranks_.resize(ranks.size());
   for (std::size_t ri = 0; ri < ranks.size(); ++ri) {
@@ -461,26 +482,55 @@ void Runner::arrive_p2p(std::uint32_t ri, std::uint32_t i) {
   const int dst = send ? op.peer : s.prog->rank();
   const bool peer_simulated =
       op.peer < program_.total_ranks() && rank_index_[static_cast<std::size_t>(op.peer)] >= 0;
-  std::uint32_t id = kNone;
   if (!peer_simulated) {
-    id = new_instance(bucket_of(d.stream));
-    instances_[id].members.emplace_back(ri, i);
-  } else {
-    const std::pair<std::uint64_t, std::uint64_t> key{
-        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-            static_cast<std::uint32_t>(dst),
-        op.tag};
-    auto it = posted_.find(key);
-    if (it == posted_.end()) {
-      posted_.emplace(key, std::make_pair(ri, i));
-      return;
+    // The peer is symmetric to this rank: its send to us happens when our own send with the same
+    // tag (to our other neighbour) happens. A receive waits for that send when the rank has one.
+    const auto mirror = mirror_.find({ri, op.tag});
+    if (mirror != mirror_.end()) {
+      Mirror& m = mirror->second;
+      if (send) {
+        m.send_started = true;
+        if (m.waiting_recv != kNone) {
+          const std::uint32_t recv = m.waiting_recv;
+          m.waiting_recv = kNone;
+          arrive_p2p_alone(ri, recv);
+        }
+      } else if (!m.send_started) {
+        m.waiting_recv = i;
+        return;
+      }
     }
-    id = new_instance(bucket_of(d.stream));
-    instances_[id].members.push_back(it->second);
-    instances_[id].members.emplace_back(ri, i);
-    posted_.erase(it);
+    arrive_p2p_alone(ri, i);
+    return;
   }
+  const std::pair<std::uint64_t, std::uint64_t> key{
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+          static_cast<std::uint32_t>(dst),
+      op.tag};
+  auto it = posted_.find(key);
+  if (it == posted_.end()) {
+    posted_.emplace(key, std::make_pair(ri, i));
+    return;
+  }
+  const std::uint32_t id = new_instance(bucket_of(d.stream));
+  instances_[id].members.push_back(it->second);
+  instances_[id].members.emplace_back(ri, i);
+  posted_.erase(it);
   const CachedPlan& plan = p2p_plan(src, dst, d);
+  instances_[id].plan = &plan.plan;
+  instances_[id].use = plan.use;
+  start_instance(id);
+}
+
+void Runner::arrive_p2p_alone(std::uint32_t ri, std::uint32_t i) {
+  const RankState& s = ranks_[ri];
+  const Op& op = s.prog->op(i);
+  const OpDesc& d = program_.desc(op);
+  const bool send = d.kind == OpKind::kSend;
+  const std::uint32_t id = new_instance(bucket_of(d.stream));
+  instances_[id].members.emplace_back(ri, i);
+  const CachedPlan& plan =
+      send ? p2p_plan(s.prog->rank(), op.peer, d) : p2p_plan(op.peer, s.prog->rank(), d);
   instances_[id].plan = &plan.plan;
   instances_[id].use = plan.use;
   start_instance(id);

@@ -85,6 +85,7 @@ Result<SimResult> simulate(const SimInput& input) {
   ctx.gpu_of_rank = gpu_of_rank;
   ctx.profile = input.profile.get();
   ctx.parallel = &plan.parallel;
+  ctx.fabric = input.fabric.get();
   ctx.options = options.run;
   PLANNER_ASSIGN_OR_RETURN(ProgramRun run, run_program(program, ctx));
 

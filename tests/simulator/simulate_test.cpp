@@ -166,7 +166,12 @@ TEST(Representative, AgreesWithFullSimulation) {
   ParallelConfig across;  // data parallelism across nodes
   across.tp = 2;
   across.dp = 8;
-  for (const ParallelConfig& parallel : {within, across}) {
+  ParallelConfig context;  // a context-parallel ring that one rank per stage does not simulate
+  context.tp = 2;
+  context.cp = 2;
+  context.pp = 2;
+  context.dp = 2;
+  for (const ParallelConfig& parallel : {within, across, context}) {
     SimInput in = input_for("dgx-h100-superpod", 2, parallel, 32);
     in.options.ranks = RankSubset::kAll;
     const SimResult full = simulate_ok(in);

@@ -45,8 +45,6 @@
 #pragma once
 
 #include <array>
-#include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>

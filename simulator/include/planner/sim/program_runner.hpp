@@ -4,10 +4,13 @@
 // Execution semantics are program.hpp's: every op runs on its rank's stream in program order once
 // the ops it depends on have finished; a collective starts moving data when every simulated
 // member has issued it (members that were not lowered are taken to be symmetric and ready) and
-// finishes for all members together; a send and its receive start together once both are posted
-// (a peer that was not lowered is taken to be ready). Each rank has one compute unit (the compute
-// stream, running one op at a time) and its communication streams overlap it; while a collective
-// or message of the rank moves data, compute runs at (1 − comm_slowdown) of its speed.
+// finishes for all members together; a send and its receive start together once both are posted.
+// A message with a peer that was not lowered moves at once, except a receive when the rank itself
+// sends a message with the same tag to an unlowered peer (a context-parallel ring): the symmetric
+// peer sends when this rank does, so the receive starts with that send. Each rank has one compute
+// unit (the compute stream, running one op at a time) and its communication streams overlap it;
+// while a collective or message of the rank moves data, compute runs at (1 − comm_slowdown) of its
+// speed.
 //
 // Time accounting per rank (exact: the buckets add up to the step time): at every instant the
 // rank is computing (compute stream busy), else exposing communication of one axis (tp, cp, ep,
@@ -61,6 +64,9 @@ struct RunContext {
   // The parallel config the program was lowered from; needed for background copies (nullptr:
   // none, as for hand-built programs).
   const ParallelConfig* parallel = nullptr;
+  // The cluster's network resources under `profile` with options.balanced_fabric; nullptr: built
+  // here (callers that run many simulations on one cluster build it once).
+  const Fabric* fabric = nullptr;
   RunOptions options;
 };
 
