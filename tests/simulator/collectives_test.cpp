@@ -234,3 +234,33 @@ TEST(Planner, CopiesAddTheirLinks) {
 
 }  // namespace
 }  // namespace planner::sim
+
+namespace planner::sim {
+namespace {
+
+// Across nodes ring and tree agree on bandwidth for large messages (both bounded by the NICs);
+// hierarchical runs its three phases one after the other, so it is slower for large messages but
+// beats the ring on latency (2(k-1) network steps instead of 2(n-1)); the double binary tree has
+// the lowest latency (log k network steps).
+TEST(Planner, MultiNodeAlgorithmsAgreeOnBandwidthTreeWinsOnLatency) {
+  auto cluster = testing::preset_cluster("dgx-a100-superpod", 8);
+  const HardwareProfile& p = *builtin_profile_for(*builtin_catalog().find_gpu("A100"));
+  const Fabric fabric = Fabric::build(*cluster, p);
+  const auto gpus = iota(0, 64);
+  auto estimate = [&](Algorithm a, std::int64_t bytes) {
+    const CommPlan plan = CollectivePlanner(*cluster, p, fabric, a)
+                              .collective(OpKind::kAllReduce, Bytes(bytes), gpus);
+    EXPECT_EQ(plan.algorithm, a);
+    return to_seconds(plan.estimate);
+  };
+  const std::int64_t big = 4LL << 30;
+  const double ring = estimate(Algorithm::kRing, big);
+  EXPECT_NEAR(estimate(Algorithm::kTree, big) / ring, 1.0, 0.2);
+  EXPECT_GT(estimate(Algorithm::kHierarchical, big), ring);
+  const std::int64_t small = 1 << 20;
+  EXPECT_LT(estimate(Algorithm::kTree, small), estimate(Algorithm::kHierarchical, small));
+  EXPECT_LT(estimate(Algorithm::kHierarchical, small), 0.5 * estimate(Algorithm::kRing, small));
+}
+
+}  // namespace
+}  // namespace planner::sim

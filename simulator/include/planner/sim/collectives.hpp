@@ -17,7 +17,8 @@
 //                 steps for k islands of g members.
 //   hierarchical  all-reduce across islands of equal size g: reduce-scatter inside every island,
 //                 g rings across islands (one per local index) all-reducing S/g, all-gather inside
-//                 every island (three phases).
+//                 every island: three phases one after the other (not pipelined, as in Horovod's
+//                 hierarchical all-reduce), so it wins on latency, not on bandwidth.
 //   nvls          all-reduce inside one NVSwitch domain with NVLink SHARP: every GPU sends S up to
 //                 the switch and receives S back; 2 steps.
 //   direct        all-to-all: every member sends S/n to every other member at once; 1 step.
