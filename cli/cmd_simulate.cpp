@@ -242,7 +242,8 @@ void print_report(std::ostream& out, const Setup& setup, const sim::SimResult& r
   const char* how = r.subset == RankSubset::kAll                   ? "every rank"
                     : r.subset == RankSubset::kDataParallelReplica ? "one data-parallel replica"
                                                                    : "one rank per stage";
-  out << "simulated " << r.simulated_ranks << " ranks (" << how << ")"
+  out << "simulated " << r.simulated_ranks << (r.simulated_ranks == 1 ? " rank (" : " ranks (")
+      << how << ")"
       << (r.subset == RankSubset::kAll ? "" : "; the others' traffic loads the fabric") << "\n\n";
   KeyValues kv;
   if (!r.simulated) {
