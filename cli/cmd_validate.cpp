@@ -4,6 +4,7 @@
 #include "app.hpp"
 #include "planner/core/json_reader.hpp"
 #include "planner/core/loaders.hpp"
+#include "planner/sim/profiles.hpp"
 #include "planner/topo/topology_json.hpp"
 
 namespace planner::cli {
@@ -14,6 +15,7 @@ DocumentTypes all_document_types(const Catalog& catalog) {
   DocumentTypes types;
   register_core_documents(types, catalog);
   topo::register_topology_documents(types);
+  sim::register_profile_documents(types);
   return types;
 }
 

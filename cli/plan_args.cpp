@@ -63,6 +63,7 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
     r.training = plan.training;
     r.parallel = plan.parallel;
     r.gpu = plan.gpu;
+    r.cluster = plan.cluster;
     return r;
   }
   PLANNER_ASSIGN_OR_RETURN(r.model, resolve_model(catalog, args.model));

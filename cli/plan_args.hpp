@@ -2,11 +2,13 @@
 // shared by the commands that evaluate one: `--plan FILE` or flags in Megatron's vocabulary.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "planner/core/catalog.hpp"
+#include "planner/core/cluster_spec.hpp"
 #include "planner/core/gpu_spec.hpp"
 #include "planner/core/model_spec.hpp"
 #include "planner/core/parallel_config.hpp"
@@ -33,7 +35,8 @@ struct ResolvedPlan {
   ModelSpec model;
   TrainingSpec training;
   ParallelConfig parallel;
-  GpuSpec gpu;  // empty name when no GPU was given
+  GpuSpec gpu;                         // empty name when no GPU was given
+  std::optional<ClusterSpec> cluster;  // the plan file's cluster (--plan only)
 };
 
 // Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,

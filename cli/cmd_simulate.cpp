@@ -1,0 +1,529 @@
+// planner simulate: one training step of a plan on a cluster, timed by the discrete-event simulator
+// (simulator/), with a step report, an optional Perfetto trace, and a record in the database.
+// planner sim-models: the simulator's models with their assumptions and sources.
+//
+// A plan that does not fit in GPU memory is reported (the memory section and "does not fit: ...")
+// and the command exits 1 without timing it; --ignore-memory simulates it anyway.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "app.hpp"
+#include "db_options.hpp"
+#include "output.hpp"
+#include "plan_args.hpp"
+#include "planner/core/hardware_profile.hpp"
+#include "planner/core/loaders.hpp"
+#include "planner/core/spec_json.hpp"
+#include "planner/sim/model_registry.hpp"
+#include "planner/sim/profiles.hpp"
+#include "planner/sim/simulate.hpp"
+#include "planner/store/metrics.hpp"
+#include "planner/store/plans.hpp"
+#include "planner/store/predictions.hpp"
+#include "planner/store/profiles.hpp"
+#include "planner/store/runs.hpp"
+#include "planner/topo/topology_catalog.hpp"
+
+namespace planner::cli {
+namespace {
+
+struct SimulateArgs {
+  PlanArgs config;
+  std::string topology;
+  int nodes = 0;
+  std::string profile;
+  std::string ranks = "stage";
+  bool full = false;
+  std::string algorithm = "auto";
+  std::string trace;
+  bool ignore_memory = false;
+  bool no_background = false;
+  bool hashed_ecmp = false;
+  bool no_ops = false;
+  int top = 10;
+  DbOptions db;
+};
+
+bool is_path(const std::string& s) {
+  return s.find('/') != std::string::npos || s.ends_with(".json");
+}
+
+// A profile by preset name, file path, or name in the database (profiles `planner calibrate`
+// stores: their parameters JSON is a profile document). Empty: the preset for the GPU, else one
+// derived from its datasheet.
+Result<HardwareProfile> resolve_profile(const SimulateArgs& args, const GpuSpec& gpu) {
+  if (args.profile.empty()) {
+    if (const HardwareProfile* p = builtin_profile_for(gpu)) return *p;
+    return derive_profile(gpu);
+  }
+  if (is_path(args.profile)) {
+    PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(args.profile));
+    return sim::parse_profile(text, args.profile);
+  }
+  auto preset = builtin_profile(args.profile);
+  if (preset || args.db.disabled || !std::filesystem::exists(args.db.path)) return preset;
+  PLANNER_ASSIGN_OR_RETURN(store::Database db, open_existing_db(args.db));
+  auto stored = store::get_profile(db, args.profile);
+  if (!stored) {
+    return Status::not_found(preset.status().message() + "; no profile \"" + args.profile +
+                             "\" in " + args.db.path + " either");
+  }
+  return sim::parse_profile(stored->parameters_json,
+                            "profile \"" + args.profile + "\" in " + args.db.path);
+}
+
+struct Setup {
+  Plan plan;
+  topo::TopologySpec topology;
+  int nodes = 0;
+};
+
+Result<Setup> resolve_setup(const CliContext& ctx, const SimulateArgs& args) {
+  PLANNER_ASSIGN_OR_RETURN(ResolvedPlan config, resolve_plan(*ctx.catalog, args.config));
+  Setup s;
+  s.plan.model = config.model;
+  s.plan.training = config.training;
+  s.plan.parallel = config.parallel;
+  s.plan.gpu = config.gpu;
+  std::string topology = args.topology;
+  if (topology.empty() && config.cluster) topology = config.cluster->topology;
+  if (!topology.empty()) {
+    PLANNER_ASSIGN_OR_RETURN(s.topology, topo::resolve_topology(topology));
+  } else {
+    if (config.gpu.name.empty()) {
+      return Status::invalid_input(
+          "give --gpu or --topology (a topology preset or file): the simulator needs a cluster");
+    }
+    const topo::TopologySpec* found = nullptr;
+    for (const topo::TopologySpec& t : topo::builtin_topologies().all()) {
+      if (config.gpu.matches(t.gpu)) {
+        found = &t;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      return Status::not_found("no topology preset has " + config.gpu.name +
+                               " GPUs; give --topology FILE");
+    }
+    s.topology = *found;
+  }
+  PLANNER_ASSIGN_OR_RETURN(GpuSpec topo_gpu, ctx.catalog->gpu(s.topology.gpu));
+  if (s.plan.gpu.name.empty()) {
+    s.plan.gpu = topo_gpu;
+  } else if (s.plan.gpu.name != topo_gpu.name) {
+    return Status::invalid_input("--gpu " + s.plan.gpu.name + " disagrees with topology " +
+                                 s.topology.name + ", which has " + topo_gpu.name + " GPUs");
+  }
+  const int per_node = s.topology.gpus_per_node();
+  const std::int64_t needed =
+      s.plan.parallel.world_size() +
+      (s.plan.parallel.dp_sync == DpSync::kParameterServer ? s.plan.parallel.param_servers : 0);
+  s.nodes = args.nodes > 0   ? args.nodes
+            : config.cluster ? config.cluster->nodes
+                             : static_cast<int>((needed + per_node - 1) / per_node);
+  s.plan.name = config.model.name + " " + short_label(s.plan.parallel);
+  s.plan.cluster.nodes = s.nodes;
+  s.plan.cluster.gpus_per_node = per_node;
+  s.plan.cluster.gpu = s.plan.gpu.name;
+  s.plan.cluster.topology = s.topology.name;
+  if (config.cluster) {
+    s.plan.cluster.offering = config.cluster->offering;
+    s.plan.cluster.usd_per_gpu_hour = config.cluster->usd_per_gpu_hour;
+  }
+  return s;
+}
+
+std::string ms(Time t) {
+  return fmt(to_milliseconds(t), 3);
+}
+
+std::string pct(double f) {
+  return fmt(100.0 * f, 1) + "%";
+}
+
+std::string bucket_name(sim::TimeBucket b) {
+  return std::string(to_string(b));
+}
+
+Json result_json(const Setup& setup, const sim::SimResult& r) {
+  Json stages = Json::array();
+  for (const sim::StageReport& s : r.stages) {
+    Json buckets = Json::object();
+    for (std::size_t b = 0; b < sim::kNumTimeBuckets; ++b)
+      buckets[bucket_name(static_cast<sim::TimeBucket>(b)) + "_s"] = to_seconds(s.buckets[b]);
+    stages.push_back({{"stage", s.stage},
+                      {"ranks", s.ranks},
+                      {"busy_fraction", s.busy_fraction},
+                      {"idle_fraction", s.idle_fraction},
+                      {"peak_memory_bytes", s.peak_memory.raw()},
+                      {"time", buckets}});
+  }
+  Json memory = Json::array();
+  for (const StageMemory& m : r.memory.stages)
+    memory.push_back({{"stage", m.stage}, {"total_bytes", m.total().raw()}});
+  Json out = {{"schema_version", kSchemaVersion},
+              {"kind", "simulation"},
+              {"model", r.model},
+              {"gpu", r.gpu},
+              {"topology", setup.topology.name},
+              {"nodes", setup.nodes},
+              {"profile", r.profile},
+              {"parallel", to_json(setup.plan.parallel)},
+              {"training", to_json(setup.plan.training)},
+              {"world_size", r.world_size},
+              {"microbatches", r.microbatches},
+              {"ranks", std::string(to_string(r.subset))},
+              {"simulated_ranks", r.simulated_ranks},
+              {"fits", r.memory.fits},
+              {"peak_memory_bytes", r.memory.peak.raw()},
+              {"hbm_bytes", r.memory.capacity.raw()},
+              {"memory", memory}};
+  if (r.out_of_memory) {
+    out["out_of_memory"] = {{"stage", r.out_of_memory->stage},
+                            {"needed_bytes", r.out_of_memory->needed.raw()},
+                            {"capacity_bytes", r.out_of_memory->capacity.raw()}};
+  }
+  out["simulated"] = r.simulated;
+  if (!r.simulated) return out;
+  Json exposed = Json::object();
+  for (sim::TimeBucket b : sim::kCommBuckets)
+    exposed[bucket_name(b) + "_s"] = to_seconds(r.exposed(b));
+  Json critical = Json::array();
+  for (const sim::PathEntry& e : r.critical_path) {
+    critical.push_back({{"label", e.label},
+                        {"axis", bucket_name(e.bucket)},
+                        {"time_s", to_seconds(e.time)},
+                        {"ops", e.ops}});
+  }
+  Json critical_buckets = Json::object();
+  for (std::size_t b = 0; b < sim::kNumTimeBuckets; ++b) {
+    critical_buckets[bucket_name(static_cast<sim::TimeBucket>(b)) + "_s"] =
+        to_seconds(r.critical_buckets[b]);
+  }
+  Json collectives = Json::array();
+  for (const sim::CollectiveUse& c : r.collectives) {
+    collectives.push_back({{"axis", bucket_name(c.axis)},
+                           {"kind", std::string(to_string(c.kind))},
+                           {"algorithm", std::string(to_string(c.algorithm))},
+                           {"protocol", c.protocol},
+                           {"group_size", c.group_size},
+                           {"count", c.count},
+                           {"bytes", c.bytes.raw()},
+                           {"busy_s", to_seconds(c.busy)},
+                           {"background_copies", c.copies}});
+  }
+  out["step_time_s"] = to_seconds(r.step_time);
+  out["tokens_per_step"] = r.tokens_per_step;
+  out["tokens_per_s"] = r.tokens_per_second;
+  out["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  out["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
+  out["mfu"] = r.mfu;
+  out["hfu"] = r.hfu;
+  out["bubble_fraction"] = r.bubble_fraction;
+  out["schedule_bubble_fraction"] = r.schedule_bubble;
+  out["compute_s"] = to_seconds(r.mean_buckets[0]);
+  out["exposed_comm"] = exposed;
+  out["stages"] = stages;
+  out["critical_path"] = {{"time", critical_buckets}, {"top", critical}};
+  out["collectives"] = collectives;
+  out["stats"] = {{"events", r.stats.events},
+                  {"ops", r.stats.ops},
+                  {"transfers", r.stats.transfers},
+                  {"solves", r.stats.solves},
+                  {"largest_component", r.stats.largest_component},
+                  {"plans", r.stats.plans}};
+  return out;
+}
+
+void print_report(std::ostream& out, const Setup& setup, const sim::SimResult& r) {
+  out << r.model << " · " << r.parallel << " · " << r.world_size << " x " << r.gpu << " on "
+      << setup.topology.name << " (" << setup.nodes << " nodes) · profile " << r.profile << "\n";
+  const char* how = r.subset == RankSubset::kAll                   ? "every rank"
+                    : r.subset == RankSubset::kDataParallelReplica ? "one data-parallel replica"
+                                                                   : "one rank per stage";
+  out << "simulated " << r.simulated_ranks << (r.simulated_ranks == 1 ? " rank (" : " ranks (")
+      << how << ")"
+      << (r.subset == RankSubset::kAll ? "" : "; the others' traffic loads the fabric") << "\n\n";
+  KeyValues kv;
+  if (!r.simulated) {
+    kv.add("peak memory", fmt(to_GiB(r.memory.peak), 2) + " GiB (stage " +
+                              std::to_string(r.memory.peak_stage) + ") of " +
+                              fmt(to_GiB(r.memory.capacity), 2) + " GiB HBM");
+    kv.print(out);
+    return;
+  }
+  kv.add("step time", fmt(to_seconds(r.step_time), 4) + " s");
+  kv.add("tokens/s", fmt_int(std::llround(r.tokens_per_second)));
+  kv.add("TFLOP/s per GPU", fmt(r.model_tflops_per_gpu, 1) + " model · " +
+                                fmt(r.hardware_tflops_per_gpu, 1) + " hardware");
+  kv.add("MFU / HFU", pct(r.mfu) + " / " + pct(r.hfu));
+  kv.add("bubble", pct(r.bubble_fraction) + " of the step idle (schedule closed form " +
+                       pct(r.schedule_bubble) + ")");
+  std::string exposed;
+  for (sim::TimeBucket b : sim::kCommBuckets) {
+    if (b == sim::TimeBucket::kOther && r.exposed(b) == Time(0)) continue;
+    exposed += (exposed.empty() ? "" : " · ") + bucket_name(b) + " " + ms(r.exposed(b)) + " ms";
+  }
+  kv.add("exposed comm", exposed);
+  kv.add("peak memory", fmt(to_GiB(r.memory.peak), 2) + " GiB (stage " +
+                            std::to_string(r.memory.peak_stage) + ") of " +
+                            fmt(to_GiB(r.memory.capacity), 2) + " GiB HBM" +
+                            (r.memory.fits ? "" : " (does not fit; --ignore-memory)"));
+  kv.print(out);
+
+  out << "\nper stage (ms; mean of the simulated ranks of the stage)\n";
+  Table stages({{"STAGE", Align::kRight},
+                {"COMPUTE", Align::kRight},
+                {"BUSY", Align::kRight},
+                {"IDLE", Align::kRight},
+                {"TP", Align::kRight},
+                {"CP", Align::kRight},
+                {"EP", Align::kRight},
+                {"PP", Align::kRight},
+                {"DP", Align::kRight},
+                {"PEAK GiB", Align::kRight}});
+  for (const sim::StageReport& s : r.stages) {
+    auto at = [&](sim::TimeBucket b) { return ms(s.buckets[static_cast<std::size_t>(b)]); };
+    stages.add_row({std::to_string(s.stage), at(sim::TimeBucket::kCompute), pct(s.busy_fraction),
+                    pct(s.idle_fraction), at(sim::TimeBucket::kTp), at(sim::TimeBucket::kCp),
+                    at(sim::TimeBucket::kEp), at(sim::TimeBucket::kPp), at(sim::TimeBucket::kDp),
+                    fmt(to_GiB(s.peak_memory), 2)});
+  }
+  stages.print(out);
+  out << "TP..DP: communication of that axis exposed (compute idle while it moved data).\n";
+
+  out << "\ncritical path: ";
+  bool first = true;
+  for (std::size_t b = 0; b < sim::kNumTimeBuckets; ++b) {
+    if (r.critical_buckets[b] == Time(0)) continue;
+    out << (first ? "" : " · ") << bucket_name(static_cast<sim::TimeBucket>(b)) << " "
+        << pct(to_seconds(r.critical_buckets[b]) / to_seconds(r.step_time));
+    first = false;
+  }
+  out << "\n";
+  Table path({{"OPERATION"},
+              {"AXIS"},
+              {"MS", Align::kRight},
+              {"SHARE", Align::kRight},
+              {"OPS", Align::kRight}});
+  for (const sim::PathEntry& e : r.critical_path) {
+    path.add_row({e.label, bucket_name(e.bucket), ms(e.time),
+                  pct(to_seconds(e.time) / to_seconds(r.step_time)), std::to_string(e.ops)});
+  }
+  path.print(out);
+
+  out << "\ncollectives and messages (simulated ranks' calls)\n";
+  Table coll({{"AXIS"},
+              {"KIND"},
+              {"ALGORITHM"},
+              {"PROTOCOL"},
+              {"GROUP", Align::kRight},
+              {"CALLS", Align::kRight},
+              {"MB/CALL", Align::kRight},
+              {"MS/CALL", Align::kRight},
+              {"BACKGROUND", Align::kRight}});
+  for (const sim::CollectiveUse& c : r.collectives) {
+    if (c.count == 0) continue;
+    coll.add_row({bucket_name(c.axis), std::string(to_string(c.kind)),
+                  std::string(to_string(c.algorithm)), c.protocol, std::to_string(c.group_size),
+                  std::to_string(c.count),
+                  fmt(static_cast<double>(c.bytes.raw()) / c.count / 1e6, 2),
+                  fmt(to_milliseconds(c.busy) / c.count, 3), std::to_string(c.copies)});
+  }
+  coll.print(out);
+  out << "\nsimulation: " << fmt_int(static_cast<long long>(r.stats.events)) << " events, "
+      << fmt_int(static_cast<long long>(r.stats.ops)) << " ops, "
+      << fmt_int(static_cast<long long>(r.stats.transfers)) << " transfers, "
+      << fmt_int(static_cast<long long>(r.stats.solves)) << " rate solves\n";
+}
+
+std::vector<store::Metric> step_metrics(const sim::SimResult& r) {
+  namespace m = store::metric;
+  auto metric = [](const store::MetricDef& def, double v) {
+    return store::Metric{std::string(def.name), v, std::string(def.unit)};
+  };
+  std::vector<store::Metric> out{
+      metric(m::kPeakMemory, static_cast<double>(r.memory.peak.raw())),
+      metric(m::kMemoryHeadroom, static_cast<double>((r.memory.capacity - r.memory.peak).raw()))};
+  if (!r.simulated) return out;
+  out.push_back(metric(m::kStepTime, to_seconds(r.step_time)));
+  out.push_back(metric(m::kTokensPerSecond, r.tokens_per_second));
+  out.push_back(metric(m::kMfu, r.mfu));
+  out.push_back(metric(m::kHfu, r.hfu));
+  out.push_back(metric(m::kBubbleFraction, r.bubble_fraction));
+  out.push_back(metric(m::kExposedCommTp, to_seconds(r.exposed(sim::TimeBucket::kTp))));
+  out.push_back(metric(m::kExposedCommCp, to_seconds(r.exposed(sim::TimeBucket::kCp))));
+  out.push_back(metric(m::kExposedCommEp, to_seconds(r.exposed(sim::TimeBucket::kEp))));
+  out.push_back(metric(m::kExposedCommPp, to_seconds(r.exposed(sim::TimeBucket::kPp))));
+  out.push_back(metric(m::kExposedCommDp, to_seconds(r.exposed(sim::TimeBucket::kDp))));
+  return out;
+}
+
+Status record(const SimulateArgs& args, const Setup& setup, const sim::SimResult& r,
+              const std::string& failure) {
+  PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(args.db));
+  if (!db) return Status::ok();
+  const Json plan = as_document("plan", to_json(setup.plan));
+  store::NewRun run;
+  run.kind = store::RunKind::kSimulate;
+  run.label = setup.plan.name;
+  run.inputs_json = Json{
+      {"command", "simulate"},
+      {"topology", setup.topology.name},
+      {"nodes", setup.nodes},
+      {"profile", r.profile},
+      {"ranks", std::string(to_string(r.subset))},
+      {"algorithm", args.algorithm},
+      {"background", !args.no_background},
+      {"hashed_ecmp", args.hashed_ecmp},
+      {"ignore_memory", args.ignore_memory},
+      {"plan", plan}}.dump();
+  PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(*db, run));
+  PLANNER_ASSIGN_OR_RETURN(store::PlanId plan_id, store::put_plan(*db, plan, setup.plan.name));
+  PLANNER_RETURN_IF_ERROR(
+      store::put_metrics(*db, id, plan_id, store::MetricSource::kSimulated, step_metrics(r)));
+  if (!args.no_ops) {
+    std::vector<store::OpPrediction> ops;
+    for (const sim::RankRun& rank : r.ranks) {
+      for (const sim::OpTiming& op : rank.ops) {
+        store::OpPrediction p;
+        p.op_id = to_string(op.id);
+        p.op_kind = std::string(to_string(op.kind));
+        p.rank = rank.rank;
+        if (op.id.microbatch() != OpId::kNone) p.micro_batch = op.id.microbatch();
+        p.start = op.issue;
+        p.duration = op.end - op.issue;
+        p.bytes = op.bytes;
+        ops.push_back(std::move(p));
+      }
+    }
+    PLANNER_RETURN_IF_ERROR(store::add_predicted_ops(*db, id, plan_id, ops));
+  }
+  if (!failure.empty()) return store::fail_run(*db, id, failure);
+  return store::finish_run(*db, id);
+}
+
+Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
+  PLANNER_ASSIGN_OR_RETURN(Setup setup, resolve_setup(ctx, args));
+  PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile, resolve_profile(args, setup.plan.gpu));
+  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
+                           topo::Cluster::build(setup.topology, setup.nodes));
+
+  sim::SimInput input;
+  input.plan = setup.plan;
+  input.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
+  input.profile = std::make_shared<const HardwareProfile>(std::move(profile));
+  sim::SimOptions& o = input.options;
+  if (args.full) {
+    o.ranks = RankSubset::kAll;
+  } else if (auto subset = parse_enum<RankSubset>(args.ranks)) {
+    o.ranks = *subset;
+  } else {
+    return Status::invalid_input("--ranks: expected stage, replica or all, got \"" + args.ranks +
+                                 "\"");
+  }
+  if (args.algorithm != "auto") {
+    auto a = parse_enum<sim::Algorithm>(args.algorithm);
+    if (!a || (*a != sim::Algorithm::kRing && *a != sim::Algorithm::kTree &&
+               *a != sim::Algorithm::kHierarchical && *a != sim::Algorithm::kNvls)) {
+      return Status::invalid_input(
+          "--algorithm: expected auto, ring, tree, hierarchical or nvls, "
+          "got \"" +
+          args.algorithm + "\"");
+    }
+    o.run.algorithm = *a;
+  }
+  o.run.background = !args.no_background;
+  o.run.balanced_fabric = !args.hashed_ecmp;
+  o.run.trace = !args.trace.empty();
+  o.run.keep_op_times = !args.no_ops && !args.db.disabled;
+  o.run.critical_path_top = args.top;
+  o.check_memory = !args.ignore_memory;
+
+  PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, sim::simulate(input));
+  std::string failure;
+  if (result.out_of_memory) {
+    failure = "does not fit: stage " + std::to_string(result.out_of_memory->stage) + " needs " +
+              fmt(to_GiB(result.out_of_memory->needed), 2) + " GiB of " +
+              fmt(to_GiB(result.out_of_memory->capacity), 2) +
+              " GiB HBM (planner memory shows the breakdown; --ignore-memory simulates anyway)";
+  }
+  if (ctx.json) {
+    *ctx.out << result_json(setup, result).dump(2) << '\n';
+  } else {
+    print_report(*ctx.out, setup, result);
+  }
+  if (!args.trace.empty() && result.simulated) {
+    PLANNER_RETURN_IF_ERROR(write_text_file_atomic(args.trace, result.trace_json));
+    if (!ctx.json) *ctx.out << "trace: " << args.trace << " (open in ui.perfetto.dev)\n";
+  }
+  PLANNER_RETURN_IF_ERROR(record(args, setup, result, failure));
+  if (!failure.empty()) return Status::runtime(failure);
+  return Status::ok();
+}
+
+Status models_command(const CliContext& ctx) {
+  if (ctx.json) {
+    Json all = Json::array();
+    for (const sim::ModelInfo& m : sim::model_registry()) {
+      all.push_back({{"category", m.category},
+                     {"name", m.name},
+                     {"description", m.description},
+                     {"assumptions", m.assumptions},
+                     {"source", m.source}});
+    }
+    *ctx.out << all.dump(2) << '\n';
+    return Status::ok();
+  }
+  for (const sim::ModelInfo& m : sim::model_registry()) {
+    *ctx.out << m.category << "/" << m.name << "\n  " << m.description
+             << "\n  assumes: " << m.assumptions << "\n  source:  " << m.source << "\n";
+  }
+  *ctx.out << "\nParameters come from hardware profiles (core/presets/profiles; --profile), each "
+              "with its source.\n";
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_simulate_commands(CLI::App& app, CliContext& ctx) {
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Simulate one training step: step time, MFU, bubbles, exposed communication");
+  auto a = std::make_shared<SimulateArgs>();
+  add_plan_options(cmd, a->config);
+  cmd->add_option("--topology", a->topology,
+                  "Topology preset or file (default: the plan's, else the first preset with the "
+                  "GPU)");
+  cmd->add_option("--nodes", a->nodes, "Nodes (default: the plan's, else just enough)");
+  cmd->add_option("--profile", a->profile,
+                  "Hardware profile: a preset name, a profile file, or a profile stored in the "
+                  "database (default: the preset for the GPU)");
+  cmd->add_option("--ranks", a->ranks,
+                  "Ranks to simulate: stage (one per pipeline stage, default), replica (one "
+                  "data-parallel replica) or all");
+  cmd->add_flag("--full", a->full, "Simulate every rank (same as --ranks all)");
+  cmd->add_option("--algorithm", a->algorithm,
+                  "Collective algorithm: auto (NCCL-like choice, default), ring, tree, "
+                  "hierarchical or nvls");
+  cmd->add_option("--trace", a->trace, "Write a Chrome trace-event JSON file (Perfetto)");
+  cmd->add_flag("--ignore-memory", a->ignore_memory,
+                "Simulate even when the plan does not fit in GPU memory");
+  cmd->add_flag("--no-background", a->no_background,
+                "Do not load the fabric with the traffic of the ranks not simulated");
+  cmd->add_flag("--hashed-ecmp", a->hashed_ecmp,
+                "Route every flow on the topology's hashed ECMP path instead of spreading it over "
+                "equal-cost links");
+  cmd->add_flag("--no-ops", a->no_ops, "Do not record per-op predictions in the database");
+  cmd->add_option("--top", a->top, "Critical-path entries to show (default 10)");
+  add_db_options(cmd, a->db);
+  add_json_flag(cmd, ctx);
+  cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return simulate_command(ctx, *a); }; });
+
+  CLI::App* models = app.add_subcommand(
+      "sim-models", "List the simulator's models with their assumptions and sources");
+  add_json_flag(models, ctx);
+  models->callback([&ctx] { ctx.action = [&ctx] { return models_command(ctx); }; });
+}
+
+}  // namespace planner::cli

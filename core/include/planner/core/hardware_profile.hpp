@@ -1,0 +1,177 @@
+// Hardware profiles: the parameters of the simulator's compute and network models for one GPU type
+// and the links around it, each group with the measurement or reasoning it comes from.
+//
+// The simulator (simulator/, planner::sim) never reads files: callers hand it a HardwareProfile.
+// Profiles come from three places:
+//   * the built-in presets (core/presets/profiles/*.json, embedded in the binary), one per GPU
+//     preset, filled from physical reasoning and the reference data (hardware_specs.json,
+//     collectives.json);
+//   * measured profiles that `planner calibrate` stores in the database (planner::store keeps a
+//     profile document, kind "profile", as the parameters JSON of its profile records);
+//   * derive_profile(), a generic profile computed from a GPU's datasheet for GPUs without one.
+//
+// JSON document (kind "profile"); units are in the key names:
+//   name, gpus [GPU preset names this profile describes], description, source
+//   compute {
+//     sm_count                        streaming multiprocessors (compute units on AMD)
+//     gemm {<precision>: {tflops, source}}   asymptotic GEMM rate per precision (dense)
+//     gemm_tiles [{m, n, efficiency}] output tile shapes a GEMM library picks from, with their
+//                                     per-SM throughput relative to the best tile
+//     gemm_k_overhead                 a tile's fixed cost (pipeline fill, epilogue) in elements of
+//     k gemm_shape_source attention_forward_tflops, attention_backward_tflops   flash-style
+//     attention at long sequence attention_half_seq              key/value length at which
+//     attention runs at half that rate attention_source memory_bandwidth_GBps, memory_source
+//     achievable HBM bandwidth for memory-bound kernels kernel_overhead_us, kernel_overhead_source
+//     fixed time per kernel comm_slowdown, comm_slowdown_source   fraction of compute throughput
+//     lost while a
+//                                           communication kernel runs on the same GPU
+//     host_memory_bandwidth_GBps, pcie_copy_GBps, host_source   offloaded optimizer and copies
+//   }
+//   network {
+//     links [{kind, efficiency, latency_us, source}]   per topology link kind ("nvlink4",
+//                                     "ib-ndr", ...): achievable fraction of the link's bandwidth
+//                                     and a latency added per traversal (on top of the topology's)
+//     default_link {efficiency, latency_us, source}   for kinds not listed
+//     protocols [{name, bandwidth_factor, base_latency_us,
+//                 step_latency_us {nvlink, pcie, network}}]   NCCL-style protocols: payload
+//                                     fraction on the wire, latency per collective call and per
+//                                     algorithm step over a link of each class
+//     protocol_source
+//     algorithm_efficiency {ring, tree, hierarchical, nvls, all_to_all, p2p}   bandwidth factor
+//                                     per algorithm relative to the link efficiency (ring is the
+//                                     reference; nvls 0 means NVLink SHARP is unavailable)
+//     algorithm_source
+//   }
+#pragma once
+
+#include <array>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/core/diagnostics.hpp"
+#include "planner/core/enums.hpp"
+#include "planner/core/gpu_spec.hpp"
+#include "planner/core/json_reader.hpp"
+#include "planner/core/status.hpp"
+#include "planner/core/units.hpp"
+
+namespace planner {
+
+inline constexpr std::size_t kNumPrecisions = EnumTraits<Precision>::kNames.size();
+
+struct GemmRate {
+  FlopRate rate;  // zero: the profile has no rate for this precision
+  std::string source;
+};
+
+// An output tile shape: a GEMM of m × n runs ceil(m / tile.m) · ceil(n / tile.n) tiles, in waves
+// of sm_count tiles; `efficiency` scales the per-SM throughput for this shape.
+struct GemmTile {
+  int m = 128;
+  int n = 128;
+  double efficiency = 1.0;
+  bool operator==(const GemmTile&) const = default;
+};
+
+struct ComputeProfile {
+  int sm_count = 0;
+  std::array<GemmRate, kNumPrecisions> gemm{};  // indexed by Precision
+  std::vector<GemmTile> gemm_tiles;
+  int gemm_k_overhead = 0;
+  std::string gemm_shape_source;
+  FlopRate attention_forward;
+  FlopRate attention_backward;
+  std::int64_t attention_half_seq = 0;
+  std::string attention_source;
+  Bandwidth memory_bandwidth;
+  std::string memory_source;
+  Time kernel_overhead;
+  std::string kernel_overhead_source;
+  double comm_slowdown = 0.0;
+  std::string comm_slowdown_source;
+  Bandwidth host_memory_bandwidth;
+  Bandwidth pcie_copy_bandwidth;
+  std::string host_source;
+
+  const GemmRate& gemm_rate(Precision p) const { return gemm[static_cast<std::size_t>(p)]; }
+};
+
+struct LinkProfile {
+  std::string kind;  // a topology link kind; empty for NetworkProfile::default_link
+  double efficiency = 1.0;
+  Time latency;
+  std::string source;
+};
+
+// Step latencies by link class: the class of the slowest link an algorithm step crosses.
+enum class LinkClassLatency { kNvlink, kPcie, kNetwork };
+
+struct ProtocolProfile {
+  std::string name;
+  double bandwidth_factor = 1.0;
+  Time base_latency;
+  std::array<Time, 3> step_latency{};  // indexed by LinkClassLatency
+  Time step(LinkClassLatency c) const { return step_latency[static_cast<std::size_t>(c)]; }
+};
+
+struct AlgorithmEfficiency {
+  double ring = 1.0;
+  double tree = 1.0;
+  double hierarchical = 1.0;
+  double nvls = 0.0;  // 0: NVLink SHARP unavailable
+  double all_to_all = 1.0;
+  double p2p = 1.0;
+};
+
+struct NetworkProfile {
+  std::vector<LinkProfile> links;
+  LinkProfile default_link;
+  std::vector<ProtocolProfile> protocols;
+  std::string protocol_source;
+  AlgorithmEfficiency algorithm_efficiency;
+  std::string algorithm_source;
+};
+
+struct HardwareProfile {
+  std::string name;
+  std::vector<std::string> gpus;
+  std::string description;
+  std::string source;
+  ComputeProfile compute;
+  NetworkProfile network;
+
+  // The entry for a topology link kind, or default_link.
+  const LinkProfile& link(std::string_view kind) const;
+  // True when `gpu` matches one of `gpus` (name or alias, ignoring case).
+  bool describes(const GpuSpec& gpu) const;
+};
+
+// Reads the fields of a profile object (header already consumed) and calls finish(). When
+// `link_kinds` is not empty, every links[].kind must be one of them.
+bool read_profile_fields(JsonObject& obj, HardwareProfile& out,
+                         std::span<const std::string_view> link_kinds = {});
+Json to_json(const HardwareProfile& profile);
+std::string to_json_text(const HardwareProfile& profile);
+Result<HardwareProfile> parse_profile(std::string_view text, std::string_view source,
+                                      std::span<const std::string_view> link_kinds = {});
+
+// Adds kind "profile" to `planner validate`, checking link kinds against `link_kinds`.
+class DocumentTypes;
+void register_profile_document(DocumentTypes& types, std::vector<std::string_view> link_kinds);
+
+// The built-in profiles (core/presets/profiles), parsed on first use; tests load them all.
+const std::vector<HardwareProfile>& builtin_profiles();
+// Parses every embedded profile; fails naming the preset when one is malformed.
+Result<std::vector<HardwareProfile>> load_builtin_profiles();
+// A built-in profile by name (ignoring case); kNotFound listing the names.
+Result<HardwareProfile> builtin_profile(std::string_view name);
+// The built-in profile describing `gpu`, or nullptr.
+const HardwareProfile* builtin_profile_for(const GpuSpec& gpu);
+
+// Generic fractions of the datasheet used by derive_profile() (each named and explained in
+// hardware_profile.cpp), for GPUs without a measured or preset profile.
+HardwareProfile derive_profile(const GpuSpec& gpu);
+
+}  // namespace planner

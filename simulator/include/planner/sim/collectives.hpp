@@ -1,0 +1,119 @@
+// Collective and point-to-point algorithms as flows on the topology, and NCCL-style selection.
+//
+// A plan is one or more phases run one after the other; a phase is one network transfer (its link
+// uses and the bytes each flow moves) followed by a latency. `gpus` lists a group's GPUs in the
+// group's rank order; sizes follow nccl-tests (program.hpp): S is the all-reduce / broadcast
+// buffer, the all-gather output, the reduce-scatter input, what one rank sends in an all-to-all.
+//
+//   ring          C channels (C = the most members one island holds; 1 inside an island), each a
+//                 ring over the islands in group order whose hops between islands join GPUs of the
+//                 same local index (the same rail, as NCCL's rings do) and whose entry and exit
+//                 GPUs differ per channel, so every member's NIC carries one channel each way. Each
+//                 flow moves 2(n−1)/n·S/C (all-reduce) or (n−1)/n·S/C (all-gather, reduce-scatter)
+//                 in 2(n−1) or n−1 steps (Patarasuk & Yuan 2009; NCCL rings).
+//   tree          all-reduce across islands: per channel, a chain inside each island and NCCL's
+//                 double binary tree over the islands (Sanders et al. 2009; NCCL 2.4); each tree
+//                 carries half the data up (reduce) and down (broadcast); 2·(⌈log2 k⌉ + g − 1)
+//                 steps for k islands of g members.
+//   hierarchical  all-reduce across islands of equal size g: reduce-scatter inside every island,
+//                 g rings across islands (one per local index) all-reducing S/g, all-gather inside
+//                 every island: three phases one after the other (not pipelined, as in Horovod's
+//                 hierarchical all-reduce), so it wins on latency, not on bandwidth.
+//   nvls          all-reduce inside one NVSwitch domain with NVLink SHARP: every GPU sends S up to
+//                 the switch and receives S back; 2 steps.
+//   direct        all-to-all: every member sends S/n to every other member at once; 1 step.
+//   chain         broadcast: a pipelined chain from the first member, S per hop, n−1 steps.
+//   p2p           a send/recv pair: the message on the route between the two GPUs, 1 step.
+// A protocol (LL, LL128, Simple) scales the bytes on the wire by 1 / bandwidth_factor; an
+// algorithm's profile efficiency scales them by 1 / efficiency. Latency = the protocol's base
+// latency + steps × (the protocol's step latency for the class of the slowest hop + that hop's
+// link latencies (topology + profile)).
+// Selection (as NCCL's tuner does): every applicable (algorithm, protocol) is estimated alone on
+// an idle network (Σ phases: latency + wire bytes / the bottleneck share of its own flows) and the
+// fastest wins, unless an algorithm is forced and applies.
+// Background copies (symmetric groups that are not simulated, simulator/symmetry.hpp) run the same
+// algorithm; their link uses join the phase's uses, so the representative transfer shares links
+// with them as the whole fabric would.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "planner/core/hardware_profile.hpp"
+#include "planner/core/program.hpp"
+#include "planner/sim/fabric.hpp"
+#include "planner/sim/network.hpp"
+#include "planner/topo/cluster.hpp"
+
+namespace planner::sim {
+
+enum class Algorithm : std::uint8_t { kRing, kTree, kHierarchical, kNvls, kDirect, kChain, kP2p };
+
+struct CommPhase {
+  std::vector<LinkUse> uses;  // aggregated by resource, background copies included
+  double bytes = 0;           // per flow, on the wire
+  Time latency;
+};
+
+struct CommPlan {
+  Algorithm algorithm = Algorithm::kRing;
+  int protocol = 0;  // index into the profile's protocols
+  std::vector<CommPhase> phases;
+  Time estimate;   // alone on an idle network, without copies
+  int copies = 0;  // background copies merged into the phases
+};
+
+// Builds plans; keeps scratch space, so use one planner per simulation (thread).
+class CollectivePlanner {
+ public:
+  // `fabric` maps links to the network's resources (and gives their capacities).
+  CollectivePlanner(const topo::Cluster& cluster, const HardwareProfile& profile,
+                    const Fabric& fabric, std::optional<Algorithm> forced);
+
+  // A collective of `kind` moving `bytes` over `gpus`, plus background copies (other groups'
+  // GPUs, same size). Groups of one GPU get a plan without phases.
+  CommPlan collective(OpKind kind, Bytes bytes, std::span<const int> gpus,
+                      std::span<const std::vector<int>> copies = {});
+  // A message from `src` to `dst` GPU, plus background copies (src, dst pairs).
+  CommPlan p2p(int src, int dst, Bytes bytes, std::span<const std::pair<int, int>> copies = {});
+
+ private:
+  struct Shape;  // a phase's uses before bytes and latency
+  bool applicable(Algorithm a, OpKind kind, std::span<const int> gpus) const;
+  std::vector<Shape> shapes(Algorithm a, OpKind kind, std::span<const int> gpus);
+  double efficiency(Algorithm a) const;
+  CommPlan build(Algorithm a, int protocol, OpKind kind, Bytes bytes, std::span<const int> gpus);
+  void add_path(int src, int dst, std::uint64_t channel, int count, Shape& shape);
+
+  const topo::Cluster* cluster_;
+  const HardwareProfile* profile_;
+  const Fabric* fabric_;
+  std::optional<Algorithm> forced_;
+  std::vector<Time> link_latency_;  // topology + profile latency per link
+  std::vector<std::uint8_t> link_class_;
+  std::vector<topo::LinkId> path_;  // scratch for add_path()
+  int simple_protocol_ = 0;
+};
+
+}  // namespace planner::sim
+
+namespace planner {
+
+template <>
+struct EnumTraits<sim::Algorithm> {
+  static constexpr std::string_view kWhat = "collective algorithm";
+  static constexpr std::array<std::pair<sim::Algorithm, std::string_view>, 7> kNames{{
+      {sim::Algorithm::kRing, "ring"},
+      {sim::Algorithm::kTree, "tree"},
+      {sim::Algorithm::kHierarchical, "hierarchical"},
+      {sim::Algorithm::kNvls, "nvls"},
+      {sim::Algorithm::kDirect, "direct"},
+      {sim::Algorithm::kChain, "chain"},
+      {sim::Algorithm::kP2p, "p2p"},
+  }};
+};
+
+}  // namespace planner

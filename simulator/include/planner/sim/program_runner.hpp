@@ -1,0 +1,157 @@
+// The program runner: times a step program (core/program.hpp) on a cluster with the engine, the
+// compute model, the collective planner and the flow-level network.
+//
+// Execution semantics are program.hpp's: every op runs on its rank's stream in program order once
+// the ops it depends on have finished; a collective starts moving data when every simulated
+// member has issued it (members that were not lowered are taken to be symmetric and ready) and
+// finishes for all members together; a send and its receive start together once both are posted.
+// A message with a peer that was not lowered moves at once, except a receive when the rank itself
+// sends a message with the same tag to an unlowered peer (a context-parallel ring): the symmetric
+// peer sends when this rank does, so the receive starts with that send. Each rank has one compute
+// unit (the compute stream, running one op at a time) and its communication streams overlap it;
+// while a collective or message of the rank moves data, compute runs at (1 − comm_slowdown) of its
+// speed.
+//
+// Time accounting per rank (exact: the buckets add up to the step time): at every instant the
+// rank is computing (compute stream busy), else exposing communication of one axis (tp, cp, ep,
+// pp, dp, or "other" for host work and host↔device copies; when several are in flight the first
+// in that order is charged), else idle (pipeline bubbles and waiting for peers).
+// The critical path is walked back from the last op to finish: each op's predecessor is the op
+// whose end released it (the later of its stream predecessor and its dependencies; for a
+// collective or message, the member that arrived last), and each op on the path is charged the
+// time from its predecessor's end to its own end.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "planner/core/hardware_profile.hpp"
+#include "planner/core/parallel_config.hpp"
+#include "planner/core/program.hpp"
+#include "planner/core/status.hpp"
+#include "planner/sim/collectives.hpp"
+#include "planner/topo/cluster.hpp"
+
+namespace planner::sim {
+
+// Where a rank's time goes; see the header.
+enum class TimeBucket : std::uint8_t { kCompute, kTp, kCp, kEp, kPp, kDp, kOther, kIdle };
+inline constexpr std::size_t kNumTimeBuckets = 8;
+// The communication axes, in the order exposure is charged.
+inline constexpr std::array<TimeBucket, 6> kCommBuckets{TimeBucket::kTp, TimeBucket::kCp,
+                                                        TimeBucket::kEp, TimeBucket::kPp,
+                                                        TimeBucket::kDp, TimeBucket::kOther};
+// The bucket communication on `stream` is charged to (kCompute for the compute stream).
+TimeBucket bucket_of(Stream stream);
+
+struct RunOptions {
+  std::optional<Algorithm> algorithm;  // force a collective algorithm where it applies
+  bool background = true;       // load the fabric with the symmetric traffic of unsimulated ranks
+  bool balanced_fabric = true;  // pool equal-cost links (fabric.hpp); false: hashed ECMP routes
+  bool keep_op_times = true;
+  bool trace = false;  // build a Chrome trace-event JSON (implies keep_op_times)
+  int critical_path_top = 10;
+};
+
+struct RunContext {
+  const topo::Cluster* cluster = nullptr;
+  std::span<const int> gpu_of_rank;  // every rank of the program (workers, then servers)
+  const HardwareProfile* profile = nullptr;
+  // The parallel config the program was lowered from; needed for background copies (nullptr:
+  // none, as for hand-built programs).
+  const ParallelConfig* parallel = nullptr;
+  // The cluster's network resources under `profile` with options.balanced_fabric; nullptr: built
+  // here (callers that run many simulations on one cluster build it once).
+  const Fabric* fabric = nullptr;
+  RunOptions options;
+};
+
+struct OpTiming {
+  OpId id;
+  OpKind kind = OpKind::kGemm;
+  Stream stream = Stream::kCompute;
+  Time issue;  // reached the head of its stream with its dependencies met
+  Time start;  // began: compute at issue; communication when its peers had arrived
+  Time end;
+  Bytes bytes;  // communication: the nccl-tests size; compute: HBM bytes read and written
+};
+
+struct RankRun {
+  int rank = 0;
+  int stage = 0;
+  RankKind kind = RankKind::kWorker;
+  Time finish;                                  // end of its last op
+  std::array<Time, kNumTimeBuckets> buckets{};  // over [0, makespan]
+  std::vector<OpTiming> ops;                    // in program order when kept
+};
+
+// Critical-path time charged to one kind of op ("bwd.mlp_up gemm"), or a bucket total.
+struct PathEntry {
+  std::string label;
+  TimeBucket bucket = TimeBucket::kCompute;
+  Time time;
+  int ops = 0;
+};
+
+// What the collectives of one axis did: algorithm, protocol, how many, how long.
+struct CollectiveUse {
+  TimeBucket axis = TimeBucket::kTp;
+  OpKind kind = OpKind::kAllReduce;
+  Algorithm algorithm = Algorithm::kRing;
+  std::string protocol;
+  int group_size = 0;
+  int count = 0;   // instances started (one per collective call, not per member)
+  Bytes bytes;     // per instance, summed
+  Time busy;       // from data start to end, summed over instances
+  int copies = 0;  // background copies that loaded the fabric with each instance
+};
+
+struct RunStats {
+  std::uint64_t events = 0;
+  std::uint64_t ops = 0;
+  std::uint64_t transfers = 0;
+  std::uint64_t solves = 0;
+  std::uint64_t solve_links = 0;
+  std::size_t largest_component = 0;
+  std::size_t peak_queue = 0;
+  std::size_t plans = 0;  // distinct collective / message plans built
+};
+
+struct ProgramRun {
+  Time makespan;
+  std::vector<RankRun> ranks;  // the program's ranks, in its order
+  std::array<Time, kNumTimeBuckets> critical_buckets{};
+  std::vector<PathEntry> critical_path;  // top entries by time
+  std::vector<CollectiveUse> collectives;
+  RunStats stats;
+  std::string trace_json;  // when options.trace
+};
+
+// Fails (kInvalidInput) when a rank has no GPU or the profile lacks a needed GEMM rate, and
+// (kInternal) when the program stalls: ops left with no event to run them.
+Result<ProgramRun> run_program(const StepProgram& program, const RunContext& context);
+
+}  // namespace planner::sim
+
+namespace planner {
+
+template <>
+struct EnumTraits<sim::TimeBucket> {
+  static constexpr std::string_view kWhat = "time bucket";
+  static constexpr std::array<std::pair<sim::TimeBucket, std::string_view>, 8> kNames{{
+      {sim::TimeBucket::kCompute, "compute"},
+      {sim::TimeBucket::kTp, "tp"},
+      {sim::TimeBucket::kCp, "cp"},
+      {sim::TimeBucket::kEp, "ep"},
+      {sim::TimeBucket::kPp, "pp"},
+      {sim::TimeBucket::kDp, "dp"},
+      {sim::TimeBucket::kOther, "other"},
+      {sim::TimeBucket::kIdle, "idle"},
+  }};
+};
+
+}  // namespace planner

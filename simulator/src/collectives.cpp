@@ -1,0 +1,419 @@
+#include "planner/sim/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "planner/topo/link_kind.hpp"
+
+namespace planner::sim {
+namespace {
+
+constexpr int kClasses = 3;  // LinkClassLatency: nvlink, pcie, network
+
+// splitmix64 finaliser: spreads (src, dst, channel) over the ECMP choices.
+std::uint64_t flow_hash(int src, int dst, std::uint64_t channel) {
+  std::uint64_t x = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) ^
+                    static_cast<std::uint32_t>(dst) ^ (channel * 0x9e3779b97f4a7c15ull);
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+// Members grouped by island, islands in order of first appearance, members in group order.
+std::vector<std::vector<int>> by_island(const topo::Cluster& cluster, std::span<const int> gpus) {
+  std::vector<std::vector<int>> islands;
+  std::vector<int> ids;
+  for (int g : gpus) {
+    const int island = cluster.island_of(g);
+    const auto it = std::find(ids.begin(), ids.end(), island);
+    if (it == ids.end()) {
+      ids.push_back(island);
+      islands.push_back({g});
+    } else {
+      islands[static_cast<std::size_t>(it - ids.begin())].push_back(g);
+    }
+  }
+  return islands;
+}
+
+std::size_t largest(const std::vector<std::vector<int>>& islands) {
+  std::size_t c = 1;
+  for (const auto& i : islands)
+    c = std::max(c, i.size());
+  return c;
+}
+
+// Channel c's ring: island j is entered at local member a_j and left at a_{j+1} (the next
+// island's entry), so every hop between islands joins GPUs of the same local index (the same
+// rail, as NCCL's rings do). a_j alternates between c and c + 1; with an odd number of islands
+// the last one is entered at c + 2. Over the channels every member enters and leaves its island
+// once, so the islands' NICs carry one channel each.
+void ring_order(const std::vector<std::vector<int>>& islands, std::size_t c,
+                std::vector<int>& order) {
+  const std::size_t k = islands.size();
+  order.clear();
+  if (k == 1) {
+    order = islands.front();
+    return;
+  }
+  std::vector<std::size_t> entry(k);
+  for (std::size_t j = 0; j < k; ++j)
+    entry[j] = c + j % 2;
+  if (k % 2 == 1) entry[k - 1] = c + 2;
+  for (std::size_t j = 0; j < k; ++j) {
+    const auto& isl = islands[j];
+    const std::size_t g = isl.size();
+    const std::size_t a = entry[j] % g;
+    std::size_t b = entry[(j + 1) % k] % g;
+    if (b == a && g > 1) b = (a + g - 1) % g;  // too few members to align this hop
+    order.push_back(isl[a]);
+    for (std::size_t x = 1; x < g; ++x) {
+      const std::size_t m = (a + x) % g;
+      if (m != b) order.push_back(isl[m]);
+    }
+    if (b != a) order.push_back(isl[b]);
+  }
+}
+
+int ceil_log2(std::size_t n) {
+  int d = 0;
+  while ((std::size_t{1} << d) < n)
+    ++d;
+  return d;
+}
+
+}  // namespace
+
+// Steps sharing one latency: `count` steps, each as slow as its slowest hop.
+struct StepGroup {
+  int count = 0;
+  std::array<Time, kClasses> max_latency{Time(-1), Time(-1), Time(-1)};
+};
+
+struct CollectivePlanner::Shape {
+  std::vector<LinkUse> uses;
+  double fraction = 0;  // bytes per flow as a fraction of S
+  std::vector<StepGroup> steps = std::vector<StepGroup>(1);
+  int group = 0;  // the step group add_path() records hops into
+};
+
+CollectivePlanner::CollectivePlanner(const topo::Cluster& cluster, const HardwareProfile& profile,
+                                     const Fabric& fabric, std::optional<Algorithm> forced)
+    : cluster_(&cluster), profile_(&profile), fabric_(&fabric), forced_(forced) {
+  link_latency_.reserve(cluster.links().size());
+  link_class_.reserve(cluster.links().size());
+  for (const topo::Link& l : cluster.links()) {
+    link_latency_.push_back(l.latency + profile.link(to_string(l.kind)).latency);
+    LinkClassLatency c = LinkClassLatency::kPcie;
+    switch (topo::link_class(l.kind)) {
+      case topo::LinkClass::kNvlink:
+        c = LinkClassLatency::kNvlink;
+        break;
+      case topo::LinkClass::kNetwork:
+        c = LinkClassLatency::kNetwork;
+        break;
+      default:
+        break;
+    }
+    link_class_.push_back(static_cast<std::uint8_t>(c));
+  }
+  double best = -1;
+  const auto& protocols = profile.network.protocols;
+  for (std::size_t i = 0; i < protocols.size(); ++i) {
+    if (protocols[i].name == "simple") {
+      simple_protocol_ = static_cast<int>(i);
+      break;
+    }
+    if (protocols[i].bandwidth_factor > best) {
+      best = protocols[i].bandwidth_factor;
+      simple_protocol_ = static_cast<int>(i);
+    }
+  }
+}
+
+void CollectivePlanner::add_path(int src, int dst, std::uint64_t channel, int count, Shape& shape) {
+  if (src == dst) return;
+  path_.clear();
+  cluster_->append_path(src, dst, flow_hash(src, dst, channel), path_);
+  Time latency{0};
+  std::uint8_t cls = static_cast<std::uint8_t>(LinkClassLatency::kNvlink);
+  for (topo::LinkId l : path_) {
+    shape.uses.push_back({fabric_->resource_of_link[static_cast<std::size_t>(l)], count});
+    latency += link_latency_[static_cast<std::size_t>(l)];
+    cls = std::max(cls, link_class_[static_cast<std::size_t>(l)]);
+  }
+  Time& slot = shape.steps[static_cast<std::size_t>(shape.group)].max_latency[cls];
+  slot = std::max(slot, latency);
+}
+
+double CollectivePlanner::efficiency(Algorithm a) const {
+  const AlgorithmEfficiency& e = profile_->network.algorithm_efficiency;
+  switch (a) {
+    case Algorithm::kRing:
+    case Algorithm::kChain:
+      return e.ring;
+    case Algorithm::kTree:
+      return e.tree;
+    case Algorithm::kHierarchical:
+      return e.hierarchical;
+    case Algorithm::kNvls:
+      return e.nvls;
+    case Algorithm::kDirect:
+      return e.all_to_all;
+    case Algorithm::kP2p:
+      return e.p2p;
+  }
+  return 1.0;
+}
+
+bool CollectivePlanner::applicable(Algorithm a, OpKind kind, std::span<const int> gpus) const {
+  const bool all_reduce = kind == OpKind::kAllReduce;
+  switch (a) {
+    case Algorithm::kRing:
+      return all_reduce || kind == OpKind::kAllGather || kind == OpKind::kReduceScatter;
+    case Algorithm::kChain:
+      return kind == OpKind::kBroadcast;
+    case Algorithm::kDirect:
+      return kind == OpKind::kAllToAll;
+    case Algorithm::kTree:
+      return all_reduce && by_island(*cluster_, gpus).size() > 1;
+    case Algorithm::kHierarchical: {
+      if (!all_reduce) return false;
+      const auto islands = by_island(*cluster_, gpus);
+      if (islands.size() < 2 || islands.front().size() < 2) return false;
+      return std::all_of(islands.begin(), islands.end(),
+                         [&](const auto& i) { return i.size() == islands.front().size(); });
+    }
+    case Algorithm::kNvls:
+      if (!all_reduce || efficiency(a) <= 0) return false;
+      return std::all_of(gpus.begin(), gpus.end(), [&](int g) {
+        return g == gpus.front() || cluster_->shares(gpus.front(), g, topo::Scope::kNvSwitch);
+      });
+    case Algorithm::kP2p:
+      return false;
+  }
+  return false;
+}
+
+std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpKind kind,
+                                                                std::span<const int> gpus) {
+  const int n = static_cast<int>(gpus.size());
+  const double dn = n;
+  std::vector<Shape> out;
+  switch (a) {
+    case Algorithm::kRing: {
+      const auto islands = by_island(*cluster_, gpus);
+      const std::size_t channels = islands.size() > 1 ? largest(islands) : 1;
+      const bool ar = kind == OpKind::kAllReduce;
+      Shape s;
+      s.fraction = (ar ? 2.0 * (dn - 1) / dn : (dn - 1) / dn) / static_cast<double>(channels);
+      s.steps[0].count = ar ? 2 * (n - 1) : n - 1;
+      std::vector<int> order;
+      for (std::size_t c = 0; c < channels; ++c) {
+        ring_order(islands, c, order);
+        for (std::size_t x = 0; x < order.size(); ++x)
+          add_path(order[x], order[(x + 1) % order.size()], c, 1, s);
+      }
+      out.push_back(std::move(s));
+      break;
+    }
+    case Algorithm::kChain: {
+      Shape s;
+      s.fraction = 1.0;
+      s.steps[0].count = n - 1;
+      for (int x = 0; x + 1 < n; ++x)
+        add_path(gpus[static_cast<std::size_t>(x)], gpus[static_cast<std::size_t>(x + 1)], 0, 1, s);
+      out.push_back(std::move(s));
+      break;
+    }
+    case Algorithm::kDirect: {
+      Shape s;
+      s.fraction = 1.0 / dn;
+      s.steps[0].count = 1;
+      for (int src : gpus) {
+        for (int dst : gpus)
+          add_path(src, dst, 0, 1, s);
+      }
+      out.push_back(std::move(s));
+      break;
+    }
+    case Algorithm::kNvls: {
+      Shape s;
+      s.fraction = 1.0;
+      s.steps[0].count = 2;
+      for (int x = 0; x < n; ++x)
+        add_path(gpus[static_cast<std::size_t>(x)], gpus[static_cast<std::size_t>((x + 1) % n)], 0,
+                 1, s);
+      out.push_back(std::move(s));
+      break;
+    }
+    case Algorithm::kTree: {
+      const auto islands = by_island(*cluster_, gpus);
+      const std::size_t k = islands.size();
+      const std::size_t channels = largest(islands);
+      Shape s;
+      s.fraction = 1.0 / (2.0 * static_cast<double>(channels));
+      s.steps.resize(2);
+      s.steps[0].count = 2 * (static_cast<int>(channels) - 1);
+      s.steps[1].count = 2 * ceil_log2(k);
+      for (std::size_t c = 0; c < channels; ++c) {
+        std::vector<int> heads(k);
+        s.group = 0;
+        for (std::size_t i = 0; i < k; ++i) {
+          const auto& isl = islands[i];
+          heads[i] = isl[c % isl.size()];
+          for (std::size_t j = 0; j + 1 < isl.size(); ++j) {
+            const int a1 = isl[(c + j) % isl.size()];
+            const int b1 = isl[(c + j + 1) % isl.size()];
+            add_path(a1, b1, c, 2, s);
+            add_path(b1, a1, c, 2, s);
+          }
+        }
+        s.group = 1;
+        for (std::size_t i = 1; i < k; ++i) {
+          // Tree A: heap order over island indices; tree B: the same over the mirrored indices,
+          // so the inner nodes of one tree are leaves of the other (double binary tree).
+          const std::size_t pa = (i - 1) / 2;
+          add_path(heads[i], heads[pa], c, 1, s);
+          add_path(heads[pa], heads[i], c, 1, s);
+          const std::size_t bi = k - 1 - i;
+          const std::size_t bp = k - 1 - pa;
+          add_path(heads[bi], heads[bp], c, 1, s);
+          add_path(heads[bp], heads[bi], c, 1, s);
+        }
+      }
+      out.push_back(std::move(s));
+      break;
+    }
+    case Algorithm::kHierarchical: {
+      const auto islands = by_island(*cluster_, gpus);
+      const std::size_t g = islands.front().size();
+      const double dk = static_cast<double>(islands.size());
+      const double dg = static_cast<double>(g);
+      Shape intra;
+      intra.fraction = (dg - 1) / dg;
+      intra.steps[0].count = static_cast<int>(g) - 1;
+      for (const auto& isl : islands) {
+        for (std::size_t j = 0; j < g; ++j)
+          add_path(isl[j], isl[(j + 1) % g], 0, 1, intra);
+      }
+      Shape inter;
+      inter.fraction = 2.0 * (dk - 1) / dk / dg;
+      inter.steps[0].count = 2 * (static_cast<int>(islands.size()) - 1);
+      for (std::size_t l = 0; l < g; ++l) {
+        for (std::size_t i = 0; i < islands.size(); ++i)
+          add_path(islands[i][l], islands[(i + 1) % islands.size()][l], l, 1, inter);
+      }
+      out.push_back(intra);
+      out.push_back(std::move(inter));
+      out.push_back(std::move(intra));
+      break;
+    }
+    case Algorithm::kP2p:
+      break;
+  }
+  for (Shape& s : out)
+    aggregate_uses(s.uses);
+  return out;
+}
+
+CommPlan CollectivePlanner::build(Algorithm a, int protocol, OpKind kind, Bytes bytes,
+                                  std::span<const int> gpus) {
+  const ProtocolProfile& proto = profile_->network.protocols[static_cast<std::size_t>(protocol)];
+  const double wire = static_cast<double>(bytes.raw()) / (efficiency(a) * proto.bandwidth_factor);
+  CommPlan plan;
+  plan.algorithm = a;
+  plan.protocol = protocol;
+  std::vector<Shape> parts = a == Algorithm::kP2p ? std::vector<Shape>{} : shapes(a, kind, gpus);
+  if (a == Algorithm::kP2p) {
+    Shape s;
+    s.fraction = 1.0;
+    s.steps[0].count = 1;
+    add_path(gpus[0], gpus[1], 0, 1, s);
+    parts.push_back(std::move(s));
+  }
+  double estimate = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    Shape& s = parts[i];
+    CommPhase phase;
+    phase.bytes = s.fraction * wire;
+    phase.latency = i == 0 ? proto.base_latency : Time(0);
+    for (const StepGroup& g : s.steps) {
+      Time step{0};
+      for (int c = 0; c < kClasses; ++c) {
+        if (g.max_latency[static_cast<std::size_t>(c)] < Time(0)) continue;
+        step = std::max(step, proto.step(static_cast<LinkClassLatency>(c)) +
+                                  g.max_latency[static_cast<std::size_t>(c)]);
+      }
+      phase.latency += step * g.count;
+    }
+    double share = std::numeric_limits<double>::infinity();
+    for (const LinkUse& u : s.uses)
+      share = std::min(share, fabric_->capacity[static_cast<std::size_t>(u.resource)] / u.count);
+    estimate += to_seconds(phase.latency) + (s.uses.empty() ? 0.0 : phase.bytes / share);
+    phase.uses = std::move(s.uses);
+    plan.phases.push_back(std::move(phase));
+  }
+  plan.estimate = Time(std::llround(estimate * 1e12));
+  return plan;
+}
+
+CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const int> gpus,
+                                       std::span<const std::vector<int>> copies) {
+  if (gpus.size() < 2) return CommPlan{};
+  constexpr Algorithm kOrder[] = {Algorithm::kRing, Algorithm::kTree,   Algorithm::kHierarchical,
+                                  Algorithm::kNvls, Algorithm::kDirect, Algorithm::kChain};
+  const bool forced = forced_ && applicable(*forced_, kind, gpus);
+  std::optional<CommPlan> best;
+  for (Algorithm a : kOrder) {
+    if (forced ? a != *forced_ : !applicable(a, kind, gpus)) continue;
+    const int protocols = static_cast<int>(profile_->network.protocols.size());
+    for (int p = 0; p < protocols; ++p) {
+      if (a == Algorithm::kNvls && p != simple_protocol_) continue;
+      CommPlan plan = build(a, p, kind, bytes, gpus);
+      if (!best || plan.estimate < best->estimate) best = std::move(plan);
+    }
+  }
+  if (!best) return CommPlan{};
+  for (const std::vector<int>& copy : copies) {
+    if (copy.size() != gpus.size() || !applicable(best->algorithm, kind, copy)) continue;
+    std::vector<Shape> parts = shapes(best->algorithm, kind, copy);
+    if (parts.size() != best->phases.size()) continue;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      auto& uses = best->phases[i].uses;
+      uses.insert(uses.end(), parts[i].uses.begin(), parts[i].uses.end());
+    }
+    ++best->copies;
+  }
+  if (best->copies > 0) {
+    for (CommPhase& phase : best->phases)
+      aggregate_uses(phase.uses);
+  }
+  return std::move(*best);
+}
+
+CommPlan CollectivePlanner::p2p(int src, int dst, Bytes bytes,
+                                std::span<const std::pair<int, int>> copies) {
+  const int pair[] = {src, dst};
+  std::optional<CommPlan> best;
+  const int protocols = static_cast<int>(profile_->network.protocols.size());
+  for (int p = 0; p < protocols; ++p) {
+    CommPlan plan = build(Algorithm::kP2p, p, OpKind::kSend, bytes, pair);
+    if (!best || plan.estimate < best->estimate) best = std::move(plan);
+  }
+  if (copies.empty()) return std::move(*best);
+  Shape extra;
+  for (const auto& [a, b] : copies)
+    add_path(a, b, 0, 1, extra);
+  auto& uses = best->phases.front().uses;
+  uses.insert(uses.end(), extra.uses.begin(), extra.uses.end());
+  aggregate_uses(uses);
+  best->copies = static_cast<int>(copies.size());
+  return std::move(*best);
+}
+
+}  // namespace planner::sim

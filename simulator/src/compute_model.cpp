@@ -1,0 +1,81 @@
+#include "planner/sim/compute_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace planner::sim {
+namespace {
+
+double ceil_div(double a, double b) {
+  return std::ceil(a / b);
+}
+
+Time from_seconds(double s) {
+  return Time(std::llround(s * 1e12));
+}
+
+}  // namespace
+
+Status ComputeModel::check_precision(Precision precision) const {
+  if (profile_->compute.gemm_rate(precision).rate.raw() > 0) return Status::ok();
+  return Status::invalid_input("hardware profile \"" + profile_->name + "\" has no " +
+                               std::string(to_string(precision)) +
+                               " GEMM rate; the GPU may not support that precision");
+}
+
+Time ComputeModel::memory_time(Bytes bytes) const {
+  return bytes / profile_->compute.memory_bandwidth;
+}
+
+Time ComputeModel::gemm_time(const OpDesc& d) const {
+  const ComputeProfile& c = profile_->compute;
+  const double rate = c.gemm_rate(d.precision).rate.raw();
+  const double per_sm = rate / static_cast<double>(c.sm_count);
+  double best = std::numeric_limits<double>::infinity();
+  for (const GemmTile& t : c.gemm_tiles) {
+    const double tiles = ceil_div(static_cast<double>(d.m), t.m) *
+                         ceil_div(static_cast<double>(d.n), t.n) * static_cast<double>(d.batch);
+    const double waves = ceil_div(tiles, c.sm_count);
+    const double wave_flops = 2.0 * t.m * t.n * static_cast<double>(d.k + c.gemm_k_overhead);
+    best = std::min(best, waves * wave_flops / (per_sm * t.efficiency));
+  }
+  const Time compute = from_seconds(best);
+  return std::max(compute, memory_time(d.bytes_read + d.bytes_written)) + c.kernel_overhead;
+}
+
+Time ComputeModel::attention_time(const OpDesc& d, bool backward) const {
+  const ComputeProfile& c = profile_->compute;
+  double rate = (backward ? c.attention_backward : c.attention_forward).raw();
+  if (bytes_per_element(d.precision) == 4) {
+    // The attention rates are 16-bit; fp32 attention runs at the fp32/16-bit GEMM ratio.
+    const double half = std::max(c.gemm_rate(Precision::kBf16).rate.raw(),
+                                 c.gemm_rate(Precision::kFp16).rate.raw());
+    const double full = c.gemm_rate(d.precision).rate.raw();
+    if (half > 0 && full > 0) rate *= full / half;
+  }
+  const double n = static_cast<double>(d.n);
+  const double saturation = n / (n + static_cast<double>(c.attention_half_seq));
+  const Time compute = from_seconds(d.flops.raw() / (rate * saturation));
+  return std::max(compute, memory_time(d.bytes_read + d.bytes_written)) + c.kernel_overhead;
+}
+
+Time ComputeModel::op_time(const OpDesc& d, bool backward) const {
+  const ComputeProfile& c = profile_->compute;
+  switch (d.kind) {
+    case OpKind::kGemm:
+      return gemm_time(d);
+    case OpKind::kAttention:
+      return attention_time(d, backward);
+    case OpKind::kHostToDevice:
+    case OpKind::kDeviceToHost:
+      return d.comm_bytes / c.pcie_copy_bandwidth;
+    default:
+      break;
+  }
+  const Bytes traffic = d.bytes_read + d.bytes_written;
+  if (d.stream == Stream::kHost) return traffic / c.host_memory_bandwidth;
+  return memory_time(traffic) + c.kernel_overhead;
+}
+
+}  // namespace planner::sim

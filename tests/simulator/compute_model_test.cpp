@@ -1,0 +1,117 @@
+// The compute model against the reference measurements and its own contract.
+#include "planner/sim/compute_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include "planner/core/catalog.hpp"
+
+namespace planner::sim {
+namespace {
+
+const HardwareProfile& preset(const char* gpu) {
+  const HardwareProfile* p = builtin_profile_for(*builtin_catalog().find_gpu(gpu));
+  if (p == nullptr) throw std::runtime_error(std::string("no profile for ") + gpu);
+  return *p;
+}
+
+OpDesc gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p = Precision::kBf16,
+            std::int64_t batch = 1) {
+  OpDesc d;
+  d.kind = OpKind::kGemm;
+  d.precision = p;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.batch = batch;
+  d.flops = Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                  static_cast<double>(batch));
+  const std::int64_t e = bytes_per_element(p);
+  d.bytes_read = Bytes(batch * (m * k + k * n) * e);
+  d.bytes_written = Bytes(batch * m * n * e);
+  return d;
+}
+
+double tflops(const ComputeModel& model, const OpDesc& d) {
+  return d.flops.raw() / to_seconds(model.op_time(d, false)) / 1e12;
+}
+
+// Square GEMMs on A100 relative to 8192^3, as Azure's cuBLASLt measured them (reference data
+// hardware_specs.json: 228.0, 253.7, 256.5 TFLOP/s at 4096^3, 8192^3, 16384^3).
+TEST(ComputeModel, SquareGemmScalingMatchesA100Measurements) {
+  const ComputeModel model(preset("A100"));
+  const double r4 = tflops(model, gemm(4096, 4096, 4096));
+  const double r8 = tflops(model, gemm(8192, 8192, 8192));
+  const double r16 = tflops(model, gemm(16384, 16384, 16384));
+  EXPECT_NEAR(r4 / r8, 228.0 / 253.7, 0.05);
+  EXPECT_NEAR(r16 / r8, 256.5 / 253.7, 0.02);
+  // Large GEMMs saturate at the profile's rate (the maximum achievable matmul, 271.2).
+  EXPECT_GT(r16, 0.97 * 271.2);
+  EXPECT_LE(r16, 271.2);
+}
+
+// Small and skinny GEMMs run far below the asymptotic rate (partial waves, padding, fixed cost).
+TEST(ComputeModel, SmallAndSkinnyGemmsAreLessEfficient) {
+  const ComputeModel model(preset("H100"));
+  const double big = tflops(model, gemm(8192, 8192, 8192));
+  EXPECT_LT(tflops(model, gemm(512, 512, 512)), 0.3 * big);
+  EXPECT_LT(tflops(model, gemm(16, 8192, 8192)), 0.2 * big);  // memory-bound
+  // Wave quantisation: one tile more than a full wave costs a whole extra wave.
+  const HardwareProfile& p = preset("H100");
+  const std::int64_t tiles_m = p.compute.sm_count / 2;  // x 2 tiles of 128 x 256 = one wave
+  const Time one_wave = model.gemm_time(gemm(128 * tiles_m, 512, 8192));
+  const Time one_more = model.gemm_time(gemm(128 * (tiles_m + 1), 512, 8192));
+  EXPECT_GT(to_seconds(one_more), 1.5 * to_seconds(one_wave));
+}
+
+TEST(ComputeModel, PrecisionsUseTheirRates) {
+  const ComputeModel model(preset("H100"));
+  EXPECT_GT(tflops(model, gemm(8192, 8192, 8192, Precision::kFp8)),
+            1.6 * tflops(model, gemm(8192, 8192, 8192, Precision::kBf16)));
+  EXPECT_TRUE(model.check_precision(Precision::kFp8));
+  const ComputeModel a100(preset("A100"));
+  const Status fp8 = a100.check_precision(Precision::kFp8);
+  EXPECT_FALSE(fp8);
+  EXPECT_NE(fp8.message().find("no fp8 GEMM rate"), std::string::npos) << fp8.message();
+}
+
+// Memory-bound ops move their bytes at the achievable HBM bandwidth, plus the kernel overhead.
+TEST(ComputeModel, MemoryBoundOps) {
+  const HardwareProfile& p = preset("H100");
+  const ComputeModel model(p);
+  OpDesc norm;
+  norm.kind = OpKind::kNorm;
+  norm.bytes_read = Bytes(2'970'000'000);
+  norm.bytes_written = Bytes(0);
+  EXPECT_EQ(model.op_time(norm, false), milliseconds(1.0) + p.compute.kernel_overhead);
+  OpDesc host = norm;
+  host.kind = OpKind::kOptimizerStep;
+  host.stream = Stream::kHost;
+  EXPECT_EQ(model.op_time(host, false), norm.bytes_read / p.compute.host_memory_bandwidth);
+}
+
+// Attention approaches its rate at long sequences and is slower backward.
+TEST(ComputeModel, AttentionSaturatesWithSequenceLength) {
+  const HardwareProfile& p = preset("H100");
+  const ComputeModel model(p);
+  auto attn = [](std::int64_t s) {
+    OpDesc d;
+    d.kind = OpKind::kAttention;
+    d.batch = 32;
+    d.m = s;
+    d.n = s;
+    d.k = 128;
+    d.flops = Flops(4.0 * 32 * static_cast<double>(s) * static_cast<double>(s) * 128 * 0.5);
+    return d;
+  };
+  auto rate = [&](std::int64_t s, bool bwd) {
+    const OpDesc d = attn(s);
+    return d.flops.raw() / to_seconds(model.op_time(d, bwd)) / 1e12;
+  };
+  const double fwd = to_tflops_per_s(p.compute.attention_forward);
+  EXPECT_NEAR(rate(8192, false), fwd * 8192.0 / (8192 + 256), fwd * 0.01);
+  EXPECT_LT(rate(512, false), 0.7 * fwd);
+  EXPECT_LT(rate(8192, true), rate(8192, false));
+}
+
+}  // namespace
+}  // namespace planner::sim
