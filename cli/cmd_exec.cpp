@@ -71,6 +71,8 @@ class Progress final : public exec::ExecObserver {
     *ctx_.err << "step " << rec.step.step + 1 << "/" << rec.steps << "  loss " << fmt(rec.loss, 4)
               << "  step " << fmt(ms, 2) << " ms  " << fmt_count(rec.step.tokens_per_s)
               << " tokens/s  peak " << mib(rec.step.peak_memory.value_or(Bytes(0)).raw())
+              << (rec.loss_scale > 0 ? "  loss scale " + fmt(rec.loss_scale, 0) : "")
+              << (rec.skipped ? "  (update skipped: inf/NaN gradients)" : "")
               << (rec.step.warmup ? "  (warm-up)" : "") << '\n';
     return Status::ok();
   }
@@ -106,6 +108,7 @@ Json inputs_json(const ExecArgs& a, int ranks) {
 Status launch_local(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
   const int ranks = a.ranks > 0 ? a.ranks : static_cast<int>(plan.parallel.world_size());
   PLANNER_RETURN_IF_ERROR(exec::check_executable(plan, a.backend, ranks));
+  PLANNER_RETURN_IF_ERROR(exec::check_backend_available(a.backend));  // e.g. cuda without a GPU
   PLANNER_ASSIGN_OR_RETURN(std::string self, exec::self_executable());
   std::vector<std::string> program = {self,
                                       "exec",
@@ -262,7 +265,10 @@ void register_exec_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--warmup", a->warmup, "Leading steps measured but marked as warm-up")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--backend", a->backend, "Backend: cpu")->capture_default_str();
+  cmd->add_option("--backend", a->backend,
+                  "Backend: cpu (MPI + OpenBLAS) or cuda (one NVIDIA GPU per rank, NCCL; in "
+                  "builds with the CUDA toolkit)")
+      ->capture_default_str();
   cmd->add_option("--launch", a->launch,
                   "none: started by mpirun/srun already; local: start mpirun here (default: none "
                   "under an MPI launcher, else local)");

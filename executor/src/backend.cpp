@@ -1,37 +1,64 @@
 #include "planner/exec/backend.hpp"
 
+#include "planner/kernels/device_info.hpp"
+
 namespace planner::exec {
 
-// Defined in cpu_backend.cpp.
+// Defined in cpu_backend.cpp and (CUDA builds) cuda_backend.cpp.
 Result<std::unique_ptr<Backend>> make_cpu_backend(World& world, const BackendOptions& options);
+#ifdef PLANNER_HAVE_CUDA
+Result<std::unique_ptr<Backend>> make_cuda_backend(World& world, const BackendOptions& options);
+#endif
 
 namespace {
 
-// The GPU backend's name; it is built with the CUDA toolkit (kernels/, issue "GPU backend").
+// The GPU backend's name; it is built with the CUDA toolkit and NCCL (PLANNER_HAVE_CUDA).
 constexpr std::string_view kCudaBackend = "cuda";
 
 }  // namespace
 
 std::vector<std::string> backend_names() {
+#ifdef PLANNER_HAVE_CUDA
+  return {"cpu", std::string(kCudaBackend)};
+#else
   return {"cpu"};
+#endif
 }
 
 Status check_backend_name(std::string_view name) {
+  std::string known_list;
   for (const std::string& known : backend_names()) {
     if (name == known) return Status::ok();
+    known_list += (known_list.empty() ? "" : ", ") + known;
   }
   if (name == kCudaBackend) {
     return Status::unavailable(
         "the cuda backend is not part of this build (it needs the CUDA toolkit and NCCL); "
-        "available backends: cpu");
+        "available backends: " +
+        known_list);
   }
   return Status::invalid_input("unknown backend \"" + std::string(name) +
-                               "\": expected one of: cpu");
+                               "\": expected one of: " + known_list);
+}
+
+Status check_backend_available(std::string_view name) {
+  PLANNER_RETURN_IF_ERROR(check_backend_name(name));
+  if (name != kCudaBackend) return Status::ok();
+  const kernels::CudaInventory inventory = kernels::cuda_inventory();
+  if (!inventory.devices.empty()) return Status::ok();
+  return Status::unavailable(
+      "the cuda backend needs an NVIDIA GPU with a working driver, and this "
+      "machine has none (" +
+      (inventory.reason.empty() ? std::string("no CUDA devices") : inventory.reason) +
+      "); the cpu backend runs anywhere");
 }
 
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, World& world,
                                               const BackendOptions& options) {
   PLANNER_RETURN_IF_ERROR(check_backend_name(name));
+#ifdef PLANNER_HAVE_CUDA
+  if (name == kCudaBackend) return make_cuda_backend(world, options);
+#endif
   return make_cpu_backend(world, options);
 }
 

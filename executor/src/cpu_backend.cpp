@@ -3,6 +3,7 @@
 // deadline; a ticket's completion time is when a poll first saw it complete.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "mpi_common.hpp"
 #include "planner/exec/backend.hpp"
 #include "planner/exec/cpu_device.hpp"
+#include "planner/kernels/cpu/convert.hpp"
 
 namespace planner::exec {
 namespace {
@@ -86,8 +88,8 @@ class MpiCommunicator final : public Communicator {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(MpiWorld& world, std::int64_t capacity, int blas_threads)
-      : world_(world), device_(capacity, blas_threads) {}
+  CpuBackend(MpiWorld& world, std::int64_t capacity, int blas_threads, bool emulate)
+      : world_(world), device_(capacity, blas_threads, emulate) {}
   ~CpuBackend() override;
 
   Status init();
@@ -115,6 +117,8 @@ class CpuBackend final : public Backend {
                          std::string_view what, Event start, void* copy_to = nullptr,
                          void* temp = nullptr, std::int64_t bytes = 0);
   CpuDevice& cpu_device() { return device_; }
+  // The MPI reduction of `op` on `type`: MPI's own, or planner's for 16-bit floats.
+  MPI_Op mpi_op(ReduceOp op, DType type) const;
 
  private:
   struct TicketState {
@@ -139,7 +143,22 @@ class CpuBackend final : public Backend {
   std::unique_ptr<MpiCommunicator> world_comm_;
   std::vector<TicketState> tickets_;
   std::vector<std::uint32_t> active_;
+  // Sum and max of bf16 and fp16 (MPI has no 16-bit floating-point types): [bf16, fp16][sum, max].
+  MPI_Op half_ops_[2][2] = {{MPI_OP_NULL, MPI_OP_NULL}, {MPI_OP_NULL, MPI_OP_NULL}};
 };
+
+// MPI user reductions on 16-bit floats: each pair is widened to fp32, combined and rounded back,
+// as NCCL reduces bf16 and fp16.
+template <float (*kToFloat)(std::uint16_t), std::uint16_t (*kFromFloat)(float), bool kMax>
+void reduce_half(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const std::uint16_t*>(in);
+  auto* b = static_cast<std::uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = kToFloat(a[i]);
+    const float y = kToFloat(b[i]);
+    b[i] = kFromFloat(kMax ? (x > y || std::isnan(x) ? x : y) : x + y);
+  }
+}
 
 // ---- MpiCommunicator
 
@@ -174,8 +193,8 @@ Result<Ticket> MpiCommunicator::all_reduce(void* buf, std::int64_t count, DType 
   PLANNER_ASSIGN_OR_RETURN(int n, checked_count(count, "MPI_Iallreduce", what));
   const Event start = backend_.cpu_device().record();
   MPI_Request req = MPI_REQUEST_NULL;
-  const int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, n, mpi_type(type),
-                                op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, comm_, &req);
+  const int rc =
+      MPI_Iallreduce(MPI_IN_PLACE, buf, n, mpi_type(type), backend_.mpi_op(op, type), comm_, &req);
   return backend_.started(rc, req, "MPI_Iallreduce", *this, what, start);
 }
 
@@ -207,7 +226,7 @@ Result<Ticket> MpiCommunicator::reduce_scatter(const void* send, void* recv, std
   const Event start = backend_.cpu_device().record();
   MPI_Request req = MPI_REQUEST_NULL;
   const int rc = MPI_Ireduce_scatter_block(send, in_place ? temp : recv, n, mpi_type(type),
-                                           op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, comm_, &req);
+                                           backend_.mpi_op(op, type), comm_, &req);
   return backend_.started(rc, req, "MPI_Ireduce_scatter_block", *this, what, start,
                           in_place ? recv : nullptr, temp, bytes);
 }
@@ -259,9 +278,36 @@ CpuBackend::~CpuBackend() {
   // Tickets still open here belong to a failed run that is about to abort; their temporary blocks
   // are left to the process's end, as MPI may still write to them.
   world_comm_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (auto& by_type : half_ops_) {
+    for (MPI_Op& op : by_type) {
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    }
+  }
+}
+
+MPI_Op CpuBackend::mpi_op(ReduceOp op, DType type) const {
+  const int o = op == ReduceOp::kMax ? 1 : 0;
+  if (type == DType::kBFloat16) return half_ops_[0][o];
+  if (type == DType::kFloat16) return half_ops_[1][o];
+  return op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
 }
 
 Status CpuBackend::init() {
+  namespace cpu = kernels::cpu;
+  MPI_User_function* const fns[2][2] = {
+      {reduce_half<cpu::bf16_to_float, cpu::float_to_bf16, false>,
+       reduce_half<cpu::bf16_to_float, cpu::float_to_bf16, true>},
+      {reduce_half<cpu::fp16_to_float, cpu::float_to_fp16, false>,
+       reduce_half<cpu::fp16_to_float, cpu::float_to_fp16, true>}};
+  for (int t = 0; t < 2; ++t) {
+    for (int o = 0; o < 2; ++o) {
+      PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Op_create(fns[t][o], 1, &half_ops_[t][o]),
+                                        "MPI_Op_create (16-bit floats)"));
+    }
+  }
   MPI_Comm p2p = MPI_COMM_NULL;
   PLANNER_RETURN_IF_ERROR(
       mpi_check(MPI_Comm_dup(world_.impl().base, &p2p), "MPI_Comm_dup (point-to-point)"));
@@ -409,7 +455,8 @@ Result<std::unique_ptr<Backend>> make_cpu_backend(World& world, const BackendOpt
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     threads = std::max(1, cores / std::max(1, world.local_size()));
   }
-  auto backend = std::make_unique<CpuBackend>(*mpi, options.capacity, threads);
+  auto backend =
+      std::make_unique<CpuBackend>(*mpi, options.capacity, threads, options.emulate_low_precision);
   PLANNER_RETURN_IF_ERROR(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));
 }

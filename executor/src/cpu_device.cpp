@@ -7,11 +7,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "planner/kernels/cpu/activation.hpp"
+#include "planner/kernels/cpu/convert.hpp"
 #include "planner/kernels/cpu/cross_entropy.hpp"
 #include "planner/kernels/cpu/elementwise.hpp"
 #include "planner/kernels/cpu/embedding.hpp"
+#include "planner/kernels/cpu/loss_scale.hpp"
 #include "planner/kernels/cpu/norm.hpp"
 #include "planner/kernels/cpu/rope.hpp"
 
@@ -27,6 +30,65 @@ std::int64_t rounded(std::int64_t bytes) {
   return std::max<std::int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
 }
 
+// fp32 values stored as `type` (fp32, or the rounded bf16 / fp16 bits).
+void store_as(DType type, const float* x, std::int64_t n, void* y) {
+  switch (type) {
+    case DType::kBFloat16:
+      cpu::float_to_bf16(x, n, static_cast<std::uint16_t*>(y));
+      return;
+    case DType::kFloat16:
+      cpu::float_to_fp16(x, n, static_cast<std::uint16_t*>(y));
+      return;
+    default:
+      if (x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(float));
+      return;
+  }
+}
+
+// The fp32 view of an A array (device.hpp) that a CPU kernel reads or writes: the array itself
+// when A is fp32, else a widened copy (`load`: of the array's values; otherwise uninitialised, for
+// outputs the kernel overwrites), which store() rounds back into the array.
+class View {
+ public:
+  View(DType type, const void* p, std::int64_t n, bool load = true) : type_(type), n_(n) {
+    if (type_ == DType::kFloat32) {
+      ptr_ = static_cast<float*>(const_cast<void*>(p));
+      return;
+    }
+    copy_.resize(static_cast<std::size_t>(n));
+    ptr_ = copy_.data();
+    if (!load) return;
+    const auto* bits = static_cast<const std::uint16_t*>(p);
+    if (type_ == DType::kBFloat16) {
+      cpu::bf16_to_float(bits, n, ptr_);
+    } else {
+      cpu::fp16_to_float(bits, n, ptr_);
+    }
+  }
+  float* get() const { return ptr_; }
+  void store(void* dst) const {
+    if (type_ != DType::kFloat32) store_as(type_, ptr_, n_, dst);
+  }
+
+ private:
+  DType type_;
+  std::int64_t n_;
+  std::vector<float> copy_;
+  float* ptr_ = nullptr;
+};
+
+// Elements spanned by a row-major rows x cols matrix with leading dimension ld, and by GEMM
+// operands as stored (cpu/gemm.hpp: A is m x k, or k x m when transposed; B is k x n or n x k).
+std::int64_t extent(std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
+}
+std::int64_t extent_a(Transpose ta, std::int64_t m, std::int64_t k, std::int64_t lda) {
+  return ta == Transpose::kNo ? extent(m, k, lda) : extent(k, m, lda);
+}
+std::int64_t extent_b(Transpose tb, std::int64_t n, std::int64_t k, std::int64_t ldb) {
+  return tb == Transpose::kNo ? extent(k, n, ldb) : extent(n, k, ldb);
+}
+
 std::string gib(std::int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.3f GiB",
@@ -36,8 +98,10 @@ std::string gib(std::int64_t bytes) {
 
 }  // namespace
 
-CpuDevice::CpuDevice(std::int64_t capacity, int blas_threads)
-    : capacity_(capacity), blas_threads_(std::max(1, blas_threads)) {
+CpuDevice::CpuDevice(std::int64_t capacity, int blas_threads, bool emulate_low_precision)
+    : capacity_(capacity),
+      blas_threads_(std::max(1, blas_threads)),
+      emulate_(emulate_low_precision) {
   cpu::set_blas_threads(blas_threads_);
   stats_.capacity = capacity_;
 }
@@ -50,12 +114,18 @@ CpuDevice::~CpuDevice() {
 }
 
 std::string CpuDevice::description() const {
-  return "cpu (OpenBLAS, " + std::to_string(blas_threads_) +
-         (blas_threads_ == 1 ? " thread)" : " threads)");
+  std::string text = "cpu (OpenBLAS, " + std::to_string(blas_threads_) +
+                     (blas_threads_ == 1 ? " thread" : " threads");
+  if (activation_type() != DType::kFloat32) {
+    text += std::string(", ") + std::string(to_string(precision())) +
+            " storage emulated: fp32 compute, rounded on store";
+  }
+  return text + ")";
 }
 
 bool CpuDevice::supports(Precision precision) const {
-  return precision == Precision::kFp32;
+  if (precision == Precision::kFp32) return true;
+  return emulate_ && (precision == Precision::kBf16 || precision == Precision::kFp16);
 }
 
 Result<void*> CpuDevice::allocate(std::int64_t bytes, const char* what) {
@@ -138,102 +208,212 @@ double CpuDevice::seconds(Event event) const {
 }
 
 void CpuDevice::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const float* a, std::int64_t lda, const float* b,
-                     std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  cpu::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+                     float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+                     float beta, void* c, std::int64_t ldc) {
+  const DType t = activation_type();
+  const View va(t, a, extent_a(ta, m, k, lda));
+  const View vb(t, b, extent_b(tb, n, k, ldb));
+  // C's old values matter when beta != 0, and its gaps between rows when ldc > n.
+  View vc(t, c, extent(m, n, ldc), beta != 0.0f || ldc != n);
+  cpu::gemm(ta, tb, m, n, k, alpha, va.get(), lda, vb.get(), ldb, beta, vc.get(), ldc);
+  vc.store(c);
 }
-void CpuDevice::embedding_forward(const std::int32_t* ids, std::int64_t tokens, const float* weight,
+void CpuDevice::gemm_fp32_out(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n,
+                              std::int64_t k, float alpha, const void* a, std::int64_t lda,
+                              const void* b, std::int64_t ldb, float beta, float* c,
+                              std::int64_t ldc) {
+  const DType t = activation_type();
+  const View va(t, a, extent_a(ta, m, k, lda));
+  const View vb(t, b, extent_b(tb, n, k, ldb));
+  cpu::gemm(ta, tb, m, n, k, alpha, va.get(), lda, vb.get(), ldb, beta, c, ldc);
+}
+void CpuDevice::embedding_forward(const std::int32_t* ids, std::int64_t tokens, const void* weight,
                                   std::int64_t vocab_start, std::int64_t vocab_rows,
-                                  std::int64_t dim, float* out) {
-  cpu::embedding_forward(ids, tokens, weight, vocab_start, vocab_rows, dim, out);
+                                  std::int64_t dim, void* out) {
+  const DType t = activation_type();
+  const View w(t, weight, vocab_rows * dim);
+  View o(t, out, tokens * dim, false);
+  cpu::embedding_forward(ids, tokens, w.get(), vocab_start, vocab_rows, dim, o.get());
+  o.store(out);
 }
-void CpuDevice::embedding_backward(const std::int32_t* ids, std::int64_t tokens, const float* dout,
+void CpuDevice::embedding_backward(const std::int32_t* ids, std::int64_t tokens, const void* dout,
                                    std::int64_t vocab_start, std::int64_t vocab_rows,
                                    std::int64_t dim, float* dweight) {
-  cpu::embedding_backward(ids, tokens, dout, vocab_start, vocab_rows, dim, dweight);
+  const View d(activation_type(), dout, tokens * dim);
+  cpu::embedding_backward(ids, tokens, d.get(), vocab_start, vocab_rows, dim, dweight);
 }
 void CpuDevice::position_embedding_forward(const std::int32_t* positions, std::int64_t batch,
-                                           std::int64_t seq, const float* pos_weight,
-                                           std::int64_t dim, float* x) {
-  cpu::position_embedding_forward(positions, batch, seq, pos_weight, dim, x);
+                                           std::int64_t seq, const void* pos_weight,
+                                           std::int64_t dim, void* x) {
+  const DType t = activation_type();
+  std::int64_t rows = 0;
+  for (std::int64_t i = 0; i < seq; ++i)
+    rows = std::max<std::int64_t>(rows, positions[i] + 1);
+  const View w(t, pos_weight, rows * dim);
+  View vx(t, x, batch * seq * dim);
+  cpu::position_embedding_forward(positions, batch, seq, w.get(), dim, vx.get());
+  vx.store(x);
 }
 void CpuDevice::position_embedding_backward(const std::int32_t* positions, std::int64_t batch,
-                                            std::int64_t seq, const float* dx, std::int64_t dim,
+                                            std::int64_t seq, const void* dx, std::int64_t dim,
                                             float* dpos_weight) {
-  cpu::position_embedding_backward(positions, batch, seq, dx, dim, dpos_weight);
+  const View d(activation_type(), dx, batch * seq * dim);
+  cpu::position_embedding_backward(positions, batch, seq, d.get(), dim, dpos_weight);
 }
-void CpuDevice::layernorm_forward(const float* x, const float* gamma, const float* beta,
-                                  std::int64_t rows, std::int64_t dim, float eps, float* y,
+void CpuDevice::layernorm_forward(const void* x, const void* gamma, const void* beta,
+                                  std::int64_t rows, std::int64_t dim, float eps, void* y,
                                   float* mean, float* rstd) {
-  cpu::layernorm_forward(x, gamma, beta, rows, dim, eps, y, mean, rstd);
+  const DType t = activation_type();
+  const View vx(t, x, rows * dim);
+  const View g(t, gamma, dim);
+  const View b(t, beta, dim);
+  View vy(t, y, rows * dim, false);
+  cpu::layernorm_forward(vx.get(), g.get(), b.get(), rows, dim, eps, vy.get(), mean, rstd);
+  vy.store(y);
 }
-void CpuDevice::layernorm_backward(const float* dy, const float* x, const float* gamma,
+void CpuDevice::layernorm_backward(const void* dy, const void* x, const void* gamma,
                                    const float* mean, const float* rstd, std::int64_t rows,
-                                   std::int64_t dim, float* dx, float* dgamma, float* dbeta) {
-  cpu::layernorm_backward(dy, x, gamma, mean, rstd, rows, dim, dx, dgamma, dbeta);
+                                   std::int64_t dim, void* dx, float* dgamma, float* dbeta) {
+  const DType t = activation_type();
+  const View vdy(t, dy, rows * dim);
+  const View vx(t, x, rows * dim);
+  const View g(t, gamma, dim);
+  View vdx(t, dx, rows * dim, false);
+  cpu::layernorm_backward(vdy.get(), vx.get(), g.get(), mean, rstd, rows, dim, vdx.get(), dgamma,
+                          dbeta);
+  vdx.store(dx);
 }
-void CpuDevice::rmsnorm_forward(const float* x, const float* gamma, std::int64_t rows,
-                                std::int64_t dim, float eps, float* y, float* rstd) {
-  cpu::rmsnorm_forward(x, gamma, rows, dim, eps, y, rstd);
+void CpuDevice::rmsnorm_forward(const void* x, const void* gamma, std::int64_t rows,
+                                std::int64_t dim, float eps, void* y, float* rstd) {
+  const DType t = activation_type();
+  const View vx(t, x, rows * dim);
+  const View g(t, gamma, dim);
+  View vy(t, y, rows * dim, false);
+  cpu::rmsnorm_forward(vx.get(), g.get(), rows, dim, eps, vy.get(), rstd);
+  vy.store(y);
 }
-void CpuDevice::rmsnorm_backward(const float* dy, const float* x, const float* gamma,
-                                 const float* rstd, std::int64_t rows, std::int64_t dim, float* dx,
+void CpuDevice::rmsnorm_backward(const void* dy, const void* x, const void* gamma,
+                                 const float* rstd, std::int64_t rows, std::int64_t dim, void* dx,
                                  float* dgamma) {
-  cpu::rmsnorm_backward(dy, x, gamma, rstd, rows, dim, dx, dgamma);
+  const DType t = activation_type();
+  const View vdy(t, dy, rows * dim);
+  const View vx(t, x, rows * dim);
+  const View g(t, gamma, dim);
+  View vdx(t, dx, rows * dim, false);
+  cpu::rmsnorm_backward(vdy.get(), vx.get(), g.get(), rstd, rows, dim, vdx.get(), dgamma);
+  vdx.store(dx);
 }
-void CpuDevice::gelu_forward(const float* x, std::int64_t n, float* y) {
-  cpu::gelu_forward(x, n, y);
+void CpuDevice::gelu_forward(const void* x, std::int64_t n, void* y) {
+  const DType t = activation_type();
+  const View vx(t, x, n);
+  View vy(t, y, n, false);
+  cpu::gelu_forward(vx.get(), n, vy.get());
+  vy.store(y);
 }
-void CpuDevice::gelu_backward(const float* x, const float* dy, std::int64_t n, float* dx) {
-  cpu::gelu_backward(x, dy, n, dx);
+void CpuDevice::gelu_backward(const void* x, const void* dy, std::int64_t n, void* dx) {
+  const DType t = activation_type();
+  const View vx(t, x, n);
+  const View vdy(t, dy, n);
+  View vdx(t, dx, n, false);
+  cpu::gelu_backward(vx.get(), vdy.get(), n, vdx.get());
+  vdx.store(dx);
 }
-void CpuDevice::swiglu_forward(const float* gate, const float* up, std::int64_t rows,
-                               std::int64_t cols, std::int64_t ld_in, float* out) {
-  cpu::swiglu_forward(gate, up, rows, cols, ld_in, out);
+void CpuDevice::swiglu_forward(const void* gate, const void* up, std::int64_t rows,
+                               std::int64_t cols, std::int64_t ld_in, void* out) {
+  const DType t = activation_type();
+  const View g(t, gate, extent(rows, cols, ld_in));
+  const View u(t, up, extent(rows, cols, ld_in));
+  View o(t, out, rows * cols, false);
+  cpu::swiglu_forward(g.get(), u.get(), rows, cols, ld_in, o.get());
+  o.store(out);
 }
-void CpuDevice::swiglu_backward(const float* gate, const float* up, const float* dout,
+void CpuDevice::swiglu_backward(const void* gate, const void* up, const void* dout,
                                 std::int64_t rows, std::int64_t cols, std::int64_t ld_in,
-                                float* dgate, float* dup) {
-  cpu::swiglu_backward(gate, up, dout, rows, cols, ld_in, dgate, dup);
+                                void* dgate, void* dup) {
+  const DType t = activation_type();
+  const View g(t, gate, extent(rows, cols, ld_in));
+  const View u(t, up, extent(rows, cols, ld_in));
+  const View d(t, dout, rows * cols);
+  View dg(t, dgate, extent(rows, cols, ld_in));
+  View du(t, dup, extent(rows, cols, ld_in));
+  cpu::swiglu_backward(g.get(), u.get(), d.get(), rows, cols, ld_in, dg.get(), du.get());
+  dg.store(dgate);
+  du.store(dup);
 }
 void CpuDevice::rope_forward(const float* table, std::int64_t batch, std::int64_t seq,
-                             std::int64_t heads, std::int64_t head_dim, float* x) {
-  cpu::rope_forward(table, batch, seq, heads, head_dim, x);
+                             std::int64_t heads, std::int64_t head_dim, void* x) {
+  View vx(activation_type(), x, batch * seq * heads * head_dim);
+  cpu::rope_forward(table, batch, seq, heads, head_dim, vx.get());
+  vx.store(x);
 }
 void CpuDevice::rope_backward(const float* table, std::int64_t batch, std::int64_t seq,
-                              std::int64_t heads, std::int64_t head_dim, float* dx) {
-  cpu::rope_backward(table, batch, seq, heads, head_dim, dx);
+                              std::int64_t heads, std::int64_t head_dim, void* dx) {
+  View vdx(activation_type(), dx, batch * seq * heads * head_dim);
+  cpu::rope_backward(table, batch, seq, heads, head_dim, vdx.get());
+  vdx.store(dx);
 }
-void CpuDevice::attention_forward(const AttentionShape& shape, const float* q, const float* k,
-                                  const float* v, float* o, float* lse) {
-  cpu::attention_forward(shape, q, k, v, o, lse);
+void CpuDevice::attention_forward(const AttentionShape& shape, const void* q, const void* k,
+                                  const void* v, void* o, float* lse) {
+  const DType t = activation_type();
+  const std::int64_t q_elems = shape.batch * shape.q_len * shape.heads * shape.head_dim;
+  const std::int64_t kv_elems = shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
+  const View vq(t, q, q_elems);
+  const View vk(t, k, kv_elems);
+  const View vv(t, v, kv_elems);
+  View vo(t, o, q_elems, false);
+  cpu::attention_forward(shape, vq.get(), vk.get(), vv.get(), vo.get(), lse);
+  vo.store(o);
 }
-void CpuDevice::attention_combine(std::int64_t rows, std::int64_t head_dim, float* o, float* lse,
-                                  const float* o_part, const float* lse_part) {
-  cpu::attention_combine(rows, head_dim, o, lse, o_part, lse_part);
+void CpuDevice::attention_combine(std::int64_t rows, std::int64_t head_dim, void* o, float* lse,
+                                  const void* o_part, const float* lse_part) {
+  const DType t = activation_type();
+  View vo(t, o, rows * head_dim);
+  const View vp(t, o_part, rows * head_dim);
+  cpu::attention_combine(rows, head_dim, vo.get(), lse, vp.get(), lse_part);
+  vo.store(o);
 }
-void CpuDevice::attention_backward_delta(std::int64_t rows, std::int64_t head_dim, const float* o,
-                                         const float* dout, float* delta) {
-  cpu::attention_backward_delta(rows, head_dim, o, dout, delta);
+void CpuDevice::attention_backward_delta(std::int64_t rows, std::int64_t head_dim, const void* o,
+                                         const void* dout, float* delta) {
+  const DType t = activation_type();
+  const View vo(t, o, rows * head_dim);
+  const View vd(t, dout, rows * head_dim);
+  cpu::attention_backward_delta(rows, head_dim, vo.get(), vd.get(), delta);
 }
-void CpuDevice::attention_backward(const AttentionShape& shape, const float* q, const float* k,
-                                   const float* v, const float* dout, const float* lse,
-                                   const float* delta, float* dq, float* dk, float* dv) {
-  cpu::attention_backward(shape, q, k, v, dout, lse, delta, dq, dk, dv);
+void CpuDevice::attention_backward(const AttentionShape& shape, const void* q, const void* k,
+                                   const void* v, const void* dout, const float* lse,
+                                   const float* delta, void* dq, void* dk, void* dv) {
+  const DType t = activation_type();
+  const std::int64_t q_elems = shape.batch * shape.q_len * shape.heads * shape.head_dim;
+  const std::int64_t kv_elems = shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
+  const View vq(t, q, q_elems);
+  const View vk(t, k, kv_elems);
+  const View vv(t, v, kv_elems);
+  const View vd(t, dout, q_elems);
+  View vdq(t, dq, q_elems);
+  View vdk(t, dk, kv_elems);
+  View vdv(t, dv, kv_elems);
+  cpu::attention_backward(shape, vq.get(), vk.get(), vv.get(), vd.get(), lse, delta, vdq.get(),
+                          vdk.get(), vdv.get());
+  vdq.store(dq);
+  vdk.store(dk);
+  vdv.store(dv);
 }
-void CpuDevice::cross_entropy_local_max(const float* logits, std::int64_t tokens,
+void CpuDevice::cross_entropy_local_max(const void* logits, std::int64_t tokens,
                                         std::int64_t vocab_local, float* max) {
-  cpu::cross_entropy_local_max(logits, tokens, vocab_local, max);
+  const View l(activation_type(), logits, tokens * vocab_local);
+  cpu::cross_entropy_local_max(l.get(), tokens, vocab_local, max);
 }
-void CpuDevice::cross_entropy_local_sum_exp(const float* logits, std::int64_t tokens,
+void CpuDevice::cross_entropy_local_sum_exp(const void* logits, std::int64_t tokens,
                                             std::int64_t vocab_local, const float* global_max,
                                             float* sum_exp) {
-  cpu::cross_entropy_local_sum_exp(logits, tokens, vocab_local, global_max, sum_exp);
+  const View l(activation_type(), logits, tokens * vocab_local);
+  cpu::cross_entropy_local_sum_exp(l.get(), tokens, vocab_local, global_max, sum_exp);
 }
-void CpuDevice::cross_entropy_local_target_logit(const float* logits, std::int64_t tokens,
+void CpuDevice::cross_entropy_local_target_logit(const void* logits, std::int64_t tokens,
                                                  std::int64_t vocab_local, std::int64_t vocab_start,
                                                  const std::int32_t* targets, float* target_logit) {
-  cpu::cross_entropy_local_target_logit(logits, tokens, vocab_local, vocab_start, targets,
+  const View l(activation_type(), logits, tokens * vocab_local);
+  cpu::cross_entropy_local_target_logit(l.get(), tokens, vocab_local, vocab_start, targets,
                                         target_logit);
 }
 void CpuDevice::cross_entropy_loss(std::int64_t tokens, const float* global_max,
@@ -241,19 +421,40 @@ void CpuDevice::cross_entropy_loss(std::int64_t tokens, const float* global_max,
                                    float* loss, float* lse) {
   cpu::cross_entropy_loss(tokens, global_max, global_sum_exp, global_target_logit, loss, lse);
 }
-void CpuDevice::cross_entropy_backward(const float* logits, std::int64_t tokens,
+void CpuDevice::cross_entropy_backward(const void* logits, std::int64_t tokens,
                                        std::int64_t vocab_local, std::int64_t vocab_start,
                                        const std::int32_t* targets, const float* lse,
-                                       float grad_scale, float* dlogits) {
-  cpu::cross_entropy_backward(logits, tokens, vocab_local, vocab_start, targets, lse, grad_scale,
-                              dlogits);
+                                       float grad_scale, void* dlogits) {
+  const DType t = activation_type();
+  const View l(t, logits, tokens * vocab_local);
+  View d(t, dlogits, tokens * vocab_local, false);
+  cpu::cross_entropy_backward(l.get(), tokens, vocab_local, vocab_start, targets, lse, grad_scale,
+                              d.get());
+  d.store(dlogits);
 }
-void CpuDevice::cross_entropy_forward(const float* logits, std::int64_t tokens, std::int64_t vocab,
+void CpuDevice::cross_entropy_forward(const void* logits, std::int64_t tokens, std::int64_t vocab,
                                       const std::int32_t* targets, float* loss, float* lse) {
-  cpu::cross_entropy_forward(logits, tokens, vocab, targets, loss, lse);
+  const View l(activation_type(), logits, tokens * vocab);
+  cpu::cross_entropy_forward(l.get(), tokens, vocab, targets, loss, lse);
 }
-void CpuDevice::add(const float* a, const float* b, std::int64_t n, float* out) {
-  cpu::add(a, b, n, out);
+void CpuDevice::add(const void* a, const void* b, std::int64_t n, void* out) {
+  const DType t = activation_type();
+  const View va(t, a, n);
+  const View vb(t, b, n);
+  View vo(t, out, n, false);
+  cpu::add(va.get(), vb.get(), n, vo.get());
+  vo.store(out);
+}
+void CpuDevice::bias_add(void* x, const void* bias, std::int64_t rows, std::int64_t cols) {
+  const DType t = activation_type();
+  View vx(t, x, rows * cols);
+  const View b(t, bias, cols);
+  cpu::bias_add(vx.get(), b.get(), rows, cols);
+  vx.store(x);
+}
+void CpuDevice::bias_backward(const void* dy, std::int64_t rows, std::int64_t cols, float* dbias) {
+  const View d(activation_type(), dy, rows * cols);
+  cpu::bias_backward(d.get(), rows, cols, dbias);
 }
 void CpuDevice::axpy(std::int64_t n, float alpha, const float* x, float* y) {
   cpu::axpy(n, alpha, x, y);
@@ -261,19 +462,24 @@ void CpuDevice::axpy(std::int64_t n, float alpha, const float* x, float* y) {
 void CpuDevice::scale(float* x, std::int64_t n, float factor) {
   cpu::scale(x, n, factor);
 }
-void CpuDevice::bias_add(float* x, const float* bias, std::int64_t rows, std::int64_t cols) {
-  cpu::bias_add(x, bias, rows, cols);
-}
-void CpuDevice::bias_backward(const float* dy, std::int64_t rows, std::int64_t cols, float* dbias) {
-  cpu::bias_backward(dy, rows, cols, dbias);
+void CpuDevice::accumulate_sum(const float* x, std::int64_t n, float* acc) {
+  cpu::bias_backward(x, n, 1, acc);  // a column sum over n rows of one column
 }
 void CpuDevice::sum_of_squares(const float* x, std::int64_t n, double* acc) {
   *acc += cpu::sum_of_squares(x, n);
 }
+void CpuDevice::unscale_and_check(float* x, std::int64_t n, float inv_scale,
+                                  std::int32_t* found_nonfinite) {
+  if (!cpu::unscale_and_check(x, n, inv_scale)) *found_nonfinite = 1;
+}
 void CpuDevice::adam_step(const AdamConfig& config, std::int64_t step, std::int64_t n,
                           float grad_scale, const float* grad, float* param, float* exp_avg,
-                          float* exp_avg_sq) {
+                          float* exp_avg_sq, void* model_param) {
   cpu::adam_step(config, step, n, grad_scale, grad, param, exp_avg, exp_avg_sq);
+  if (model_param != nullptr) to_activation_type(param, n, model_param);
+}
+void CpuDevice::to_activation_type(const float* x, std::int64_t n, void* y) {
+  store_as(activation_type(), x, n, y);
 }
 void CpuDevice::narrow_int64(const std::int64_t* in, std::int64_t n, std::int32_t* out) {
   for (std::int64_t i = 0; i < n; ++i)

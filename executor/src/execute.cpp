@@ -92,6 +92,8 @@ struct Report {
   double loss_sum = 0;
   std::int64_t loss_tokens = 0;
   std::int64_t peak = 0;
+  float loss_scale = 0;
+  bool skipped = false;
   std::vector<OpSample> ops;
 };
 
@@ -109,6 +111,8 @@ std::string encode_report(const Result<StepStats>& stats) {
   put(out, stats->loss_sum);
   put(out, stats->loss_tokens);
   put(out, stats->peak_memory);
+  put(out, stats->loss_scale);
+  put<std::int32_t>(out, stats->skipped ? 1 : 0);
   put<std::int64_t>(out, static_cast<std::int64_t>(stats->ops.size()));
   for (const OpSample& s : stats->ops)
     put(out, s);
@@ -128,6 +132,8 @@ Report decode_report(std::string_view data) {
   rep.loss_sum = r.get<double>();
   rep.loss_tokens = r.get<std::int64_t>();
   rep.peak = r.get<std::int64_t>();
+  rep.loss_scale = r.get<float>();
+  rep.skipped = r.get<std::int32_t>() == 1;
   const auto n = r.get<std::int64_t>();
   for (std::int64_t i = 0; i < n && r.ok(); ++i)
     rep.ops.push_back(r.get<OpSample>());
@@ -204,10 +210,14 @@ Status check_executable(const Plan& plan, std::string_view backend, int ranks) {
     diag.add("/training/precision", "the cpu backend trains in fp32 only, got " +
                                         std::string(to_string(plan.training.precision)));
   }
+  if (backend == "cuda" && plan.training.precision == Precision::kFp8) {
+    diag.add("/training/precision", "the cuda backend trains in fp32, tf32, bf16 or fp16, got fp8");
+  }
   if (!diag.empty()) return diag.to_status();
   PLANNER_RETURN_IF_ERROR(check_runnable(plan));
   if (plan.gpu.hbm.raw() > 0) {
     MemoryOptions mo;
+    mo.fp32_grads = true;  // the runner accumulates and reduces gradients in fp32 (runner.hpp)
     if (backend == "cpu")
       mo.framework_overhead = Bytes(static_cast<std::int64_t>(kCpuRankOverheadMiB * kMiB));
     PLANNER_ASSIGN_OR_RETURN(
@@ -230,6 +240,7 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
   auto control = [&] { return Deadline::after(control_s); };
   ExecOptions opts = options;
   if (opts.backend_options.capacity == 0) opts.backend_options.capacity = plan.gpu.hbm.raw();
+  opts.backend_options.timeout_s = opts.runner.timeout_s;
 
   bool started = false;  // rank 0: the observer knows the run
   // Rank 0's verdict after each exchange, sent to every rank: go on (with `payload`), or stop (with
@@ -384,6 +395,8 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
           continue;
         }
         step_time = std::max(step_time, rep.wall_s);
+        rec.loss_scale = rep.loss_scale;  // the same on every rank
+        rec.skipped = rec.skipped || rep.skipped;
         loss_sum += rep.loss_sum;
         loss_tokens += rep.loss_tokens;
         rec.step.peak_memory =

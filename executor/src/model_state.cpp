@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "planner/kernels/cpu/convert.hpp"
 #include "planner/kernels/cpu/rng.hpp"
 
 namespace planner::exec {
@@ -15,6 +16,7 @@ namespace cpu = kernels::cpu;
 constexpr int kSlotLayer = 0;
 constexpr int kSlotEmbedding = 2;
 constexpr int kSlotHead = 3;
+constexpr std::int64_t kFloatBytes = sizeof(float);
 
 std::uint32_t key(int layer, OpRole role) {
   return (static_cast<std::uint32_t>(layer + 1) << 8) | static_cast<std::uint32_t>(role);
@@ -107,6 +109,8 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Device& device, const Con
   state->params_ = part.stage_params(c.stage, std::max<std::int64_t>(1, c.bucket_elements));
   const std::vector<ParamTensor>& tensors = state->params_.tensors;
   state->zero3_ = c.parallel.zero_stage == 3;
+  state->weight_type_ = c.weight_type;
+  const bool mixed = state->mixed();
   state->places_.assign(tensors.size(), {});
   std::vector<ParamGroup>& groups = state->groups_;
   if (!state->zero3_) {
@@ -152,7 +156,17 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Device& device, const Con
       grp.shard_begin = 0;
       grp.shard_end = grp.elements;
     }
-    PLANNER_ASSIGN_OR_RETURN(grp.param, DeviceBuffer::floats(device, grp.padded, "parameters"));
+    if (mixed) {
+      PLANNER_ASSIGN_OR_RETURN(
+          grp.param,
+          DeviceBuffer::floats(device, std::max<std::int64_t>(1, grp.shard()), "master weights"));
+      PLANNER_ASSIGN_OR_RETURN(
+          grp.model,
+          DeviceBuffer::allocate(device, grp.padded * dtype_bytes(c.weight_type), "parameters"));
+      device.zero(grp.model.data(), grp.model.bytes());
+    } else {
+      PLANNER_ASSIGN_OR_RETURN(grp.param, DeviceBuffer::floats(device, grp.padded, "parameters"));
+    }
     PLANNER_ASSIGN_OR_RETURN(grp.grad, DeviceBuffer::floats(device, grp.padded, "gradients"));
     PLANNER_ASSIGN_OR_RETURN(
         grp.exp_avg,
@@ -176,9 +190,7 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Device& device, const Con
                               std::to_string(values.size()) + " values for " +
                               std::to_string(pt.elements) + " elements");
     }
-    PLANNER_RETURN_IF_ERROR(
-        device.copy_from_host(state->param(static_cast<int>(t)), values.data(),
-                              pt.elements * static_cast<std::int64_t>(sizeof(float))));
+    PLANNER_RETURN_IF_ERROR(state->upload(device, static_cast<int>(t), values));
     state->index_.emplace_back(key(pt.layer, pt.role), static_cast<int>(t));
     if (pt.role == OpRole::kEmbedding && c.model.tied_embeddings && part.virtual_stages() == 1) {
       state->tied_single_stage_ = static_cast<int>(t);
@@ -196,9 +208,44 @@ int ModelState::find(int layer, OpRole role) const {
   return -1;
 }
 
+Status ModelState::upload(Device& device, int tensor, const std::vector<float>& values) {
+  const TensorPlace& p = place(tensor);
+  const ParamGroup& grp = groups_[static_cast<std::size_t>(p.group)];
+  const auto n = static_cast<std::int64_t>(values.size());
+  if (!mixed()) {
+    return device.copy_from_host(param(tensor), values.data(), n * kFloatBytes);
+  }
+  // The 16-bit weights, rounded on the host as the device rounds (kernels/cpu/convert.hpp)...
+  std::vector<std::uint16_t> bits(values.size());
+  if (weight_type_ == DType::kBFloat16) {
+    cpu::float_to_bf16(values.data(), n, bits.data());
+  } else {
+    cpu::float_to_fp16(values.data(), n, bits.data());
+  }
+  PLANNER_RETURN_IF_ERROR(device.copy_from_host(weight(tensor), bits.data(), n * 2));
+  // ... and the fp32 masters of the part inside this rank's shard.
+  const std::int64_t lo = std::max(p.offset, grp.shard_begin);
+  const std::int64_t hi = std::min(p.offset + n, grp.shard_end);
+  if (hi <= lo) return Status::ok();
+  return device.copy_from_host(grp.param.f32() + (lo - grp.shard_begin),
+                               values.data() + (lo - p.offset), (hi - lo) * kFloatBytes);
+}
+
+void* ModelState::weight(int tensor) const {
+  const TensorPlace& p = place(tensor);
+  const ParamGroup& grp = groups_[static_cast<std::size_t>(p.group)];
+  if (!mixed()) return grp.param.f32() + p.offset;
+  return static_cast<std::byte*>(grp.model.data()) + p.offset * dtype_bytes(weight_type_);
+}
+
 float* ModelState::param(int tensor) const {
+  if (mixed()) return nullptr;
   const TensorPlace& p = place(tensor);
   return groups_[static_cast<std::size_t>(p.group)].param.f32() + p.offset;
+}
+
+float* ModelState::master(const ParamGroup& group) const {
+  return mixed() ? group.param.f32() : group.param.f32() + group.shard_begin;
 }
 
 float* ModelState::grad(int tensor) const {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "planner/core/status.hpp"
+#include "planner/exec/bounded_wait.hpp"
 #include "planner/exec/communicator.hpp"
 #include "planner/exec/mpi_world.hpp"
 
@@ -28,11 +29,6 @@ struct MpiWorld::Impl {
 Status mpi_check(int rc, std::string_view call);
 
 MPI_Datatype mpi_type(DType type);
-
-// The pause between two polls of a wait, `polls` being the polls so far: first it yields the core,
-// later it sleeps, so that ranks oversubscribing cores (tests run 8 ranks on 2) let the rank they
-// wait for run.
-void pause_between_polls(int polls);
 
 // Polls `request` until it completes or the deadline passes (pausing as above). On timeout the
 // request stays posted (the caller aborts).

@@ -45,6 +45,9 @@ MPI_Datatype mpi_type(DType type) {
       return MPI_INT64_T;
     case DType::kByte:
       return MPI_BYTE;
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      return MPI_UINT16_T;  // reduced by planner's own MPI_Op (cpu_backend.cpp)
   }
   return MPI_BYTE;
 }

@@ -37,6 +37,7 @@
 //                                     the gradients
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "planner/core/diagnostics.hpp"
@@ -140,12 +141,16 @@ Runner::~Runner() = default;
 Result<std::unique_ptr<Runner>> Runner::create(const Plan& plan, Backend& backend,
                                                const RunnerOptions& options) {
   PLANNER_RETURN_IF_ERROR(check_runnable(plan));
-  if (!backend.device().supports(plan.training.precision)) {
+  const Precision precision = plan.training.precision;
+  if (!backend.device().supports(precision)) {
     return Status::invalid_input("/training/precision: the " + std::string(backend.name()) +
-                                 " backend trains in " + "fp32 only, got " +
-                                 std::string(to_string(plan.training.precision)) +
-                                 " (set \"precision\": \"fp32\" in the plan's training)");
+                                 " backend's device (" + backend.device().description() +
+                                 ") does not train in " + std::string(to_string(precision)) +
+                                 (backend.device().supports(Precision::kFp32)
+                                      ? " (set \"precision\": \"fp32\" in the plan's training)"
+                                      : ""));
   }
+  PLANNER_RETURN_IF_ERROR(backend.device().set_precision(precision));
   const int rank = backend.world().rank();
   if (backend.world().size() != plan.parallel.world_size()) {
     return Status::invalid_input("the plan needs " + std::to_string(plan.parallel.world_size()) +
@@ -155,7 +160,9 @@ Result<std::unique_ptr<Runner>> Runner::create(const Plan& plan, Backend& backen
   lower_options.ranks = {rank};
   lower_options.bucket_elements = options.bucket_elements;
   lower_options.fp32_grads = true;
-  lower_options.clip_gradients = options.optimizer.clip_grad > 0;
+  // fp16's overflow check rides on the gradient-norm all-reduce (see unscale_gradients), so loss
+  // scaling keeps that op even without clipping.
+  lower_options.clip_gradients = options.optimizer.clip_grad > 0 || precision == Precision::kFp16;
   PLANNER_ASSIGN_OR_RETURN(StepProgram program, lower(plan, lower_options));
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(plan.model, plan.parallel));
   auto impl = std::make_unique<Impl>(plan, backend, options, std::move(program), std::move(part));
@@ -229,6 +236,12 @@ Status Runner::Impl::init() {
   s.learned = model.position_embedding == PositionEmbedding::kLearned;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
   s.global_tokens = plan.training.global_batch_size * plan.training.seq_length;
+  s.at = dev.activation_type();
+  s.es = dtype_bytes(s.at);
+  scaling = plan.training.precision == Precision::kFp16;
+  const LossScaleOptions& ls = options.loss_scale;
+  loss_scale = kernels::cpu::DynamicLossScale(ls.initial_scale, ls.growth_factor, ls.backoff_factor,
+                                              ls.growth_interval);
 
   PLANNER_RETURN_IF_ERROR(init_communicators());
   ModelState::Config mc;
@@ -241,6 +254,7 @@ Status Runner::Impl::init() {
   mc.seed = static_cast<std::uint64_t>(plan.training.seed);
   mc.dp = dp_comm;
   mc.adam = plan.training.optimizer != Optimizer::kSgd;
+  mc.weight_type = s.at;
   PLANNER_ASSIGN_OR_RETURN(state, ModelState::create(dev, mc));
   hazards.assign(state->groups().size(), {});
   PLANNER_RETURN_IF_ERROR(init_layout());
@@ -278,6 +292,10 @@ Status Runner::Impl::init() {
   PLANNER_ASSIGN_OR_RETURN(loss_acc, alloc(std::max(1, s.microbatches), "loss sums"));
   PLANNER_ASSIGN_OR_RETURN(norm_buf, alloc(1, "gradient norm"));
   PLANNER_ASSIGN_OR_RETURN(norm_acc, DeviceBuffer::allocate(dev, sizeof(double), "gradient norm"));
+  if (scaling) {
+    PLANNER_ASSIGN_OR_RETURN(found_nonfinite,
+                             DeviceBuffer::allocate(dev, sizeof(std::int32_t), "overflow flag"));
+  }
   return Status::ok();
 }
 
@@ -350,17 +368,31 @@ Result<DeviceBuffer> Runner::Impl::alloc(std::int64_t floats, const char* what) 
   return DeviceBuffer::floats(dev, floats, what);
 }
 
-Status Runner::Impl::ensure(DeviceBuffer& b, std::int64_t floats, const char* what) {
+// Allocates `b` with `elements` values of `bytes` each unless it holds exactly that already.
+static Status ensure_bytes(Device& dev, DeviceBuffer& b, std::int64_t elements, std::int64_t bytes,
+                           const char* what) {
   if (!b.empty()) {
-    if (b.bytes() != floats * 4) {
+    if (b.bytes() != elements * bytes) {
       return Status::internal(std::string("buffer ") + what + " holds " +
-                              std::to_string(b.bytes() / 4) + " floats, expected " +
-                              std::to_string(floats));
+                              std::to_string(b.bytes() / bytes) + " elements, expected " +
+                              std::to_string(elements));
     }
     return Status::ok();
   }
-  PLANNER_ASSIGN_OR_RETURN(b, alloc(floats, what));
+  PLANNER_ASSIGN_OR_RETURN(b, DeviceBuffer::allocate(dev, elements * bytes, what));
   return Status::ok();
+}
+
+Status Runner::Impl::ensure(DeviceBuffer& b, std::int64_t floats, const char* what) {
+  return ensure_bytes(dev, b, floats, 4, what);
+}
+
+Result<DeviceBuffer> Runner::Impl::alloc_act(std::int64_t elements, const char* what) {
+  return DeviceBuffer::allocate(dev, elements * s.es, what);
+}
+
+Status Runner::Impl::ensure_act(DeviceBuffer& b, std::int64_t elements, const char* what) {
+  return ensure_bytes(dev, b, elements, s.es, what);
 }
 
 int Runner::Impl::local_layer(int layer) const {
@@ -418,39 +450,39 @@ Status Runner::Impl::check_rows(const OpCtx& c, std::int64_t m, std::int64_t n) 
   return Status::ok();
 }
 
-Status Runner::Impl::linear_forward(const OpCtx& c, const float* x, const float* w,
-                                    std::int64_t rows, std::int64_t in, std::int64_t out,
-                                    float* y) {
+Status Runner::Impl::linear_forward(const OpCtx& c, const void* x, const void* w, std::int64_t rows,
+                                    std::int64_t in, std::int64_t out, void* y) {
   PLANNER_RETURN_IF_ERROR(check_gemm(c, rows, out, in));
   dev.gemm(Transpose::kNo, Transpose::kYes, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
   return Status::ok();
 }
 
-Status Runner::Impl::linear_input_grad(const OpCtx& c, const float* dy, const float* w,
+Status Runner::Impl::linear_input_grad(const OpCtx& c, const void* dy, const void* w,
                                        std::int64_t rows, std::int64_t in, std::int64_t out,
-                                       float beta, float* dx) {
+                                       float beta, void* dx) {
   PLANNER_RETURN_IF_ERROR(check_gemm(c, rows, in, out));
   dev.gemm(Transpose::kNo, Transpose::kNo, rows, in, out, 1.0f, dy, out, w, in, beta, dx, in);
   return Status::ok();
 }
 
-Status Runner::Impl::linear_weight_grad(const OpCtx& c, const float* dy, const float* x,
+Status Runner::Impl::linear_weight_grad(const OpCtx& c, const void* dy, const void* x,
                                         std::int64_t rows, std::int64_t in, std::int64_t out,
                                         float* dw) {
   PLANNER_RETURN_IF_ERROR(check_gemm(c, out, in, rows));
-  dev.gemm(Transpose::kYes, Transpose::kNo, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);
+  dev.gemm_fp32_out(Transpose::kYes, Transpose::kNo, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw,
+                    in);
   return Status::ok();
 }
 
-Status Runner::Impl::column_forward(const OpCtx& c, int w, const float* x, std::int64_t in,
-                                    std::int64_t out, float* y) {
-  PLANNER_RETURN_IF_ERROR(linear_forward(c, x, state->param(w), s.T, in, out, y));
-  if (s.bias) dev.bias_add(y, state->param(w) + out * in, s.T, out);
+Status Runner::Impl::column_forward(const OpCtx& c, int w, const void* x, std::int64_t in,
+                                    std::int64_t out, void* y) {
+  PLANNER_RETURN_IF_ERROR(linear_forward(c, x, weight(w), s.T, in, out, y));
+  if (s.bias) dev.bias_add(y, weight(w, out * in), s.T, out);
   return Status::ok();
 }
 
-Status Runner::Impl::weight_grad(const OpCtx& c, int w, const float* dy, const float* x,
-                                 std::int64_t in, std::int64_t out, const float* bias_dy,
+Status Runner::Impl::weight_grad(const OpCtx& c, int w, const void* dy, const void* x,
+                                 std::int64_t in, std::int64_t out, const void* bias_dy,
                                  std::int64_t bias_rows) {
   PLANNER_RETURN_IF_ERROR(touch_grads(state->group_of(w)));
   PLANNER_RETURN_IF_ERROR(linear_weight_grad(c, dy, x, s.T, in, out, state->grad(w)));
@@ -492,6 +524,8 @@ Result<StepStats> Runner::Impl::run_step(std::int64_t step) {
   if (broken) return Status::internal("the runner failed in an earlier step");
   broken = true;  // until this step completes
   step_index = step;
+  step_skipped = false;
+  const float used_scale = loss_scale.scale();
   dev.reset_events();
   dev.reset_peak();
   dev.set_stream(Stream::kCompute);
@@ -527,6 +561,8 @@ Result<StepStats> Runner::Impl::run_step(std::int64_t step) {
   for (float l : losses)
     out.loss_sum += l;
   out.loss_tokens = counts_loss ? s.T * s.microbatches : 0;
+  out.loss_scale = scaling ? used_scale : 0.0f;
+  out.skipped = step_skipped;
   PLANNER_RETURN_IF_ERROR(backend.release_tickets());
   broken = false;
   return out;
@@ -698,9 +734,12 @@ Result<int> Runner::Impl::dp_group(const OpCtx& c) {
     return mismatch(c, "no parameter group or communicator for it");
   }
   const ParamGroup& grp = state->groups()[static_cast<std::size_t>(g)];
-  if (c.d->comm_bytes.raw() != grp.elements * 4) {
+  // Gradients are reduced in fp32 (main grads); gathers move the model weights (A).
+  const std::int64_t bytes = c.d->kind == OpKind::kAllGather ? s.es : 4;
+  if (c.d->comm_bytes.raw() != grp.elements * bytes) {
     return mismatch(c, "moves " + std::to_string(c.d->comm_bytes.raw()) +
-                           " bytes, the group holds " + std::to_string(grp.elements) + " floats");
+                           " bytes, the group holds " + std::to_string(grp.elements) + " x " +
+                           std::to_string(bytes) + " bytes");
   }
   return g;
 }
@@ -732,9 +771,11 @@ Status Runner::Impl::param_gather(const OpCtx& c) {
   ParamGroup& grp = state->groups()[static_cast<std::size_t>(g)];
   PLANNER_RETURN_IF_ERROR(touch_params(g));
   const std::int64_t shard = grp.padded / comm->size();
-  PLANNER_ASSIGN_OR_RETURN(
-      Ticket t, comm->all_gather(grp.param.f32() + comm->rank() * shard, grp.param.data(), shard,
-                                 DType::kFloat32, *c.name));
+  // The weights the kernels read: fp32 parameters, or the 16-bit model copy (mixed precision).
+  std::byte* weights =
+      static_cast<std::byte*>(state->mixed() ? grp.model.data() : grp.param.data());
+  PLANNER_ASSIGN_OR_RETURN(Ticket t, comm->all_gather(weights + comm->rank() * shard * s.es,
+                                                      weights, shard, s.at, *c.name));
   hazards[static_cast<std::size_t>(g)].params = t;
   started(c, t);
   return Status::ok();
@@ -816,13 +857,33 @@ Result<double> Runner::Impl::local_grad_square_sum() {
 Status Runner::Impl::grad_norm(const OpCtx& c) {
   Communicator* comm = group_comm(c);
   if (comm == nullptr) return mismatch(c, "no communicator");
+  PLANNER_ASSIGN_OR_RETURN(const bool overflow, unscale_gradients());
   PLANNER_ASSIGN_OR_RETURN(double sum, local_grad_square_sum());
-  const auto value = static_cast<float>(sum);
+  // An inf or NaN in this rank's gradients makes the reduced norm inf on every rank of the norm's
+  // group, which spans every distinct gradient (the data-parallel reductions have already spread
+  // a non-finite value to all replicas): every rank then skips the step.
+  const auto value = overflow ? std::numeric_limits<float>::infinity() : static_cast<float>(sum);
   PLANNER_RETURN_IF_ERROR(dev.copy_from_host(norm_buf.data(), &value, 4));
   PLANNER_ASSIGN_OR_RETURN(
       Ticket t, comm->all_reduce(norm_buf.data(), 1, DType::kFloat32, ReduceOp::kSum, *c.name));
   started(c, t);
   return Status::ok();
+}
+
+Result<bool> Runner::Impl::unscale_gradients() {
+  if (!scaling) return false;
+  PLANNER_RETURN_IF_ERROR(touch_all());
+  dev.zero(found_nonfinite.data(), found_nonfinite.bytes());
+  const float inv = 1.0f / loss_scale.scale();
+  for (ParamGroup& grp : state->groups()) {
+    if (grp.shard() > 0) {
+      dev.unscale_and_check(grp.grad.f32() + grp.shard_begin, grp.shard(), inv,
+                            found_nonfinite.i32());
+    }
+  }
+  std::int32_t found = 0;
+  PLANNER_RETURN_IF_ERROR(dev.copy_to_host(&found, found_nonfinite.data(), sizeof(found)));
+  return found != 0;
 }
 
 Status Runner::Impl::optimizer_step(const OpCtx& c) {
@@ -833,7 +894,19 @@ Status Runner::Impl::optimizer_step(const OpCtx& c) {
     PLANNER_RETURN_IF_ERROR(dev.copy_to_host(&reduced, norm_buf.data(), 4));
     square_sum = reduced;
   } else {
+    // No norm all-reduce: the norm's group is this rank alone (its gradients are all there is,
+    // or data-parallel replicas hold the same reduced ones), so the local verdict is everyone's.
+    PLANNER_ASSIGN_OR_RETURN(const bool overflow, unscale_gradients());
     PLANNER_ASSIGN_OR_RETURN(square_sum, local_grad_square_sum());
+    if (overflow) square_sum = std::numeric_limits<double>::infinity();
+  }
+  if (scaling && !loss_scale.update(std::isfinite(square_sum))) {
+    // Overflow somewhere: no update (moments, weights and the step count stay), a smaller scale.
+    step_skipped = true;
+    for (ParamGroup& grp : state->groups())
+      dev.zero(grp.grad.data(), grp.grad.bytes());
+    if (c.d->kind != OpKind::kOptimizerStep) return mismatch(c, "not an optimizer step");
+    return Status::ok();
   }
   const OptimizerOptions& o = options.optimizer;
   const float coef =
@@ -867,7 +940,8 @@ Status Runner::Impl::optimizer_step(const OpCtx& c) {
         if (hi <= lo) continue;
         const std::int64_t n = hi - lo;
         float* g = grp.grad.f32() + lo;
-        float* w = grp.param.f32() + lo;
+        float* w = state->master(grp) + (lo - grp.shard_begin);  // fp32 weights or masters
+        void* model16 = state->mixed() ? at(grp.model, lo) : nullptr;
         float* m1 = grp.exp_avg.f32() + (lo - grp.shard_begin);
         const double lambda = p == 0 ? wd : 0.0;
         if (kind == Optimizer::kSgd) {
@@ -876,9 +950,10 @@ Status Runner::Impl::optimizer_step(const OpCtx& c) {
           dev.axpy(n, coef, g, m1);
           if (lambda > 0) dev.axpy(n, static_cast<float>(lambda), w, m1);
           dev.axpy(n, static_cast<float>(-o.lr), m1, w);
+          if (model16 != nullptr) dev.to_activation_type(w, n, model16);
         } else {
           dev.adam_step(p == 0 ? decay : plain, step, n, coef, g, w, m1,
-                        grp.exp_avg_sq.f32() + (lo - grp.shard_begin));
+                        grp.exp_avg_sq.f32() + (lo - grp.shard_begin), model16);
         }
       }
     }

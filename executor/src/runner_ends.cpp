@@ -97,12 +97,11 @@ Status Runner::Impl::embedding_op(const OpCtx& c) {
     dev.narrow_int64(e.batch.i64(), s.T, e.ids.i32());
     dev.narrow_int64(e.batch.i64() + s.T, s.T, e.pos.i32());
     e.batch.reset();
-    PLANNER_RETURN_IF_ERROR(ensure(e.out, s.T * s.h, "embedding output"));
-    const float* table = state->param(w);
-    dev.embedding_forward(e.ids.i32(), s.T, table, s.vocab_start, s.V, s.h, e.out.f32());
+    PLANNER_RETURN_IF_ERROR(ensure_act(e.out, s.T * s.h, "embedding output"));
+    dev.embedding_forward(e.ids.i32(), s.T, weight(w), s.vocab_start, s.V, s.h, e.out.data());
     // Positions are tp-replicated: added once, on tp rank 0, before the tensor-parallel sum.
     if (s.learned && s.tp_rank == 0) {
-      dev.position_embedding_forward(e.pos.i32(), 1, s.T, table + s.V * s.h, s.h, e.out.f32());
+      dev.position_embedding_forward(e.pos.i32(), 1, s.T, weight(w, s.V * s.h), s.h, e.out.data());
     }
     if (s.tp == 1) acts(c.mb, first).x = std::move(e.out);
     return Status::ok();
@@ -110,12 +109,12 @@ Status Runner::Impl::embedding_op(const OpCtx& c) {
   if (c.role == OpRole::kEmbeddingReduce && c.phase == Phase::kForward) {
     if (c.d->kind == OpKind::kAllReduce) {
       PLANNER_ASSIGN_OR_RETURN(
-          t, comm->all_reduce(e.out.data(), s.T * s.h, DType::kFloat32, ReduceOp::kSum, *c.name));
+          t, comm->all_reduce(e.out.data(), s.T * s.h, s.at, ReduceOp::kSum, *c.name));
       acts(c.mb, first).x = std::move(e.out);
     } else {
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer x, alloc(s.Ts * s.h, "layer input"));
-      PLANNER_ASSIGN_OR_RETURN(t, comm->reduce_scatter(e.out.data(), x.data(), s.Ts * s.h,
-                                                       DType::kFloat32, ReduceOp::kSum, *c.name));
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer x, alloc_act(s.Ts * s.h, "layer input"));
+      PLANNER_ASSIGN_OR_RETURN(t, comm->reduce_scatter(e.out.data(), x.data(), s.Ts * s.h, s.at,
+                                                       ReduceOp::kSum, *c.name));
       retire(std::move(e.out), t);
       acts(c.mb, first).x = std::move(x);
     }
@@ -124,9 +123,9 @@ Status Runner::Impl::embedding_op(const OpCtx& c) {
   }
   if (e.dy.empty()) e.dy = std::move(io(c.mb, 0).din);
   if (c.role == OpRole::kEmbeddingReduce) {  // bwd with sequence parallelism: all-gather
-    PLANNER_RETURN_IF_ERROR(ensure(e.g, s.T * s.h, "gathered embedding gradient"));
-    PLANNER_ASSIGN_OR_RETURN(
-        t, comm->all_gather(e.dy.data(), e.g.data(), s.Ts * s.h, DType::kFloat32, *c.name));
+    PLANNER_RETURN_IF_ERROR(ensure_act(e.g, s.T * s.h, "gathered embedding gradient"));
+    PLANNER_ASSIGN_OR_RETURN(t,
+                             comm->all_gather(e.dy.data(), e.g.data(), s.Ts * s.h, s.at, *c.name));
     started(c, t);
     return Status::ok();
   }
@@ -134,12 +133,12 @@ Status Runner::Impl::embedding_op(const OpCtx& c) {
   PLANNER_RETURN_IF_ERROR(touch_grads(state->group_of(w)));
   const DeviceBuffer& g = s.sp ? e.g : e.dy;
   float* grad = state->grad(w);
-  dev.embedding_backward(e.ids.i32(), s.T, g.f32(), s.vocab_start, s.V, s.h, grad);
+  dev.embedding_backward(e.ids.i32(), s.T, g.data(), s.vocab_start, s.V, s.h, grad);
   if (s.learned) {
     // Replicated positions: from this rank's rows of the residual stream (all of them without
     // sequence parallelism; with it, the tp ranks' parts are summed by sp_norm_grad_reduce).
     const std::int64_t r0 = s.sp ? s.tp_rank * s.Ts : 0;
-    dev.position_embedding_backward(e.pos.i32() + r0, 1, s.Ts, g.f32() + r0 * s.h, s.h,
+    dev.position_embedding_backward(e.pos.i32() + r0, 1, s.Ts, at(g, r0 * s.h), s.h,
                                     grad + s.V * s.h);
   }
   e = EmbeddingActs{};
@@ -167,51 +166,51 @@ Status Runner::Impl::head_op(const OpCtx& c) {
       if (fwd) {
         hd.x = std::move(io(c.mb, last_chunk).out);
         if (hd.x.empty()) return mismatch(c, "no input from the last layer");
-        return norm_forward(hd.x.f32(), norm, s.Ts, hd.fn, hd.mean, hd.rstd);
+        return norm_forward(hd.x.data(), norm, s.Ts, hd.fn, hd.mean, hd.rstd);
       } else {
         const DeviceBuffer& dy = s.sp ? hd.dfns : hd.dfn;
         DeviceBuffer dx;
         PLANNER_RETURN_IF_ERROR(
-            norm_backward(dy.f32(), hd.x.f32(), norm, hd.mean, hd.rstd, s.Ts, dx));
+            norm_backward(dy.data(), hd.x.data(), norm, hd.mean, hd.rstd, s.Ts, dx));
         acts(c.mb, last_layer).dy = std::move(dx);
         head_done(c.mb);
         return Status::ok();
       }
     case OpRole::kLmHeadGather: {
       if (fwd || wgrad) {
-        PLANNER_RETURN_IF_ERROR(ensure(hd.fn_full, s.T * s.h, "gathered final norm output"));
-        PLANNER_ASSIGN_OR_RETURN(t, comm->all_gather(hd.fn.data(), hd.fn_full.data(), s.Ts * s.h,
-                                                     DType::kFloat32, *c.name));
+        PLANNER_RETURN_IF_ERROR(ensure_act(hd.fn_full, s.T * s.h, "gathered final norm output"));
+        PLANNER_ASSIGN_OR_RETURN(
+            t, comm->all_gather(hd.fn.data(), hd.fn_full.data(), s.Ts * s.h, s.at, *c.name));
       } else {
-        PLANNER_RETURN_IF_ERROR(ensure(hd.dfns, s.Ts * s.h, "reduce-scattered gradient"));
+        PLANNER_RETURN_IF_ERROR(ensure_act(hd.dfns, s.Ts * s.h, "reduce-scattered gradient"));
         PLANNER_ASSIGN_OR_RETURN(t, comm->reduce_scatter(hd.dfn.data(), hd.dfns.data(), s.Ts * s.h,
-                                                         DType::kFloat32, ReduceOp::kSum, *c.name));
+                                                         s.at, ReduceOp::kSum, *c.name));
         retire(std::move(hd.dfn), t);
       }
       break;
     }
     case OpRole::kLmHeadReduce: {
       PLANNER_ASSIGN_OR_RETURN(
-          t, comm->all_reduce(hd.dfn.data(), s.T * s.h, DType::kFloat32, ReduceOp::kSum, *c.name));
+          t, comm->all_reduce(hd.dfn.data(), s.T * s.h, s.at, ReduceOp::kSum, *c.name));
       break;
     }
     case OpRole::kLmHead: {
       const DeviceBuffer& in = s.sp ? hd.fn_full : hd.fn;
       if (fwd) {
-        PLANNER_RETURN_IF_ERROR(ensure(hd.logits, s.T * s.V, "logits"));
+        PLANNER_RETURN_IF_ERROR(ensure_act(hd.logits, s.T * s.V, "logits"));
         PLANNER_RETURN_IF_ERROR(
-            linear_forward(c, in.f32(), state->param(w), s.T, s.h, s.V, hd.logits.f32()));
+            linear_forward(c, in.data(), weight(w), s.T, s.h, s.V, hd.logits.data()));
         if (s.sp) hd.fn_full.reset();
         return Status::ok();
       }
       if (!wgrad) {
-        PLANNER_RETURN_IF_ERROR(ensure(hd.dfn, s.T * s.h, "final norm output gradient"));
-        return linear_input_grad(c, hd.logits.f32(), state->param(w), s.T, s.h, s.V, 0.0f,
-                                 hd.dfn.f32());
+        PLANNER_RETURN_IF_ERROR(ensure_act(hd.dfn, s.T * s.h, "final norm output gradient"));
+        return linear_input_grad(c, hd.logits.data(), weight(w), s.T, s.h, s.V, 0.0f,
+                                 hd.dfn.data());
       }
       PLANNER_RETURN_IF_ERROR(touch_grads(state->group_of(w)));
       PLANNER_RETURN_IF_ERROR(
-          linear_weight_grad(c, hd.logits.f32(), in.f32(), s.T, s.h, s.V, state->grad(w)));
+          linear_weight_grad(c, hd.logits.data(), in.data(), s.T, s.h, s.V, state->grad(w)));
       head_done(c.mb);
       return Status::ok();
     }
@@ -240,10 +239,12 @@ Status Runner::Impl::loss_op(const OpCtx& c) {
     return Status::ok();
   }
   if (c.phase != Phase::kForward) {
-    // The loss gradient of the mean over the global batch's tokens, in place into the logits.
-    dev.cross_entropy_backward(hd.logits.f32(), s.T, s.V, s.vocab_start, hd.labels.i32(),
-                               hd.lse.f32(), 1.0f / static_cast<float>(s.global_tokens),
-                               hd.logits.f32());
+    // The loss gradient of the mean over the global batch's tokens, in place into the logits
+    // (times the loss scale with fp16 loss scaling).
+    const float numerator = scaling ? loss_scale.scale() : 1.0f;
+    dev.cross_entropy_backward(hd.logits.data(), s.T, s.V, s.vocab_start, hd.labels.i32(),
+                               hd.lse.f32(), numerator / static_cast<float>(s.global_tokens),
+                               hd.logits.data());
     hd.labels.reset();
     hd.lse.reset();
     return Status::ok();
@@ -263,22 +264,22 @@ Status Runner::Impl::loss_op(const OpCtx& c) {
     PLANNER_RETURN_IF_ERROR(labels());
     PLANNER_RETURN_IF_ERROR(ensure(hd.loss, s.T, "token losses"));
     PLANNER_RETURN_IF_ERROR(ensure(hd.lse, s.T, "logit log-sum-exp"));
-    dev.cross_entropy_forward(hd.logits.f32(), s.T, s.V, hd.labels.i32(), hd.loss.f32(),
+    dev.cross_entropy_forward(hd.logits.data(), s.T, s.V, hd.labels.i32(), hd.loss.f32(),
                               hd.lse.f32());
-    dev.bias_backward(hd.loss.f32(), s.T, 1, acc);
+    dev.accumulate_sum(hd.loss.f32(), s.T, acc);
     hd.loss.reset();
     return Status::ok();
   }
   switch (c.slot) {
     case 0:  // this shard's row maxima
       PLANNER_RETURN_IF_ERROR(ensure(hd.stats, 3 * s.T, "loss statistics"));
-      dev.cross_entropy_local_max(hd.logits.f32(), s.T, s.V, hd.stats.f32());
+      dev.cross_entropy_local_max(hd.logits.data(), s.T, s.V, hd.stats.f32());
       return Status::ok();
     case 1:  // sum of exponentials and the target logit, against the global maxima
       PLANNER_RETURN_IF_ERROR(labels());
-      dev.cross_entropy_local_sum_exp(hd.logits.f32(), s.T, s.V, hd.stats.f32(),
+      dev.cross_entropy_local_sum_exp(hd.logits.data(), s.T, s.V, hd.stats.f32(),
                                       hd.stats.f32() + s.T);
-      dev.cross_entropy_local_target_logit(hd.logits.f32(), s.T, s.V, s.vocab_start,
+      dev.cross_entropy_local_target_logit(hd.logits.data(), s.T, s.V, s.vocab_start,
                                            hd.labels.i32(), hd.stats.f32() + 2 * s.T);
       return Status::ok();
     case 2:
@@ -286,7 +287,7 @@ Status Runner::Impl::loss_op(const OpCtx& c) {
       PLANNER_RETURN_IF_ERROR(ensure(hd.lse, s.T, "logit log-sum-exp"));
       dev.cross_entropy_loss(s.T, hd.stats.f32(), hd.stats.f32() + s.T, hd.stats.f32() + 2 * s.T,
                              hd.loss.f32(), hd.lse.f32());
-      if (s.tp_rank == 0) dev.bias_backward(hd.loss.f32(), s.T, 1, acc);
+      if (s.tp_rank == 0) dev.accumulate_sum(hd.loss.f32(), s.T, acc);
       hd.stats.reset();
       hd.loss.reset();
       return Status::ok();
@@ -296,26 +297,24 @@ Status Runner::Impl::loss_op(const OpCtx& c) {
 }
 
 Status Runner::Impl::pipeline_op(const OpCtx& c) {
-  if (c.d->comm_bytes.raw() != s.Ts * s.h * 4) {
+  if (c.d->comm_bytes.raw() != s.Ts * s.h * s.es) {
     return mismatch(c, "moves " + std::to_string(c.d->comm_bytes.raw()) +
                            " bytes, the executor's activation has " +
-                           std::to_string(s.Ts * s.h * 4));
+                           std::to_string(s.Ts * s.h * s.es));
   }
   const std::int64_t n = s.Ts * s.h;
   Ticket t;
   switch (c.role) {
     case OpRole::kPpRecvActivation: {
       LayerActs& a = acts(c.mb, c.layer);
-      PLANNER_RETURN_IF_ERROR(ensure(a.x, n, "received activation"));
-      PLANNER_ASSIGN_OR_RETURN(
-          t, p2p->recv(a.x.data(), n, DType::kFloat32, c.op->peer, c.op->tag, *c.name));
+      PLANNER_RETURN_IF_ERROR(ensure_act(a.x, n, "received activation"));
+      PLANNER_ASSIGN_OR_RETURN(t, p2p->recv(a.x.data(), n, s.at, c.op->peer, c.op->tag, *c.name));
       break;
     }
     case OpRole::kPpRecvGrad: {
       LayerActs& a = acts(c.mb, c.layer);
-      PLANNER_RETURN_IF_ERROR(ensure(a.dy, n, "received gradient"));
-      PLANNER_ASSIGN_OR_RETURN(
-          t, p2p->recv(a.dy.data(), n, DType::kFloat32, c.op->peer, c.op->tag, *c.name));
+      PLANNER_RETURN_IF_ERROR(ensure_act(a.dy, n, "received gradient"));
+      PLANNER_ASSIGN_OR_RETURN(t, p2p->recv(a.dy.data(), n, s.at, c.op->peer, c.op->tag, *c.name));
       break;
     }
     case OpRole::kPpSendActivation:
@@ -323,8 +322,7 @@ Status Runner::Impl::pipeline_op(const OpCtx& c) {
       ChunkIo& cio = io(c.mb, chunk_of(c.layer));
       DeviceBuffer buf = std::move(c.role == OpRole::kPpSendActivation ? cio.out : cio.din);
       if (buf.empty()) return mismatch(c, "nothing to send");
-      PLANNER_ASSIGN_OR_RETURN(
-          t, p2p->send(buf.data(), n, DType::kFloat32, c.op->peer, c.op->tag, *c.name));
+      PLANNER_ASSIGN_OR_RETURN(t, p2p->send(buf.data(), n, s.at, c.op->peer, c.op->tag, *c.name));
       retire(std::move(buf), t);
       break;
     }

@@ -16,6 +16,7 @@
 #include "planner/exec/model_state.hpp"
 #include "planner/exec/runner.hpp"
 #include "planner/exec/synthetic_data.hpp"
+#include "planner/kernels/cpu/loss_scale.hpp"
 
 namespace planner::exec {
 
@@ -43,6 +44,10 @@ struct Shapes {
   int local_layers = 0;  // layers on this rank (all chunks)
   bool sp = false, gated = false, layer_norm = true, bias = false, learned = false, rope = false;
   std::int64_t global_tokens = 0;  // per step
+  // Activations, their gradients and the model weights the kernels read (device.hpp's "A"):
+  // element type and bytes (fp32 training: kFloat32, 4; bf16 / fp16: 2).
+  DType at = DType::kFloat32;
+  std::int64_t es = 4;
 };
 
 // Activations of one layer and micro-batch (forward values kept for backward, backward
@@ -134,15 +139,18 @@ struct Runner::Impl {
   Status grad_norm(const OpCtx& c);
   Status optimizer_step(const OpCtx& c);
   Result<double> local_grad_square_sum();
+  // fp16 loss scaling: unscales this rank's gradient shards and reports whether one of them held
+  // inf or NaN (false without loss scaling).
+  Result<bool> unscale_gradients();
 
   // ---- transformer layers (runner_layer.cpp)
   Status layer_forward(const OpCtx& c);
   Status layer_backward(const OpCtx& c);
   Status attention_forward(const OpCtx& c, LayerActs& a);
   Status attention_backward(const OpCtx& c, LayerActs& a);
-  Status norm_forward(const float* x, int tensor, std::int64_t rows, DeviceBuffer& y,
+  Status norm_forward(const void* x, int tensor, std::int64_t rows, DeviceBuffer& y,
                       DeviceBuffer& mean, DeviceBuffer& rstd);
-  Status norm_backward(const float* dy, const float* x, int tensor, const DeviceBuffer& mean,
+  Status norm_backward(const void* dy, const void* x, int tensor, const DeviceBuffer& mean,
                        const DeviceBuffer& rstd, std::int64_t rows, DeviceBuffer& dx);
   void layer_done(int mb, int layer);
 
@@ -157,6 +165,16 @@ struct Runner::Impl {
   // ---- helpers
   Result<DeviceBuffer> alloc(std::int64_t floats, const char* what);
   Status ensure(DeviceBuffer& b, std::int64_t floats, const char* what);
+  // The same for arrays of `elements` activation-typed (A) values.
+  Result<DeviceBuffer> alloc_act(std::int64_t elements, const char* what);
+  Status ensure_act(DeviceBuffer& b, std::int64_t elements, const char* what);
+  // Element `i` of an A array, and of tensor `tensor`'s model weights (A).
+  void* at(const DeviceBuffer& b, std::int64_t i = 0) const {
+    return static_cast<std::byte*>(b.data()) + i * s.es;
+  }
+  void* weight(int tensor, std::int64_t i = 0) const {
+    return static_cast<std::byte*>(state->weight(tensor)) + i * s.es;
+  }
   LayerActs& acts(int mb, int layer);
   int local_layer(int layer) const;
   int chunk_of(int layer) const { return part.chunk_of_layer(layer); }
@@ -170,19 +188,20 @@ struct Runner::Impl {
   Status mismatch(const OpCtx& c, const std::string& what) const;
   // Linear layer products (program.hpp): forward Y = X W^T, input gradient dX (+)= dY W, weight
   // gradient dW += dY^T X.
-  Status linear_forward(const OpCtx& c, const float* x, const float* w, std::int64_t rows,
-                        std::int64_t in, std::int64_t out, float* y);
-  Status linear_input_grad(const OpCtx& c, const float* dy, const float* w, std::int64_t rows,
-                           std::int64_t in, std::int64_t out, float beta, float* dx);
-  Status linear_weight_grad(const OpCtx& c, const float* dy, const float* x, std::int64_t rows,
+  // Activations and weights are A arrays (device.hpp); dW is the fp32 main grad.
+  Status linear_forward(const OpCtx& c, const void* x, const void* w, std::int64_t rows,
+                        std::int64_t in, std::int64_t out, void* y);
+  Status linear_input_grad(const OpCtx& c, const void* dy, const void* w, std::int64_t rows,
+                           std::int64_t in, std::int64_t out, float beta, void* dx);
+  Status linear_weight_grad(const OpCtx& c, const void* dy, const void* x, std::int64_t rows,
                             std::int64_t in, std::int64_t out, float* dw);
   // A column-parallel projection with its bias: y[T, out] = x W^T (+ b) for weight tensor w.
-  Status column_forward(const OpCtx& c, int w, const float* x, std::int64_t in, std::int64_t out,
-                        float* y);
+  Status column_forward(const OpCtx& c, int w, const void* x, std::int64_t in, std::int64_t out,
+                        void* y);
   // Weight tensor w's gradient dW += dy^T x over the T rows, and, when the model has biases, its
   // bias gradient += the column sums of `bias_dy` over `bias_rows` rows.
-  Status weight_grad(const OpCtx& c, int w, const float* dy, const float* x, std::int64_t in,
-                     std::int64_t out, const float* bias_dy, std::int64_t bias_rows);
+  Status weight_grad(const OpCtx& c, int w, const void* dy, const void* x, std::int64_t in,
+                     std::int64_t out, const void* bias_dy, std::int64_t bias_rows);
   // The parameter group a dp_grad_reduce / dp_param_gather op works on, after checking its size.
   Result<int> dp_group(const OpCtx& c);
   // Started communication of op `c` (recorded for its dependants and timing).
@@ -244,6 +263,12 @@ struct Runner::Impl {
   std::int64_t step_index = 0;
   std::vector<std::int32_t> host_tokens;  // scratch: one sequence
   bool broken = false;
+  // fp16 loss scaling (RunnerOptions::loss_scale): the dynamic scale, the device flag the
+  // unscaling sets on inf/NaN, and whether this step's update was skipped.
+  bool scaling = false;
+  kernels::cpu::DynamicLossScale loss_scale;
+  DeviceBuffer found_nonfinite;
+  bool step_skipped = false;
 };
 
 }  // namespace planner::exec

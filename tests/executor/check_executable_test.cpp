@@ -3,6 +3,7 @@
 
 #include "exec_test_plans.hpp"
 #include "planner/exec/execute.hpp"
+#include "planner/kernels/device_info.hpp"
 
 namespace planner::exec {
 namespace {
@@ -32,7 +33,28 @@ TEST(CheckExecutable, RefusesUnknownAndUnavailableBackends) {
   const Plan p = test_plan(gpt_test_model(), par(1, 1, 1));
   expect_refused(check_executable(p, "tpu", 1), StatusCode::kInvalidInput,
                  "unknown backend \"tpu\"");
+#ifdef PLANNER_HAVE_CUDA
+  // Built with CUDA: the plan checks pass; whether this machine can run it is a separate check,
+  // which says that the backend needs a GPU where there is none.
+  EXPECT_TRUE(check_executable(p, "cuda", 1).is_ok());
+  if (kernels::cuda_inventory().devices.empty()) {
+    expect_refused(check_backend_available("cuda"), StatusCode::kUnavailable,
+                   "the cuda backend needs an NVIDIA GPU");
+  } else {
+    EXPECT_TRUE(check_backend_available("cuda").is_ok());
+  }
+  Plan fp8 = p;
+  fp8.training.precision = Precision::kFp8;
+  fp8.gpu = *builtin_catalog().find_gpu("H100");
+  fp8.cluster.gpu = fp8.gpu.name;
+  expect_refused(check_executable(fp8, "cuda", 1), StatusCode::kInvalidInput,
+                 "/training/precision: the cuda backend trains in fp32, tf32, bf16 or fp16");
+#else
   expect_refused(check_executable(p, "cuda", 1), StatusCode::kUnavailable, "cuda backend");
+  expect_refused(check_backend_available("cuda"), StatusCode::kUnavailable,
+                 "not part of this build");
+#endif
+  EXPECT_TRUE(check_backend_available("cpu").is_ok());
 }
 
 TEST(CheckExecutable, RefusesOtherPrecisionsOnTheCpuBackend) {

@@ -147,7 +147,6 @@ TEST(ExecCli, RefusesBadPlansBeforeAnyRankStarts) {
   const std::vector<Case> cases = {
       {{"exec", tp2, "--launch", "local", "-n", "3"}, 2, "were started: run it on 2 ranks (-n 2)"},
       {{"exec", tp2, "--backend", "tpu"}, 2, "unknown backend \"tpu\""},
-      {{"exec", tp2, "--backend", "cuda"}, 1, "cuda backend is not part of this build"},
       {{"exec", bf16_path, "--launch", "local"}, 2, "/training/precision"},
       {{"exec", huge_path, "--launch", "local"}, 2, "/cluster/gpu: a rank of stage 0 needs"},
       {{"exec", tp2, "--steps", "2", "--warmup", "2"}, 2, "--warmup (2) must be below --steps"},
@@ -162,6 +161,24 @@ TEST(ExecCli, RefusesBadPlansBeforeAnyRankStarts) {
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << c.message;
   }
   EXPECT_FALSE(std::filesystem::exists(db_path));
+}
+
+// Without a usable GPU (none visible here, whatever the machine has) the cuda backend refuses with
+// exit code 1 before any rank starts, saying that it needs a GPU; a build without CUDA says that
+// the backend is not part of it.
+TEST(ExecCli, TheCudaBackendSaysThatItNeedsAGpu) {
+  TempDir dir;
+  const std::string path = write_plan(dir, "one.json", test_plan(gpt_test_model(), par(1, 1, 1)));
+  std::vector<std::string> env = kMpiEnv;
+  env.push_back("CUDA_VISIBLE_DEVICES=");
+  const auto t0 = std::chrono::steady_clock::now();
+  const CommandResult r = planner::testing::run_command(
+      {PLANNER_CLI_PATH, "exec", path, "--backend", "cuda", "--no-db"}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_TRUE(contains(r.err, "needs an NVIDIA GPU") ||
+              contains(r.err, "cuda backend is not part of this build"))
+      << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 TEST(ExecCli, UnderMpirunAWrongWorldSizeIsReportedOnceAndNothingRuns) {

@@ -85,23 +85,31 @@ __global__ void __launch_bounds__(kSumOfSquaresThreads)
 }
 
 __global__ void __launch_bounds__(kFinalThreads)
-    sum_of_squares_final_kernel(const double* partial, double* result) {
+    sum_of_squares_final_kernel(const double* partial, double* result, bool accumulate) {
   __shared__ double scratch[detail::kWarpSize];
   const double sum = detail::block_reduce(partial[threadIdx.x], 0.0, detail::SumOp{}, scratch);
-  if (threadIdx.x == 0) *result = sum;
+  if (threadIdx.x == 0) *result = accumulate ? *result + sum : sum;
 }
 
 }  // namespace
 
 template <class T>
 Status sum_of_squares(const T* x, std::int64_t n, double* workspace, double* result,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, bool accumulate) {
   PLANNER_RETURN_IF_ERROR(detail::check_at_least("sum_of_squares", "n", n, 0));
   sum_of_squares_partial_kernel<<<kSumOfSquaresWorkspace, kSumOfSquaresThreads, 0, stream>>>(
       x, n, workspace);
   PLANNER_RETURN_IF_ERROR(launch_status("sum_of_squares_partial", kDTypeOf<T>));
-  sum_of_squares_final_kernel<<<1, kFinalThreads, 0, stream>>>(workspace, result);
+  sum_of_squares_final_kernel<<<1, kFinalThreads, 0, stream>>>(workspace, result, accumulate);
   return launch_status("sum_of_squares_final", kDTypeOf<T>);
+}
+
+Status narrow_int64(const std::int64_t* in, std::int64_t n, std::int32_t* out,
+                    cudaStream_t stream) {
+  PLANNER_RETURN_IF_ERROR(detail::check_at_least("narrow_int64", "n", n, 0));
+  return detail::launch_elementwise(
+      n, [=] __device__(std::int64_t i) { out[i] = static_cast<std::int32_t>(in[i]); }, stream,
+      "narrow_int64");
 }
 
 template <class TIn, class TOut>
@@ -141,7 +149,7 @@ template Status scale_matrix<fp16>(std::int64_t, std::int64_t, std::int64_t, flo
   template Status scale<T>(T*, std::int64_t, float, cudaStream_t);                              \
   template Status bias_add<T>(T*, const T*, std::int64_t, std::int64_t, cudaStream_t);          \
   template Status bias_backward<T>(const T*, std::int64_t, std::int64_t, float*, cudaStream_t); \
-  template Status sum_of_squares<T>(const T*, std::int64_t, double*, double*, cudaStream_t);
+  template Status sum_of_squares<T>(const T*, std::int64_t, double*, double*, cudaStream_t, bool);
 PLANNER_INSTANTIATE(float)
 PLANNER_INSTANTIATE(bf16)
 PLANNER_INSTANTIATE(fp16)

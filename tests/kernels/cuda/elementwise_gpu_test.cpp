@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -79,7 +80,22 @@ TYPED_TEST(CudaElementwise, SumOfSquares) {
     const double got = require(to_host(result, this->stream()))[0];
     // Both sum exact double squares of floats; only the order differs (n * 2^-53 relative).
     EXPECT_NEAR(got, cpu::sum_of_squares(x.data(), n), 1e-12 * (1.0 + got)) << n;
+    // accumulate = true adds onto the result (the executor sums the norm over many shards).
+    require(sum_of_squares(dx.data(), n, workspace.data(), result.data(), this->stream(), true));
+    const double twice = require(to_host(result, this->stream()))[0];
+    EXPECT_NEAR(twice, 2 * cpu::sum_of_squares(x.data(), n), 2e-12 * (1.0 + twice)) << n;
   }
+}
+
+TYPED_TEST(CudaElementwise, NarrowsTokenIds) {
+  if (!std::is_same_v<TypeParam, float>) GTEST_SKIP() << "integer kernel: run once";
+  const std::vector<std::int64_t> ids = {0, 1, 63, 50256, 128255, 2147483647};
+  auto in = require(to_device(ids, this->stream()));
+  auto out = require(DeviceBuffer<std::int32_t>::allocate(static_cast<std::int64_t>(ids.size())));
+  require(narrow_int64(in.data(), in.size(), out.data(), this->stream()));
+  const std::vector<std::int32_t> got = require(to_host(out, this->stream()));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(got[i], static_cast<std::int32_t>(ids[i]));
 }
 
 TYPED_TEST(CudaElementwise, ActivationsMatchTheCpu) {

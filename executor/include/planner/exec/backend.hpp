@@ -57,6 +57,12 @@ struct GroupRequest {
 struct BackendOptions {
   int blas_threads = 0;       // cpu: OpenBLAS threads; 0 = the host's cores / ranks on the host
   std::int64_t capacity = 0;  // device memory a rank may use (bytes); 0 = no limit
+  // cpu: accept bf16 and fp16 plans by emulating 16-bit storage (CpuDevice), for testing the
+  // mixed-precision path without a GPU.
+  bool emulate_low_precision = false;
+  // cuda: the bound of the backend's own waits (communicator set-up, synchronisation, host
+  // copies), as RunnerOptions::timeout_s bounds the runner's.
+  double timeout_s = 60;
 };
 
 class Backend {
@@ -93,8 +99,11 @@ class Backend {
 // Names of the backends this build has ("cpu", and "cuda" when built with CUDA).
 std::vector<std::string> backend_names();
 // StatusCode::kInvalidInput for an unknown name (listing the known ones), kUnavailable for a
-// backend this build or machine lacks.
+// backend this build lacks.
 Status check_backend_name(std::string_view name);
+// check_backend_name, then whether this machine can run the backend: kUnavailable for "cuda"
+// without a usable GPU (no device or no driver), saying that the cuda backend needs one.
+Status check_backend_available(std::string_view name);
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, World& world,
                                               const BackendOptions& options);
 

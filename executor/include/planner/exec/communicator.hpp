@@ -29,7 +29,9 @@
 
 namespace planner::exec {
 
-enum class DType : std::uint8_t { kFloat32, kFloat64, kInt32, kInt64, kByte };
+// Element types of device buffers and messages. kBFloat16 / kFloat16: the bf16 / fp16 storage of
+// mixed-precision activations (device.hpp); their sums and maxima are computed in fp32 and rounded.
+enum class DType : std::uint8_t { kFloat32, kFloat64, kInt32, kInt64, kByte, kBFloat16, kFloat16 };
 enum class ReduceOp : std::uint8_t { kSum, kMax };
 
 constexpr std::int64_t dtype_bytes(DType type) {
@@ -42,6 +44,9 @@ constexpr std::int64_t dtype_bytes(DType type) {
       return 8;
     case DType::kByte:
       return 1;
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      return 2;
   }
   return 1;
 }

@@ -2,6 +2,14 @@
 // from planner::kernels::cpu (GEMMs through OpenBLAS), every call synchronous on the calling
 // thread, so its streams are one queue and an event is the host clock (steady_clock) when it was
 // recorded.
+//
+// The CPU kernels compute in fp32 only. With `emulate_low_precision` the device also accepts bf16
+// and fp16 training by emulating their storage: A arrays (device.hpp) hold 16-bit values
+// (kernels/cpu/convert.hpp), each kernel widens its inputs exactly to fp32, runs the fp32 kernel
+// and rounds its A outputs once on store, which is the numerical contract of the CUDA kernels.
+// It exists so that the mixed-precision runner (16-bit activations and messages, fp32 master
+// weights and main grads, fp16 loss scaling) runs and is tested without a GPU; it is slower than
+// fp32 (every call converts) and says "emulated" in its description.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +25,7 @@ class CpuDevice final : public Device {
  public:
   // capacity: bytes this rank may hold (0: unlimited); allocate() fails beyond it, as a GPU's
   // memory would. blas_threads >= 1 is passed to OpenBLAS (set_blas_threads).
-  CpuDevice(std::int64_t capacity, int blas_threads);
+  CpuDevice(std::int64_t capacity, int blas_threads, bool emulate_low_precision = false);
   ~CpuDevice() override;
   CpuDevice(const CpuDevice&) = delete;
   CpuDevice& operator=(const CpuDevice&) = delete;
@@ -47,76 +55,85 @@ class CpuDevice final : public Device {
   double now() const;
 
   void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
-            float* c, std::int64_t ldc) override;
-  void embedding_forward(const std::int32_t* ids, std::int64_t tokens, const float* weight,
+            const void* a, std::int64_t lda, const void* b, std::int64_t ldb, float beta, void* c,
+            std::int64_t ldc) override;
+  void gemm_fp32_out(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                     float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+                     float beta, float* c, std::int64_t ldc) override;
+  void embedding_forward(const std::int32_t* ids, std::int64_t tokens, const void* weight,
                          std::int64_t vocab_start, std::int64_t vocab_rows, std::int64_t dim,
-                         float* out) override;
-  void embedding_backward(const std::int32_t* ids, std::int64_t tokens, const float* dout,
+                         void* out) override;
+  void embedding_backward(const std::int32_t* ids, std::int64_t tokens, const void* dout,
                           std::int64_t vocab_start, std::int64_t vocab_rows, std::int64_t dim,
                           float* dweight) override;
   void position_embedding_forward(const std::int32_t* positions, std::int64_t batch,
-                                  std::int64_t seq, const float* pos_weight, std::int64_t dim,
-                                  float* x) override;
+                                  std::int64_t seq, const void* pos_weight, std::int64_t dim,
+                                  void* x) override;
   void position_embedding_backward(const std::int32_t* positions, std::int64_t batch,
-                                   std::int64_t seq, const float* dx, std::int64_t dim,
+                                   std::int64_t seq, const void* dx, std::int64_t dim,
                                    float* dpos_weight) override;
-  void layernorm_forward(const float* x, const float* gamma, const float* beta, std::int64_t rows,
-                         std::int64_t dim, float eps, float* y, float* mean, float* rstd) override;
-  void layernorm_backward(const float* dy, const float* x, const float* gamma, const float* mean,
-                          const float* rstd, std::int64_t rows, std::int64_t dim, float* dx,
+  void layernorm_forward(const void* x, const void* gamma, const void* beta, std::int64_t rows,
+                         std::int64_t dim, float eps, void* y, float* mean, float* rstd) override;
+  void layernorm_backward(const void* dy, const void* x, const void* gamma, const float* mean,
+                          const float* rstd, std::int64_t rows, std::int64_t dim, void* dx,
                           float* dgamma, float* dbeta) override;
-  void rmsnorm_forward(const float* x, const float* gamma, std::int64_t rows, std::int64_t dim,
-                       float eps, float* y, float* rstd) override;
-  void rmsnorm_backward(const float* dy, const float* x, const float* gamma, const float* rstd,
-                        std::int64_t rows, std::int64_t dim, float* dx, float* dgamma) override;
-  void gelu_forward(const float* x, std::int64_t n, float* y) override;
-  void gelu_backward(const float* x, const float* dy, std::int64_t n, float* dx) override;
-  void swiglu_forward(const float* gate, const float* up, std::int64_t rows, std::int64_t cols,
-                      std::int64_t ld_in, float* out) override;
-  void swiglu_backward(const float* gate, const float* up, const float* dout, std::int64_t rows,
-                       std::int64_t cols, std::int64_t ld_in, float* dgate, float* dup) override;
+  void rmsnorm_forward(const void* x, const void* gamma, std::int64_t rows, std::int64_t dim,
+                       float eps, void* y, float* rstd) override;
+  void rmsnorm_backward(const void* dy, const void* x, const void* gamma, const float* rstd,
+                        std::int64_t rows, std::int64_t dim, void* dx, float* dgamma) override;
+  void gelu_forward(const void* x, std::int64_t n, void* y) override;
+  void gelu_backward(const void* x, const void* dy, std::int64_t n, void* dx) override;
+  void swiglu_forward(const void* gate, const void* up, std::int64_t rows, std::int64_t cols,
+                      std::int64_t ld_in, void* out) override;
+  void swiglu_backward(const void* gate, const void* up, const void* dout, std::int64_t rows,
+                       std::int64_t cols, std::int64_t ld_in, void* dgate, void* dup) override;
   void rope_forward(const float* table, std::int64_t batch, std::int64_t seq, std::int64_t heads,
-                    std::int64_t head_dim, float* x) override;
+                    std::int64_t head_dim, void* x) override;
   void rope_backward(const float* table, std::int64_t batch, std::int64_t seq, std::int64_t heads,
-                     std::int64_t head_dim, float* dx) override;
-  void attention_forward(const AttentionShape& shape, const float* q, const float* k,
-                         const float* v, float* o, float* lse) override;
-  void attention_combine(std::int64_t rows, std::int64_t head_dim, float* o, float* lse,
-                         const float* o_part, const float* lse_part) override;
-  void attention_backward_delta(std::int64_t rows, std::int64_t head_dim, const float* o,
-                                const float* dout, float* delta) override;
-  void attention_backward(const AttentionShape& shape, const float* q, const float* k,
-                          const float* v, const float* dout, const float* lse, const float* delta,
-                          float* dq, float* dk, float* dv) override;
-  void cross_entropy_local_max(const float* logits, std::int64_t tokens, std::int64_t vocab_local,
+                     std::int64_t head_dim, void* dx) override;
+  void attention_forward(const AttentionShape& shape, const void* q, const void* k, const void* v,
+                         void* o, float* lse) override;
+  void attention_combine(std::int64_t rows, std::int64_t head_dim, void* o, float* lse,
+                         const void* o_part, const float* lse_part) override;
+  void attention_backward_delta(std::int64_t rows, std::int64_t head_dim, const void* o,
+                                const void* dout, float* delta) override;
+  void attention_backward(const AttentionShape& shape, const void* q, const void* k, const void* v,
+                          const void* dout, const float* lse, const float* delta, void* dq,
+                          void* dk, void* dv) override;
+  void cross_entropy_local_max(const void* logits, std::int64_t tokens, std::int64_t vocab_local,
                                float* max) override;
-  void cross_entropy_local_sum_exp(const float* logits, std::int64_t tokens,
+  void cross_entropy_local_sum_exp(const void* logits, std::int64_t tokens,
                                    std::int64_t vocab_local, const float* global_max,
                                    float* sum_exp) override;
-  void cross_entropy_local_target_logit(const float* logits, std::int64_t tokens,
+  void cross_entropy_local_target_logit(const void* logits, std::int64_t tokens,
                                         std::int64_t vocab_local, std::int64_t vocab_start,
                                         const std::int32_t* targets, float* target_logit) override;
   void cross_entropy_loss(std::int64_t tokens, const float* global_max, const float* global_sum_exp,
                           const float* global_target_logit, float* loss, float* lse) override;
-  void cross_entropy_backward(const float* logits, std::int64_t tokens, std::int64_t vocab_local,
+  void cross_entropy_backward(const void* logits, std::int64_t tokens, std::int64_t vocab_local,
                               std::int64_t vocab_start, const std::int32_t* targets,
-                              const float* lse, float grad_scale, float* dlogits) override;
-  void cross_entropy_forward(const float* logits, std::int64_t tokens, std::int64_t vocab,
+                              const float* lse, float grad_scale, void* dlogits) override;
+  void cross_entropy_forward(const void* logits, std::int64_t tokens, std::int64_t vocab,
                              const std::int32_t* targets, float* loss, float* lse) override;
-  void add(const float* a, const float* b, std::int64_t n, float* out) override;
+  void add(const void* a, const void* b, std::int64_t n, void* out) override;
+  void bias_add(void* x, const void* bias, std::int64_t rows, std::int64_t cols) override;
+  void bias_backward(const void* dy, std::int64_t rows, std::int64_t cols, float* dbias) override;
   void axpy(std::int64_t n, float alpha, const float* x, float* y) override;
   void scale(float* x, std::int64_t n, float factor) override;
-  void bias_add(float* x, const float* bias, std::int64_t rows, std::int64_t cols) override;
-  void bias_backward(const float* dy, std::int64_t rows, std::int64_t cols, float* dbias) override;
+  void accumulate_sum(const float* x, std::int64_t n, float* acc) override;
   void sum_of_squares(const float* x, std::int64_t n, double* acc) override;
+  void unscale_and_check(float* x, std::int64_t n, float inv_scale,
+                         std::int32_t* found_nonfinite) override;
   void adam_step(const AdamConfig& config, std::int64_t step, std::int64_t n, float grad_scale,
-                 const float* grad, float* param, float* exp_avg, float* exp_avg_sq) override;
+                 const float* grad, float* param, float* exp_avg, float* exp_avg_sq,
+                 void* model_param) override;
+  void to_activation_type(const float* x, std::int64_t n, void* y) override;
   void narrow_int64(const std::int64_t* in, std::int64_t n, std::int32_t* out) override;
 
  private:
   std::int64_t capacity_ = 0;
   int blas_threads_ = 1;
+  bool emulate_ = false;
   Stream stream_ = Stream::kCompute;
   std::vector<double> events_;
   // Freed blocks by size (bytes rounded up to the alignment), reused before asking the system.

@@ -61,6 +61,10 @@ struct StepRecord {
   store::StepMeasurement step;  // step time = slowest rank; peak memory = largest rank
   double loss = 0;              // mean token loss of the global batch (nats)
   std::int64_t steps = 0;       // steps of the run
+  // fp16 loss scaling (runner.hpp): the scale of this step's backward (0 without scaling), and
+  // whether its update was skipped for inf or NaN gradients.
+  double loss_scale = 0;
+  bool skipped = false;
 };
 
 struct ExecSummary {

@@ -21,6 +21,12 @@
 //   mlp_down    weight [hidden x ffn/tp] | bias [hidden]
 //   lm_head     weight [vocab/tp x hidden]
 //
+// Precision (Config::weight_type): with fp32 weights `param` is the padded group of fp32 weights
+// the kernels read. With 16-bit (bf16/fp16) weights it is mixed precision: `model` holds the padded
+// group of 16-bit weights the kernels read, and `param` the fp32 master weights of this rank's
+// shard only (elements [shard_begin, shard_end), the whole group without ZeRO), from which the
+// optimizer refreshes `model`. Gradients are fp32 in both cases (main grads).
+//
 // Initialisation is Megatron-LM's (init_method_std 0.02; output projections scaled by
 // 1/sqrt(2·layers); biases and LayerNorm beta 0, gamma 1), drawn with the counter-based generator
 // from the position of each element in the full, unsharded logical tensor (kernels/cpu/rng.hpp), so
@@ -50,7 +56,8 @@ struct ParamGroup {
   bool sharded = false;          // ZeRO >= 1 over a group of >= 2 ranks
   Communicator* comm = nullptr;  // data-parallel group (null without data parallelism)
   std::vector<int> tensors;      // in buffer order
-  DeviceBuffer param;            // padded floats
+  DeviceBuffer param;            // fp32: padded weights; 16-bit: the shard's fp32 master weights
+  DeviceBuffer model;            // 16-bit weights only: padded, of the weight type
   DeviceBuffer grad;             // padded floats
   DeviceBuffer exp_avg;          // shard floats (first moment, or SGD momentum)
   DeviceBuffer exp_avg_sq;       // shard floats (Adam only)
@@ -73,6 +80,9 @@ class ModelState {
     std::uint64_t seed = 0;
     Communicator* dp = nullptr;  // the data-parallel (dp or dp-cp) group, or null
     bool adam = true;            // allocate the second moment
+    // The model weights' type: kFloat32, or kBFloat16 / kFloat16 for mixed precision (the
+    // device's activation_type()).
+    DType weight_type = DType::kFloat32;
   };
 
   // Allocates and initialises the state (see the header).
@@ -85,8 +95,18 @@ class ModelState {
   // The tensor of (layer, role) on this rank, or -1; the LM head of a single-stage model with tied
   // embeddings is the embedding.
   int find(int layer, OpRole role) const;
+  // True for 16-bit model weights with fp32 masters (see the header).
+  bool mixed() const { return weight_type_ != DType::kFloat32; }
+  DType weight_type() const { return weight_type_; }
+  // The weights the kernels read (of weight_type()): `model` when mixed, else `param`.
+  void* weight(int tensor) const;
+  // The fp32 weights of a tensor when the model is fp32 (not mixed); nullptr when mixed (its
+  // masters cover a shard, see master()).
   float* param(int tensor) const;
   float* grad(int tensor) const;
+  // The fp32 value of group element `shard_begin`: the start of this rank's shard of weights
+  // (fp32) or master weights (mixed).
+  float* master(const ParamGroup& group) const;
   int group_of(int tensor) const { return place(tensor).group; }
   // The group an op with role dp_grad_reduce / dp_param_gather reduces or gathers: a bucket index
   // (ZeRO 0-2) or a ZeRO-3 slot (0 layer `layer`, 2 embedding, 3 final norm and LM head). -1 when
@@ -97,6 +117,10 @@ class ModelState {
   void count_step() { ++steps_; }
 
  private:
+  // Writes a tensor's initial fp32 values: the weights (fp32), or the rounded 16-bit weights and
+  // the fp32 masters of this rank's shard (mixed).
+  Status upload(Device& device, int tensor, const std::vector<float>& values);
+
   StageParams params_;
   std::vector<TensorPlace> places_;
   std::vector<ParamGroup> groups_;
@@ -107,6 +131,7 @@ class ModelState {
   int tied_single_stage_ = -1;                        // the embedding tensor doubling as LM head
   std::vector<std::pair<std::uint32_t, int>> index_;  // ((layer + 1) << 8 | role, tensor), sorted
   std::int64_t steps_ = 0;
+  DType weight_type_ = DType::kFloat32;
 };
 
 }  // namespace planner::exec

@@ -14,9 +14,17 @@
 // weight gradients accumulating into a bucket that a ZeRO-2 reduce-scatter still reads). Every wait
 // is bounded by RunnerOptions::timeout_s.
 //
-// Numerics: fp32; mean token cross-entropy over the global batch (each micro-batch's loss gradient
-// scaled by 1 / (global_batch_size x seq_length)); gradients summed over data-parallel ranks;
-// global-norm clipping; Adam / AdamW / SGD with momentum (OptimizerOptions).
+// Numerics: mean token cross-entropy over the global batch (each micro-batch's loss gradient scaled
+// by 1 / (global_batch_size x seq_length)); gradients summed over data-parallel ranks; global-norm
+// clipping; Adam / AdamW / SGD with momentum (OptimizerOptions).
+//
+// Precision: the plan's training precision, which the device must support. fp32 (and tf32) keep
+// everything in fp32. bf16 and fp16 are Megatron-LM's mixed precision: activations, their
+// gradients, the model weights the kernels read and the tensor-, sequence-, context- and
+// pipeline-parallel messages in 16 bits; weight gradients accumulate in fp32 main grads (the
+// lowering's fp32_grads, so data-parallel reductions are fp32); fp32 master weights and optimizer
+// state (with ZeRO >= 1 only this rank's shard), from which the 16-bit weights are refreshed after
+// each update and, with ZeRO, all-gathered. fp16 adds dynamic loss scaling (LossScaleOptions).
 #pragma once
 
 #include <cstdint>
@@ -43,8 +51,20 @@ struct OptimizerOptions {
   double clip_grad = 1.0;  // global gradient-norm clipping (Megatron-LM's default); 0: off
 };
 
+// fp16 dynamic loss scaling (kernels/cpu/loss_scale.hpp, torch.cuda.amp.GradScaler's rule and
+// defaults): the loss gradient is multiplied by the scale; before the update the fp32 main grads
+// are unscaled and checked; a step with inf or NaN anywhere is skipped on every rank and halves
+// the scale, growth_interval good steps in a row double it. bf16 and fp32 do not scale.
+struct LossScaleOptions {
+  float initial_scale = 65536.0f;  // 2^16
+  float growth_factor = 2.0f;
+  float backoff_factor = 0.5f;
+  int growth_interval = 2000;
+};
+
 struct RunnerOptions {
   OptimizerOptions optimizer;
+  LossScaleOptions loss_scale;
   double timeout_s = 60;             // bound of every wait
   std::int64_t bucket_elements = 0;  // data-parallel bucket size; 0: the lowering's default
 };
@@ -63,6 +83,10 @@ struct StepStats {
   std::int64_t loss_tokens = 0;  // tokens in loss_sum (last stage, tp rank 0; else 0)
   std::int64_t peak_memory = 0;  // device bytes in use at the step's peak
   std::vector<OpSample> ops;     // every op of the program, in program order
+  // fp16 loss scaling: the scale this step's backward used, and whether its update was skipped
+  // (inf or NaN in some gradient; the same on every rank). 0 and false without scaling.
+  float loss_scale = 0;
+  bool skipped = false;
 };
 
 // Ok when the executor implements everything the plan uses; otherwise kInvalidInput listing what it

@@ -39,12 +39,16 @@ Status bias_backward(const T* dy, std::int64_t rows, std::int64_t cols, float* d
 // Partial sums sum_of_squares() needs room for (doubles), and how many blocks produce them.
 inline constexpr int kSumOfSquaresWorkspace = 1024;
 
-// *result = sum of x[i]^2 for i < n, accumulated in double: kSumOfSquaresWorkspace blocks each sum
-// a fixed strided slice into workspace[block], then one block adds those in a fixed tree.
-// `workspace` and `result` are device memory; the result stays on the device until copied.
+// *result = sum of x[i]^2 for i < n (with `accumulate`: *result += that sum), accumulated in
+// double: kSumOfSquaresWorkspace blocks each sum a fixed strided slice into workspace[block], then
+// one block adds those in a fixed tree. `workspace` and `result` are device memory; the result
+// stays on the device until copied.
 template <class T>
 Status sum_of_squares(const T* x, std::int64_t n, double* workspace, double* result,
-                      cudaStream_t stream);
+                      cudaStream_t stream, bool accumulate = false);
+
+// out[i] = static_cast<std::int32_t>(in[i]) for i < n (token ids arrive as int64).
+Status narrow_int64(const std::int64_t* in, std::int64_t n, std::int32_t* out, cudaStream_t stream);
 
 // y[i] = x[i] converted (round to nearest even when narrowing), for i < n. Instantiated for
 // float <-> bf16 and float <-> fp16, e.g. to refresh bf16 model weights from fp32 master weights.
