@@ -37,6 +37,7 @@ namespace {
 using testing::gpt_test_model;
 using testing::llama_test_model;
 using testing::par;
+using testing::precision_plan;
 using testing::test_plan;
 
 constexpr int kSteps = 20;
@@ -71,15 +72,6 @@ std::string cannot_run(int ranks) {
     const std::string why = cannot_run(ranks); \
     if (!why.empty()) GTEST_SKIP() << why;     \
   } while (false)
-
-Plan plan_in(const ModelSpec& model, const ParallelConfig& parallel, Precision precision) {
-  Plan p = test_plan(model, parallel);
-  p.gpu = *builtin_catalog().find_gpu("H100");
-  p.cluster.gpu = p.gpu.name;
-  p.training.precision = precision;
-  p.name += std::string(" ") + std::string(to_string(precision));
-  return p;
-}
 
 ExecOptions options(const std::string& backend, float initial_scale = 65536.0f) {
   ExecOptions o;
@@ -137,7 +129,7 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 TEST(CudaBackend, Fp32LossCurveEqualsTheCpuBackends) {
   SKIP_UNLESS_GPUS(1);
   for (const ModelSpec& m : {gpt_test_model(), llama_test_model()}) {
-    const Plan plan = plan_in(m, ParallelConfig{}, Precision::kFp32);
+    const Plan plan = precision_plan(m, ParallelConfig{}, Precision::kFp32);
     const std::vector<double> gpu = losses(plan, options("cuda"));
     const std::vector<double> cpu = losses(plan, options("cpu"));
     expect_close(gpu, cpu, kFp32, plan.name + " cuda vs cpu");
@@ -151,9 +143,9 @@ TEST(CudaBackend, SixteenBitLossCurvesTrackTheCpuEmulationAndFp32) {
   SKIP_UNLESS_GPUS(1);
   for (const ModelSpec& m : {gpt_test_model(), llama_test_model()}) {
     const std::vector<double> fp32 =
-        losses(plan_in(m, ParallelConfig{}, Precision::kFp32), options("cuda"));
+        losses(precision_plan(m, ParallelConfig{}, Precision::kFp32), options("cuda"));
     for (Precision p : {Precision::kBf16, Precision::kFp16}) {
-      const Plan plan = plan_in(m, ParallelConfig{}, p);
+      const Plan plan = precision_plan(m, ParallelConfig{}, p);
       const std::vector<double> gpu = losses(plan, options("cuda"));
       const std::vector<double> emulated = losses(plan, options("cpu"));
       expect_close(gpu, emulated, k16Bit, plan.name + " cuda vs cpu emulation");
@@ -165,7 +157,7 @@ TEST(CudaBackend, SixteenBitLossCurvesTrackTheCpuEmulationAndFp32) {
 TEST(CudaBackend, Fp16LossScalingSkipsOverflowingSteps) {
   SKIP_UNLESS_GPUS(1);
   Steps steps;
-  const Plan plan = plan_in(gpt_test_model(), ParallelConfig{}, Precision::kFp16);
+  const Plan plan = precision_plan(gpt_test_model(), ParallelConfig{}, Precision::kFp16);
   const std::vector<double> l = losses(plan, options("cuda", 1073741824.0f), &steps);
   ASSERT_EQ(steps.records.size(), static_cast<std::size_t>(kSteps));
   EXPECT_TRUE(steps.records.front().skipped);
@@ -182,7 +174,7 @@ TEST(CudaBackend, TimesEveryOpWithCudaEvents) {
   Steps steps;
   ExecOptions o = options("cuda");
   o.steps = 3;
-  const Plan plan = plan_in(llama_test_model(), ParallelConfig{}, Precision::kBf16);
+  const Plan plan = precision_plan(llama_test_model(), ParallelConfig{}, Precision::kBf16);
   losses(plan, o, &steps);
   ASSERT_EQ(steps.records.size(), 3u);
   EXPECT_NE(steps.start.device.find("cuda:0"), std::string::npos) << steps.start.device;
@@ -210,8 +202,8 @@ TEST(CudaBackend, ParallelFp32LossCurvesEqualTheSingleGpus) {
     auto self = world().split(world().rank() == 0 ? 0 : -1);
     ASSERT_TRUE(self) << self.status().message();
     if (*self) {
-      auto r = execute(plan_in(llama_test_model(), ParallelConfig{}, Precision::kFp32), **self,
-                       options("cuda"), nullptr);
+      auto r = execute(precision_plan(llama_test_model(), ParallelConfig{}, Precision::kFp32),
+                       **self, options("cuda"), nullptr);
       EXPECT_TRUE(r) << r.status().message();
       if (r) ref = r->losses;
     }
@@ -223,7 +215,7 @@ TEST(CudaBackend, ParallelFp32LossCurvesEqualTheSingleGpus) {
   dp.zero_stage = 1;
   ParallelConfig cp = par(1, 1, 1, 2);
   for (const ParallelConfig& p : {tp, pp, dp, cp}) {
-    const Plan plan = plan_in(llama_test_model(), p, Precision::kFp32);
+    const Plan plan = precision_plan(llama_test_model(), p, Precision::kFp32);
     const std::vector<double> l = losses(plan, options("cuda"));
     if (world().rank() == 0) expect_close(l, ref, kFp32, plan.name + " vs one GPU");
   }

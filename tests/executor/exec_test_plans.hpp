@@ -80,4 +80,16 @@ inline Plan test_plan(const ModelSpec& model, const ParallelConfig& parallel,
   return p;
 }
 
+// The test plan in `precision` on an H100 (the cpu-host pseudo-GPU has only fp32 rates and plans
+// are checked against their GPU's precisions; nothing else of the GPU matters to these tests).
+inline Plan precision_plan(const ModelSpec& model, const ParallelConfig& parallel,
+                           Precision precision) {
+  Plan p = test_plan(model, parallel);
+  p.gpu = *builtin_catalog().find_gpu("H100");
+  p.cluster.gpu = p.gpu.name;
+  p.training.precision = precision;
+  p.name += std::string(" ") + std::string(to_string(precision));
+  return p;
+}
+
 }  // namespace planner::exec::testing

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -33,6 +34,7 @@ namespace {
 using testing::gpt_test_model;
 using testing::llama_test_model;
 using testing::par;
+using testing::precision_plan;
 using testing::test_plan;
 
 constexpr int kSteps = 20;
@@ -61,17 +63,6 @@ ExecOptions options(float initial_scale = 65536.0f) {
   return o;
 }
 
-// The test plan in `precision`, on an H100 (the cpu-host pseudo-GPU has only fp32 rates, and plans
-// are checked against their GPU's precisions; nothing else of the GPU matters here).
-Plan plan_in(const ModelSpec& model, const ParallelConfig& parallel, Precision precision) {
-  Plan p = test_plan(model, parallel);
-  p.gpu = *builtin_catalog().find_gpu("H100");
-  p.cluster.gpu = p.gpu.name;
-  p.training.precision = precision;
-  p.name += std::string(" ") + std::string(to_string(precision));
-  return p;
-}
-
 // Records rank 0's view of each step (loss scale, skipped updates).
 class Steps final : public ExecObserver {
  public:
@@ -94,7 +85,8 @@ std::vector<double> single(const ModelSpec& model, Precision precision) {
   EXPECT_TRUE(self) << self.status().message();
   std::vector<double> losses;
   if (self && *self) {
-    auto r = execute(plan_in(model, ParallelConfig{}, precision), **self, options(), nullptr);
+    auto r =
+        execute(precision_plan(model, ParallelConfig{}, precision), **self, options(), nullptr);
     EXPECT_TRUE(r) << key << ": " << r.status().message();
     if (r) losses = r->losses;
   }
@@ -138,7 +130,7 @@ void expect_parallel_parity(const ModelSpec& model, ParallelConfig parallel, Pre
   const std::vector<double> ref = single(model, precision);
   ExecOptions o = options();
   o.runner.bucket_elements = bucket_elements;
-  const Plan plan = plan_in(model, parallel, precision);
+  const Plan plan = precision_plan(model, parallel, precision);
   auto run = execute(plan, world(), o, nullptr);
   ASSERT_TRUE(run) << plan.name << ": " << run.status().message();
   if (world().rank() != 0) return;
@@ -177,13 +169,41 @@ TEST(MixedPrecision, Fp16Tp2) {
   expect_parallel_parity(gpt_test_model(), par(2, 1, 1), Precision::kFp16);
 }
 
+// Checkpoints of a mixed-precision run hold the 16-bit model weights beside the fp32 masters
+// (checkpoint.hpp), so a resumed bf16 run with ZeRO-1 (sharded masters, all-gathered 16-bit
+// weights) goes on with exactly the losses of the uninterrupted run.
+TEST(MixedPrecision, Bf16ResumedRunIsBitIdenticalToTheUninterruptedOne) {
+  const std::string dir = std::string(PLANNER_BINARY_DIR) + "/mixed_precision_test_checkpoints";
+  // No rank writes before the first checkpoint, which needs rank 0 to have started the run.
+  if (world().rank() == 0) std::filesystem::remove_all(dir);
+  const Plan plan = precision_plan(gpt_test_model(), zero(par(1, 1, 2), 1), Precision::kBf16);
+  ExecOptions o = options();
+  o.steps = 8;
+  auto whole = execute(plan, world(), o, nullptr);
+  ASSERT_TRUE(whole) << whole.status().message();
+  o.steps = 4;
+  o.checkpoint_every = 4;
+  o.checkpoint_dir = dir;
+  auto first = execute(plan, world(), o, nullptr);
+  ASSERT_TRUE(first) << first.status().message();
+  o.steps = 8;
+  o.checkpoint_every = 0;
+  o.resume = true;
+  auto rest = execute(plan, world(), o, nullptr);
+  ASSERT_TRUE(rest) << rest.status().message();
+  EXPECT_EQ(rest->first_step, 4);
+  ASSERT_EQ(whole->losses.size(), 8u);
+  EXPECT_EQ(rest->losses, std::vector<double>(whole->losses.begin() + 4, whole->losses.end()));
+  if (world().rank() == 0) std::filesystem::remove_all(dir);
+}
+
 // fp16 loss scaling: a scale far too large makes the 16-bit gradients overflow, so the first
 // steps are skipped on every rank (no update: the weights stay bit-identical), the scale halves
 // at each, and training proceeds once it fits.
 TEST(MixedPrecision, Fp16OverflowSkipsStepsOnEveryRankAndBacksOff) {
   constexpr float kHuge = 1073741824.0f;  // 2^30: dlogits x 2^30 / 128 tokens overflows fp16
   const ParallelConfig parallel = zero(par(1, 1, 2), 1);
-  const Plan plan = plan_in(gpt_test_model(), parallel, Precision::kFp16);
+  const Plan plan = precision_plan(gpt_test_model(), parallel, Precision::kFp16);
   Steps steps;
   auto run = execute(plan, world(), options(kHuge), world().rank() == 0 ? &steps : nullptr);
   ASSERT_TRUE(run) << run.status().message();
@@ -220,7 +240,7 @@ TEST(MixedPrecision, ASkippedStepChangesNoWeight) {
   bo.emulate_low_precision = true;
   auto backend = make_backend("cpu", **self, bo);
   ASSERT_TRUE(backend) << backend.status().message();
-  const Plan plan = plan_in(llama_test_model(), ParallelConfig{}, Precision::kFp16);
+  const Plan plan = precision_plan(llama_test_model(), ParallelConfig{}, Precision::kFp16);
   RunnerOptions ro;
   ro.loss_scale.initial_scale = 1073741824.0f;
   auto runner = Runner::create(plan, **backend, ro);

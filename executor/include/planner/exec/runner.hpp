@@ -31,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "planner/core/lowering.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/program.hpp"
 #include "planner/core/status.hpp"
@@ -88,6 +89,11 @@ struct StepStats {
   float loss_scale = 0;
   bool skipped = false;
 };
+
+// The options the runner lowers the plan with (its `ranks` left empty): a prediction of the same
+// run must lower with them too, or its op ids and ops will not match the measured ones.
+// `precision`: the plan's training precision (fp16 keeps the gradient-norm all-reduce).
+LowerOptions runner_lower_options(const RunnerOptions& options, Precision precision);
 
 // Ok when the executor implements everything the plan uses; otherwise kInvalidInput listing what it
 // does not run yet (mixture of experts, GeGLU, ALiBi, parameter servers, offloading, and ZeRO >= 1
