@@ -20,8 +20,8 @@ const std::string kReference =
 
 // The simulator issue's targets on the reference data: MAPE at most 10% on step time or TFLOP/s,
 // no grade-A run worse than 25%.
-constexpr double kMaxMapePercent = 18;
-constexpr double kMaxGradeAErrorPercent = 28;
+constexpr double kMaxMapePercent = 10;
+constexpr double kMaxGradeAErrorPercent = 25;
 
 TEST(AccuracyCli, ReferenceRunsMeetTheTargets) {
   const CommandResult r = run_planner({"accuracy", kReference, "--json", "--no-db"});
