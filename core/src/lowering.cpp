@@ -1242,8 +1242,12 @@ void Lowerer::step_tail(RankState& r) {
   const StageLayout& L = *r.layout;
   const int last_mb = m_count_ - 1;
   if (buckets_on_ && !p_.overlap_grad_reduce && p_.zero_stage != 2) {
-    for (std::size_t b = 0; b < L.buckets.size(); ++b)
+    // Without overlap the reduction starts once the whole backward pass has finished, not as
+    // each bucket's gradients become ready.
+    for (std::size_t b = 0; b < L.buckets.size(); ++b) {
+      if (r.last_bwd != kNoOp) r.bucket_ready[b].push_back(r.last_bwd);
       emit_bucket(r, static_cast<int>(b), last_mb);
+    }
   }
   std::uint32_t after_grads = r.last_reduce != kNoOp ? r.last_reduce : r.last_bwd;
   if (sp_ && L.params.tp_replicated > 0) {

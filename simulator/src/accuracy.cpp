@@ -19,6 +19,9 @@ namespace {
 // FlashAttention's first release: Dao et al., "FlashAttention: Fast and Memory-Efficient Exact
 // Attention with IO-Awareness", arXiv:2205.14135 (May 2022).
 constexpr int kFlashAttentionYear = 2022;
+// Megatron-core's --overlap-grad-reduce / --overlap-param-gather (Megatron-LM, 2023); earlier
+// Megatron-LM reduced gradients after the backward pass.
+constexpr int kMegatronOverlapYear = 2023;
 // Years a source can plausibly be dated with (arXiv ids such as 2104.04473 are not years).
 constexpr int kFirstYear = 2010;
 constexpr int kLastYear = 2039;
@@ -406,6 +409,25 @@ AttentionKernel map_attention(const PublishedRun& run, std::vector<ChosenField>&
   return AttentionKernel::kFlash;
 }
 
+// Megatron-LM before Megatron-core's --overlap-grad-reduce and --overlap-param-gather (2023)
+// reduced the gradients after the whole backward pass (its local DDP's allreduce_gradients(),
+// called once forward_backward_func returns) and gathered parameters after the optimizer step:
+// a Megatron record dated before 2023 runs that way. Other frameworks (PyTorch DDP, FSDP) and
+// later Megatron overlap them with the backward pass.
+void map_grad_overlap(const PublishedRun& run, ParallelConfig& parallel,
+                      std::vector<ChosenField>& notes) {
+  const std::string text = lower(run.source + " " + run.notes);
+  if (text.find("megatron") == std::string::npos) return;
+  const std::optional<int> year = latest_year(run.source);
+  if (!year || *year >= kMegatronOverlapYear) return;
+  parallel.overlap_grad_reduce = false;
+  parallel.overlap_param_gather = false;
+  notes.push_back({"/parallel/overlap_grad_reduce", "false",
+                   "Megatron-LM dated " + std::to_string(*year) +
+                       ": gradients reduced after the backward pass (overlap came with "
+                       "Megatron-core in 2023)"});
+}
+
 std::string show_int(const std::int64_t& v) {
   return std::to_string(v);
 }
@@ -668,6 +690,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.plan.cluster.topology = s.topology.name;
   s.plan.name = run.id;
   s.attention = map_attention(run, s.assumptions);
+  map_grad_overlap(run, s.plan.parallel, s.assumptions);
   return s;
 }
 

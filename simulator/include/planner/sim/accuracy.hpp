@@ -42,6 +42,9 @@
 //             whose source is dated before 2022 (the latest year it names) ran unfused attention
 //             (compute_model.hpp); any other record, or one whose notes or source name
 //             FlashAttention, runs flash-style attention.
+//   overlap   a record whose source names Megatron and is dated before 2023 reduces gradients
+//             after the backward pass (no --overlap-grad-reduce / --overlap-param-gather, which
+//             came with Megatron-core in 2023); every other record overlaps them.
 // Compared on step time when the record publishes one (measured, else derived), otherwise on
 // TFLOP/s per GPU under the record's FLOP convention (core/flops.hpp: Megatron eq. (3), Megatron /
 // NeMo model FLOPs, MosaicML); a record with neither, or with TFLOP/s under an unknown convention,
