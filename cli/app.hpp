@@ -26,6 +26,7 @@ struct CliContext {
 // Adds `--json` to a subcommand.
 void add_json_flag(CLI::App* cmd, CliContext& ctx);
 
+void register_accuracy_command(CLI::App& app, CliContext& ctx);
 void register_db_commands(CLI::App& app, CliContext& ctx);
 void register_exec_command(CLI::App& app, CliContext& ctx);  // with the executor only
 void register_gpu_commands(CLI::App& app, CliContext& ctx);

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     planner::cli::register_memory_command(app, ctx);
     planner::cli::register_program_command(app, ctx);
     planner::cli::register_simulate_commands(app, ctx);
+    planner::cli::register_accuracy_command(app, ctx);
     planner::cli::register_validate_command(app, ctx);
     planner::cli::register_topology_commands(app, ctx);
     planner::cli::register_db_commands(app, ctx);

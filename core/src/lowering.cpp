@@ -140,7 +140,11 @@ class Lowerer {
     return desc_cache_[i];
   }
   OpDesc gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
-              std::uint8_t flags) const;
+              std::uint8_t flags) const {
+    return gemm(m, n, k, batch, flags, gemm_prec_);
+  }
+  OpDesc gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+              std::uint8_t flags, Precision precision) const;
   OpDesc misc(OpKind kind, Stream st, std::int64_t m, std::int64_t n, std::int64_t read,
               std::int64_t written) const;
   OpDesc comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
@@ -260,10 +264,10 @@ void Lowerer::setup_sizes() {
 // ---- descriptors
 
 OpDesc Lowerer::gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
-                     std::uint8_t flags) const {
+                     std::uint8_t flags, Precision precision) const {
   OpDesc d;
   d.kind = OpKind::kGemm;
-  d.precision = gemm_prec_;
+  d.precision = precision;
   d.flags = flags;
   d.m = m;
   d.n = n;
@@ -271,7 +275,7 @@ OpDesc Lowerer::gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_
   d.batch = batch;
   d.flops = Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                   static_cast<double>(batch));
-  const std::int64_t in = bytes_per_element(gemm_prec_);
+  const std::int64_t in = bytes_per_element(d.precision);
   const bool acc = (flags & kAccumulate) != 0;
   const std::int64_t out = acc ? bytes_.grad : bytes_.activation;
   d.bytes_read = Bytes(batch * (m * k + k * n) * in + (acc ? batch * m * n * out : 0));
@@ -331,14 +335,18 @@ OpDesc Lowerer::attention(Phase ph, std::uint8_t flags) const {
 // gradient dW += dYᵀ·X.
 std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
                               std::int64_t out, std::int64_t batch) {
+  // fp8 training (Transformer Engine) runs fp8 GEMMs inside the transformer layers only; the
+  // output layer stays in 16-bit (Megatron-LM / NeMo fp8 recipes).
+  const Precision prec =
+      role == OpRole::kLmHead && gemm_prec_ == Precision::kFp8 ? act_prec_ : gemm_prec_;
   return cached(role, ph, 0, [&] {
     switch (ph) {
       case Phase::kBackwardInput:
-        return gemm(tokens, in, out, batch, 0);
+        return gemm(tokens, in, out, batch, 0, prec);
       case Phase::kBackwardWeight:
-        return gemm(out, in, tokens, batch, kTransA | kAccumulate);
+        return gemm(out, in, tokens, batch, kTransA | kAccumulate, prec);
       default:
-        return gemm(tokens, out, in, batch, kTransB);
+        return gemm(tokens, out, in, batch, kTransB, prec);
     }
   });
 }
@@ -1234,8 +1242,12 @@ void Lowerer::step_tail(RankState& r) {
   const StageLayout& L = *r.layout;
   const int last_mb = m_count_ - 1;
   if (buckets_on_ && !p_.overlap_grad_reduce && p_.zero_stage != 2) {
-    for (std::size_t b = 0; b < L.buckets.size(); ++b)
+    // Without overlap the reduction starts once the whole backward pass has finished, not as
+    // each bucket's gradients become ready.
+    for (std::size_t b = 0; b < L.buckets.size(); ++b) {
+      if (r.last_bwd != kNoOp) r.bucket_ready[b].push_back(r.last_bwd);
       emit_bucket(r, static_cast<int>(b), last_mb);
+    }
   }
   std::uint32_t after_grads = r.last_reduce != kNoOp ? r.last_reduce : r.last_bwd;
   if (sp_ && L.params.tp_replicated > 0) {

@@ -45,6 +45,47 @@ Time ComputeModel::gemm_time(const OpDesc& d) const {
 }
 
 Time ComputeModel::attention_time(const OpDesc& d, bool backward) const {
+  return attention_ == AttentionKernel::kUnfused ? unfused_attention_time(d, backward)
+                                                 : flash_attention_time(d, backward);
+}
+
+Time ComputeModel::unfused_attention_time(const OpDesc& d, bool backward) const {
+  const ComputeProfile& c = profile_->compute;
+  const double e = bytes_per_element(d.precision);
+  // One batched GEMM of the attention (rows × cols, inner dimension `inner`).
+  auto gemm = [&](std::int64_t rows, std::int64_t cols, std::int64_t inner) {
+    OpDesc g;
+    g.kind = OpKind::kGemm;
+    g.precision = d.precision;
+    g.m = rows;
+    g.n = cols;
+    g.k = inner;
+    g.batch = d.batch;
+    const double b = static_cast<double>(d.batch) * e;
+    g.bytes_read = Bytes(std::llround(b * static_cast<double>(rows * inner + inner * cols)));
+    g.bytes_written = Bytes(std::llround(b * static_cast<double>(rows * cols)));
+    return gemm_time(g);
+  };
+  const std::int64_t s_q = d.m, s_kv = d.n, dim = d.k;
+  const double scores =
+      static_cast<double>(d.batch) * static_cast<double>(s_q) * static_cast<double>(s_kv);
+  Time t(0);
+  double per_score = 0;
+  if (!backward) {
+    t = gemm(s_q, s_kv, dim) + gemm(s_q, dim, s_kv);  // QKᵀ, PV
+    per_score = kUnfusedForwardScorePasses * e + kDropoutMaskBytes;
+  } else {
+    t = gemm(s_kv, dim, s_q) + gemm(s_q, s_kv, dim) + gemm(s_q, dim, s_kv) +
+        gemm(s_kv, dim, s_q);  // dV, dP, dQ, dK
+    per_score = kUnfusedBackwardScorePasses * e + kDropoutMaskBytes;
+  }
+  // The GEMMs' own score traffic is inside their roofline; the softmax and dropout kernels stream
+  // the rest.
+  return t + memory_time(Bytes(std::llround(scores * per_score))) +
+         c.kernel_overhead * kUnfusedExtraKernels;
+}
+
+Time ComputeModel::flash_attention_time(const OpDesc& d, bool backward) const {
   const ComputeProfile& c = profile_->compute;
   double rate = (backward ? c.attention_backward : c.attention_forward).raw();
   if (bytes_per_element(d.precision) == 4) {

@@ -108,7 +108,7 @@ class Runner {
   Runner(const StepProgram& program, const RunContext& ctx)
       : program_(program),
         ctx_(ctx),
-        compute_(*ctx.profile),
+        compute_(*ctx.profile, ctx.options.attention),
         owned_fabric_(ctx.fabric != nullptr
                           ? Fabric{}
                           : Fabric::build(*ctx.cluster, *ctx.profile, ctx.options.balanced_fabric)),

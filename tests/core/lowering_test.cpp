@@ -411,6 +411,14 @@ TEST(Lowering, GradReduceAndParamGatherPlacement) {
     } else {
       EXPECT_GT(first_reduce, last_backward);
       EXPECT_GT(first_gather, optimizer);
+      // Every reduction waits for the end of the backward pass, not only for its own gradients.
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (r.op(i).id.role() != OpRole::kDpGradReduce) continue;
+        bool after_backward = false;
+        for (std::uint32_t d : r.deps(i))
+          after_backward |= d >= last_backward;
+        EXPECT_TRUE(after_backward) << to_string(r.op(i).id);
+      }
     }
   }
 }

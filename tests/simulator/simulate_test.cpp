@@ -313,7 +313,8 @@ TEST(Presets, EveryTopologySimulates) {
       in.plan.training.precision = Precision::kFp32;
       in.plan.training.seq_length = 256;
     }
-    if (spec.gpu == "V100-SXM2-32GB") in.plan.training.precision = Precision::kFp16;
+    if (!cpu && !in.plan.gpu.supports(Precision::kBf16))
+      in.plan.training.precision = Precision::kFp16;
     auto r = simulate(in);
     ASSERT_TRUE(r) << spec.name << ": " << r.status().message();
     EXPECT_TRUE(r->simulated) << spec.name;

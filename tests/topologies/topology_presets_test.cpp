@@ -15,7 +15,7 @@ namespace {
 TEST(TopologyPresets, AllLoadAndBuild) {
   auto catalog = TopologyCatalog::load_builtin();
   ASSERT_TRUE(catalog) << catalog.status().message();
-  ASSERT_EQ(catalog->all().size(), 9u);
+  ASSERT_EQ(catalog->all().size(), 11u);
   for (const TopologySpec& spec : catalog->all()) {
     SCOPED_TRACE(spec.name);
     EXPECT_FALSE(spec.sources.empty());

@@ -20,7 +20,8 @@
 //     collectives (all-gather ↔ reduce-scatter, all-reduce ↔ identity);
 //   * recompute: selective runs the attention core forward again before its backward; full runs
 //     the whole layer forward (collectives included) before the layer's backward;
-//   * final norm, LM head and vocab-parallel cross-entropy on the last virtual stage;
+//   * final norm, LM head and vocab-parallel cross-entropy on the last virtual stage (the LM head
+//     in 16-bit under fp8 training: Transformer Engine runs fp8 GEMMs inside the layers only);
 //   * pipeline send/recv of activations and gradients between virtual stages (sequence-sharded
 //     with SP, as Megatron sends them).
 // After the last micro-batch (phase "step"):

@@ -34,6 +34,7 @@
 #include "planner/core/program.hpp"
 #include "planner/core/status.hpp"
 #include "planner/sim/collectives.hpp"
+#include "planner/sim/compute_model.hpp"
 #include "planner/topo/cluster.hpp"
 
 namespace planner::sim {
@@ -55,6 +56,9 @@ struct RunOptions {
   bool keep_op_times = true;
   bool trace = false;  // build a Chrome trace-event JSON (implies keep_op_times)
   int critical_path_top = 10;
+  // How attention ops are timed (compute_model.hpp): flash-style, or unfused with the s×s scores
+  // in HBM (frameworks before FlashAttention). simulate() also stores the scores in its memory check.
+  AttentionKernel attention = AttentionKernel::kFlash;
 };
 
 struct RunContext {
@@ -138,6 +142,15 @@ Result<ProgramRun> run_program(const StepProgram& program, const RunContext& con
 }  // namespace planner::sim
 
 namespace planner {
+
+template <>
+struct EnumTraits<sim::AttentionKernel> {
+  static constexpr std::string_view kWhat = "attention kernel";
+  static constexpr std::array<std::pair<sim::AttentionKernel, std::string_view>, 2> kNames{{
+      {sim::AttentionKernel::kFlash, "flash"},
+      {sim::AttentionKernel::kUnfused, "unfused"},
+  }};
+};
 
 template <>
 struct EnumTraits<sim::TimeBucket> {

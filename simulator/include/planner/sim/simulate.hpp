@@ -37,7 +37,7 @@ struct SimOptions {
   RankSubset ranks = RankSubset::kOnePerStage;
   RunOptions run;
   bool check_memory = true;
-  MemoryOptions memory;
+  MemoryOptions memory;  // with run.attention unfused, the scores are stored (flash_attention off)
   LowerOptions lower;  // bucket size, fp32 gradients, clipping (its `ranks` is ignored)
 };
 

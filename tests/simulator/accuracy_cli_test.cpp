@@ -1,0 +1,112 @@
+// planner accuracy on the reference data's published runs, run the way a user runs it: the targets
+// of the simulator issue (MAPE, worst grade-A run), every record either modelled or skipped with a
+// reason, and bad input exits 2 naming the file and the JSON pointer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "support/command.hpp"
+
+namespace planner {
+namespace {
+
+using testing::CommandResult;
+using testing::run_planner;
+
+const std::string kReference =
+    std::string(PLANNER_TEST_DATA_DIR) + "/reference/published_runs.json";
+
+// The simulator issue's targets on the reference data: MAPE at most 10% on step time or TFLOP/s,
+// no grade-A run worse than 25%.
+constexpr double kMaxMapePercent = 10;
+constexpr double kMaxGradeAErrorPercent = 25;
+
+TEST(AccuracyCli, ReferenceRunsMeetTheTargets) {
+  const CommandResult r = run_planner({"accuracy", kReference, "--json", "--no-db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kind"], "accuracy");
+  const nlohmann::json& runs = j["runs"];
+  const nlohmann::json reference = nlohmann::json::parse(testing::slurp(kReference));
+  ASSERT_EQ(runs.size(), reference.size());
+
+  double sum = 0;
+  int modelled = 0;
+  std::set<std::string> gpu_types;
+  for (const nlohmann::json& run : runs) {
+    const std::string id = run["id"];
+    if (run["status"] == "skipped") {
+      EXPECT_FALSE(run["reason"].get<std::string>().empty()) << id;
+      continue;
+    }
+    ++modelled;
+    const double published = run["published"], predicted = run["predicted"];
+    const double error = 100 * (predicted - published) / published;
+    EXPECT_NEAR(run["error_percent"].get<double>(), error, 1e-6) << id;
+    sum += std::abs(error);
+    gpu_types.insert(run["gpu_type"].get<std::string>());
+    if (run["reliability"] == "A") {
+      EXPECT_LE(std::abs(error), kMaxGradeAErrorPercent) << id;
+    }
+    EXPECT_GT(run["mfu"].get<double>(), 0) << id;
+    EXPECT_LT(run["mfu"].get<double>(), 1) << id;
+    // Every null field the simulation needed is reported with the value chosen.
+    for (const nlohmann::json& c : run["chosen"])
+      EXPECT_FALSE(c["reason"].get<std::string>().empty()) << id;
+  }
+  ASSERT_GE(modelled, 35) << "most reference runs are GPU runs planner models";
+  const double mape = sum / modelled;
+  EXPECT_NEAR(j["mape_percent"].get<double>(), mape, 1e-6);
+  EXPECT_LE(mape, kMaxMapePercent);
+  EXPECT_EQ(j["runs_modelled"], modelled);
+  EXPECT_EQ(j["by_gpu_type"].size(), gpu_types.size());
+  int by_gpu_runs = 0;
+  for (const nlohmann::json& g : j["by_gpu_type"])
+    by_gpu_runs += g["runs"].get<int>();
+  EXPECT_EQ(by_gpu_runs, modelled);
+}
+
+TEST(AccuracyCli, TextReportAndSkippedRuns) {
+  testing::TempDir dir;
+  // One modelled run and one the simulator cannot model (no GPU it knows).
+  const nlohmann::json reference = nlohmann::json::parse(testing::slurp(kReference));
+  nlohmann::json small = nlohmann::json::array();
+  for (const nlohmann::json& run : reference) {
+    if (run["id"] == "megatron_readme20_dgxa100_1B") small.push_back(run);
+  }
+  ASSERT_EQ(small.size(), 1u);
+  nlohmann::json tpu = small[0];
+  tpu["id"] = "tpu_run";
+  tpu["hardware"]["gpu"] = "TPU v4";
+  small.push_back(tpu);
+  testing::write_file(dir.file("runs.json"), small.dump());
+  const CommandResult r = run_planner({"accuracy", dir.file("runs.json"), "--no-db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  for (const char* what :
+       {"megatron_readme20_dgxa100_1B", "MAPE per GPU type", "overall MAPE", "A100-SXM4-40GB",
+        "skipped", "tpu_run: TPUs are not modelled", "chosen  /parallel/recompute"}) {
+    EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
+  }
+}
+
+TEST(AccuracyCli, BadInputExitsTwoWithFileAndPointer) {
+  testing::TempDir dir;
+  nlohmann::json reference = nlohmann::json::parse(testing::slurp(kReference));
+  reference[2]["parallel"]["tp"] = "eight";
+  testing::write_file(dir.file("bad.json"), reference.dump());
+  const CommandResult r = run_planner({"accuracy", dir.file("bad.json"), "--no-db"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/2/parallel/tp"), std::string::npos) << r.err;
+
+  const CommandResult missing = run_planner({"accuracy", dir.file("none.json"), "--no-db"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  const CommandResult only = run_planner({"accuracy", kReference, "--only", "nope", "--no-db"});
+  EXPECT_EQ(only.exit_code, 2) << only.out;
+  EXPECT_NE(only.err.find("nope"), std::string::npos) << only.err;
+}
+
+}  // namespace
+}  // namespace planner
