@@ -3,6 +3,7 @@
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QHorizontalBarSeries>
+#include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QLogValueAxis>
 #include <QtCharts/QStackedBarSeries>
@@ -31,6 +32,7 @@ QChart* new_chart(const QString& title) {
 
 QChart* make_memory_chart(const MemoryReport& report) {
   QChart* chart = new_chart("Memory per pipeline stage (GiB per GPU) vs HBM");
+  chart->legend()->setAlignment(Qt::AlignRight);
   auto* series = new QStackedBarSeries;
   struct Part {
     const char* name;
@@ -169,6 +171,8 @@ ParetoChart make_pareto_chart(const std::vector<sim::RankedPlan>& ranking,
   y->setTitleText("total cost (thousand USD)");
   out.chart->addAxis(x, Qt::AlignBottom);
   out.chart->addAxis(y, Qt::AlignLeft);
+  for (QLegendMarker* m : out.chart->legend()->markers(line))
+    m->setVisible(false);
   for (QAbstractSeries* s : out.chart->series()) {
     s->attachAxis(x);
     s->attachAxis(y);

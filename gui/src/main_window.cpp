@@ -600,11 +600,11 @@ QWidget* MainWindow::build_plan_tab() {
   auto* tl = new QVBoxLayout(timeline_box);
   tl->setContentsMargins(0, 0, 0, 0);
   auto* tl_bar = new QHBoxLayout;
-  tl_bar->addWidget(
-      new QLabel("Pipeline timeline of one step (blue forward, green backward, "
-                 "dark green weight gradients, yellow recompute; lower lane: "
-                 "communication). Wheel to zoom."));
-  tl_bar->addStretch();
+  auto* legend = new QLabel(
+      "Pipeline timeline of one step: blue forward, green backward, dark green weight "
+      "gradients, yellow recompute; lower lane communication. Wheel or buttons to zoom.");
+  legend->setWordWrap(true);
+  tl_bar->addWidget(legend, 1);
   tl_bar->addWidget(zoom_out);
   tl_bar->addWidget(zoom_in);
   tl->addLayout(tl_bar);
@@ -615,11 +615,11 @@ QWidget* MainWindow::build_plan_tab() {
   auto* bottom = new QSplitter;
   bottom->addWidget(timeline_box);
   bottom->addWidget(topology_);
-  bottom->setStretchFactor(0, 3);
-  bottom->setStretchFactor(1, 2);
+  bottom->setSizes({700, 450});
   auto* vertical = new QSplitter(Qt::Vertical);
   vertical->addWidget(top);
   vertical->addWidget(bottom);
+  vertical->setSizes({460, 400});
   layout->addWidget(plan_label_);
   layout->addWidget(vertical);
   return w;
@@ -755,18 +755,22 @@ QWidget* MainWindow::build_what_if_tab() {
     auto* view = new QTableView;
     view->setModel(model);
     view->verticalHeader()->hide();
+    view->setWordWrap(false);
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     for (int c :
          {RankingModel::kTp, RankingModel::kPp, RankingModel::kDp, RankingModel::kCp,
-          RankingModel::kEp, RankingModel::kMicroBatch, RankingModel::kZero, RankingModel::kNote,
+          RankingModel::kEp, RankingModel::kMicroBatch, RankingModel::kZero, RankingModel::kOrder,
+          RankingModel::kOverlap, RankingModel::kMfu, RankingModel::kHeadroom, RankingModel::kNote,
           RankingModel::kTier, RankingModel::kSchedule, RankingModel::kRecompute}) {
       view->setColumnHidden(c, true);
     }
     l->addWidget(view);
     split->addWidget(box);
   }
+  what_if_label_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
   layout->addLayout(bar);
   layout->addWidget(what_if_label_);
-  layout->addWidget(split);
+  layout->addWidget(split, 1);
   return w;
 }
 
@@ -867,7 +871,9 @@ QWidget* MainWindow::build_history_tab() {
   auto* right = new QSplitter(Qt::Vertical);
   right->addWidget(accuracy_chart_);
   right->addWidget(history_text_);
+  right->setSizes({500, 250});
   split->addWidget(right);
+  split->setSizes({450, 650});
   layout->addLayout(bar);
   layout->addWidget(split);
   return w;

@@ -90,6 +90,10 @@ QString RankingModel::text(int row, int column) const {
       return qs(to_string(c.recompute));
     case kZero:
       return QString::number(c.zero_stage);
+    case kOrder:
+      return QString::fromStdString(c.order);
+    case kOverlap:
+      return c.overlap_grad_reduce ? QString("on") : QString("off");
     case kTier:
       return qs(to_string(p.tier));
     case kStepTime:
@@ -170,9 +174,10 @@ QVariant RankingModel::data(const QModelIndex& index, int role) const {
 QVariant RankingModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
   static const char* const kHeaders[kColumnCount] = {
-      "#",        "plan",          "tp",   "pp",   "dp",        "cp",       "ep",  "mbs",
-      "schedule", "recompute",     "ZeRO", "tier", "step time", "tokens/s", "MFU", "headroom",
-      "tokens/$", "time to train", "cost", "note"};
+      "#",          "plan",          "tp",        "pp",        "dp",   "cp",
+      "ep",         "mbs",           "schedule",  "recompute", "ZeRO", "rank order",
+      "dp overlap", "tier",          "step time", "tokens/s",  "MFU",  "headroom",
+      "tokens/$",   "time to train", "cost",      "note"};
   return section >= 0 && section < kColumnCount ? QString(kHeaders[section]) : QString();
 }
 

@@ -32,6 +32,8 @@ class RankingModel : public QAbstractTableModel {
     kSchedule,
     kRecompute,
     kZero,
+    kOrder,
+    kOverlap,
     kTier,
     kStepTime,
     kTokensPerSecond,

@@ -2,6 +2,8 @@
 
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QResizeEvent>
+#include <QScrollBar>
 #include <QWheelEvent>
 #include <algorithm>
 
@@ -17,6 +19,9 @@ constexpr double kLabelWidth = 130;
 constexpr double kLaneHeight = 16;
 constexpr double kRowGap = 10;
 constexpr double kWheelZoom = 1.25;
+constexpr double kMargin = 10;
+// The narrowest fit: a step never shrinks below a twentieth of its scene width.
+constexpr double kMinFit = 0.05;
 
 QColor phase_color(Phase phase) {
   switch (phase) {
@@ -62,14 +67,15 @@ TimelineView::TimelineView(QWidget* parent) : QGraphicsView(parent) {
 
 void TimelineView::clear_run(const QString& why) {
   scene()->clear();
+  labels_.clear();
   blocks_ = 0;
   scene()->addSimpleText(why);
 }
 
 void TimelineView::set_run(const sim::SimResult& result) {
   scene()->clear();
+  labels_.clear();
   blocks_ = 0;
-  resetTransform();
   zoom_ = 1.0;
   if (!result.simulated || result.step_time <= Time()) {
     clear_run(result.out_of_memory ? "does not fit in memory: not simulated" : "not simulated");
@@ -81,7 +87,9 @@ void TimelineView::set_run(const sim::SimResult& result) {
   for (const sim::RankRun& rank : result.ranks) {
     auto* label = scene()->addSimpleText(
         QString("rank %1 · stage %2\ncompute / comm").arg(rank.rank).arg(rank.stage));
+    label->setFlag(QGraphicsItem::ItemIgnoresTransformations);
     label->setPos(-kLabelWidth, y);
+    labels_.push_back(label);
     scene()->addRect(0, y, kSceneWidth, kLaneHeight, QPen(QColor(220, 220, 220)),
                      QBrush(QColor(250, 250, 250)));
     scene()->addRect(0, y + kLaneHeight, kSceneWidth, kLaneHeight, QPen(QColor(220, 220, 220)),
@@ -102,13 +110,35 @@ void TimelineView::set_run(const sim::SimResult& result) {
   }
   auto* axis = scene()->addSimpleText(
       QString("0 … %1 ms (one step)").arg(to_milliseconds(result.step_time), 0, 'f', 2));
+  axis->setFlag(QGraphicsItem::ItemIgnoresTransformations);
   axis->setPos(0, y);
   scene()->setSceneRect(scene()->itemsBoundingRect().adjusted(-10, -10, 10, 10));
+  apply_zoom();
+  horizontalScrollBar()->setValue(horizontalScrollBar()->minimum());
+}
+
+void TimelineView::apply_zoom() {
+  resetTransform();
+  const double fit =
+      std::max(kMinFit, (viewport()->width() - kLabelWidth - 2 * kMargin) / kSceneWidth);
+  scale(fit * zoom_, 1.0);
+  for (QGraphicsItem* label : labels_)
+    label->setX(-kLabelWidth / (fit * zoom_));
+  if (!labels_.empty()) {
+    QRectF r = scene()->sceneRect();
+    r.setLeft(-(kLabelWidth + kMargin) / (fit * zoom_));
+    scene()->setSceneRect(r);
+  }
+}
+
+void TimelineView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  apply_zoom();
 }
 
 void TimelineView::zoom_by(double factor) {
   zoom_ *= factor;
-  scale(factor, 1.0);
+  apply_zoom();
 }
 
 void TimelineView::wheelEvent(QWheelEvent* event) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QGraphicsView>
+#include <vector>
 
 #include "planner/sim/simulate.hpp"
 
@@ -23,9 +24,14 @@ class TimelineView : public QGraphicsView {
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
+  // Fits the step to the viewport's width, times zoom().
+  void apply_zoom();
   double zoom_ = 1.0;
+  // Row labels: unscaled text, kept left of the time axis at every zoom.
+  std::vector<QGraphicsItem*> labels_;
   int blocks_ = 0;
 };
 

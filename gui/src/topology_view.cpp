@@ -2,6 +2,7 @@
 
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QResizeEvent>
 #include <algorithm>
 
 #include "planner/core/rank_grid.hpp"
@@ -84,6 +85,12 @@ void TopologyView::set_plan(const topo::Cluster& cluster, const ParallelConfig& 
   caption += "\nfill: pipeline stage · red outline: tp group of rank 0 · blue: its dp group";
   scene()->addSimpleText(caption)->setPos(0, bottom);
   scene()->setSceneRect(scene()->itemsBoundingRect().adjusted(-10, -10, 10, 10));
+  fitInView(sceneRect(), Qt::KeepAspectRatio);
+}
+
+void TopologyView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  if (!scene()->items().isEmpty()) fitInView(sceneRect(), Qt::KeepAspectRatio);
 }
 
 }  // namespace planner::gui

@@ -19,6 +19,9 @@ class TopologyView : public QGraphicsView {
                 const std::vector<int>& gpu_of_rank);
   int highlighted_gpus() const { return highlighted_; }
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   int highlighted_ = 0;
 };
