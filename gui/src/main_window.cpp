@@ -106,6 +106,13 @@ QLabel* error_label() {
   return label;
 }
 
+// The history's database; a missing file is an error (the app never creates one to read).
+Result<store::Database> open_existing(const QString& path) {
+  store::OpenOptions options;
+  options.mode = store::OpenMode::kMustExist;
+  return store::Database::open(path.toStdString(), options);
+}
+
 QChartView* chart_view() {
   auto* view = new QChartView;
   view->setRenderHint(QPainter::Antialiasing);
@@ -886,9 +893,7 @@ void MainWindow::set_database_path(const QString& path) {
 
 void MainWindow::refresh_history() {
   history_->setRowCount(0);
-  store::OpenOptions options;
-  options.mode = store::OpenMode::kMustExist;
-  auto db = store::Database::open(db_path_->text().toStdString(), options);
+  auto db = open_existing(db_path_->text());
   if (!db.is_ok()) {
     history_text_->setPlainText(QString::fromStdString(db.status().message()));
     return;
@@ -921,9 +926,7 @@ void MainWindow::select_history_row(int row) {
   if (row < 0 || row >= history_->rowCount()) return;
   history_->selectRow(row);
   const store::RunId id{history_->item(row, 0)->text().toLongLong()};
-  store::OpenOptions options;
-  options.mode = store::OpenMode::kMustExist;
-  auto db = store::Database::open(db_path_->text().toStdString(), options);
+  auto db = open_existing(db_path_->text());
   if (!db.is_ok()) return;
   QString text;
   if (history_->item(row, 1)->text() == "exec") {

@@ -132,6 +132,41 @@ class MainWindowTest : public QObject {
     window_->set_document(default_scenario());
   }
 
+  void what_if_knobs_change_the_document_or_the_fabric() {
+    const Json doc = default_scenario();
+    auto gpu = apply_knob(doc, {}, Knob::kGpu, "h200");
+    QVERIFY(gpu.is_ok());
+    const Json& cluster = gpu->doc["clusters"][0];
+    QCOMPARE(cluster["gpu"].get<std::string>(), builtin_catalog().gpu("h200")->name);
+    QCOMPARE(cluster["gpus"][0].get<int>(), 4 * gpus_per_node(gpu->doc));  // still 4 nodes
+    QVERIFY(parse_scenario(gpu->doc).request.has_value());
+    auto batch = apply_knob(doc, {}, Knob::kBatch, "1024");
+    QVERIFY(batch.is_ok());
+    QCOMPARE(parse_scenario(batch->doc).request->scenarios[0].training.global_batch_size, 1024);
+    // Fabric knobs change the resolved topology, not the document.
+    const topo::FabricSpec before = parse_scenario(doc).request->scenarios[0].topology.fabric;
+    auto slower = apply_knob(doc, {}, Knob::kInternodeBandwidth, "0.5");
+    QVERIFY(slower.is_ok());
+    QCOMPARE(slower->doc, doc);
+    const topo::FabricSpec half = parse_scenario(slower->doc, kScenarioSource, slower->change)
+                                      .request->scenarios[0]
+                                      .topology.fabric;
+    QCOMPARE(to_GBps(half.host_link.bandwidth), to_GBps(before.host_link.bandwidth) / 2);
+    auto over = apply_knob(doc, {}, Knob::kOversubscription, "2");
+    QVERIFY(over.is_ok());
+    const topo::FabricSpec two = parse_scenario(over->doc, kScenarioSource, over->change)
+                                     .request->scenarios[0]
+                                     .topology.fabric;
+    QCOMPARE(two.leaf_oversubscription(), 2.0);
+    QCOMPARE(before.leaf_oversubscription(), 1.0);
+    auto odd = apply_knob(doc, {}, Knob::kOversubscription, "3.7");
+    QVERIFY(odd.is_ok());
+    const ParsedScenario bad = parse_scenario(odd->doc, kScenarioSource, odd->change);
+    QVERIFY(!bad.request.has_value());
+    QCOMPARE(QString::fromStdString(bad.diagnostics.items().front().pointer),
+             QString("/clusters/0/topology"));
+  }
+
   void sweep_fills_the_ranking_table() {
     run_default_sweep(*window_);
     RankingModel* model = window_->ranking();
