@@ -783,6 +783,8 @@ QWidget* MainWindow::build_what_if_tab() {
 
 void MainWindow::start_what_if(Knob knob, const QString& value) {
   if (what_if_runner_->running()) return;
+  knob_combo_->setCurrentIndex(knob_combo_->findData(static_cast<int>(knob)));
+  knob_value_->setText(value);
   if (!outcome_ || !outcome_->result) {
     what_if_label_->setText("Run the sweep of the scenario first.");
     return;

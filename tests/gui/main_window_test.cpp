@@ -341,6 +341,24 @@ class MainWindowTest : public QObject {
     screenshot(*window_, MainWindow::kHistoryTab, "history");
   }
 
+  void run_streams_the_planner_exec_log() {
+#ifndef PLANNER_TEST_HAVE_EXECUTOR
+    QSKIP("planner is built without the executor");
+#else
+    // `planner exec` (built beside this test) checks the plan before starting any rank: the
+    // default scenario's bf16 H100 plan is refused by the cpu backend, in the CLI's words.
+    QVERIFY(window_->plan_view().has_value());
+    QVERIFY(window_->start_run());
+    QVERIFY(QTest::qWaitFor([this] { return window_->run_log().contains("planner exec finished"); },
+                            60000));
+    const QString log = window_->run_log();
+    QVERIFY2(log.contains("exec " + QDir::tempPath()), qPrintable(log));
+    QVERIFY2(log.contains("the cpu backend trains in fp32 only, got bf16"), qPrintable(log));
+    QVERIFY2(log.contains("finished with exit code 2"), qPrintable(log));
+    screenshot(*window_, MainWindow::kRunTab, "run");
+#endif
+  }
+
  private:
   std::unique_ptr<MainWindow> window_;
 };
