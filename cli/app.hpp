@@ -33,6 +33,7 @@ void register_gpu_commands(CLI::App& app, CliContext& ctx);
 void register_memory_command(CLI::App& app, CliContext& ctx);
 void register_model_commands(CLI::App& app, CliContext& ctx);
 void register_program_command(CLI::App& app, CliContext& ctx);
+void register_report_command(CLI::App& app, CliContext& ctx);
 void register_simulate_commands(CLI::App& app, CliContext& ctx);
 void register_sweep_command(CLI::App& app, CliContext& ctx);
 void register_validate_command(CLI::App& app, CliContext& ctx);

@@ -1,5 +1,4 @@
 // planner db list | show RUN | export RUN|--all | vacuum
-#include <charconv>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -31,19 +30,6 @@ struct RunArgs {
   bool all = false;
   std::string output;
 };
-
-// "12", or "last"/"latest" for the newest run.
-Result<store::RunId> resolve_run(store::Database& db, const std::string& text) {
-  if (text == "last" || text == "latest") return store::latest_run(db);
-  std::int64_t id = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size() || id < 1) {
-    return Status::invalid_input(
-        "RUN must be a run id (see `planner db list`) or \"last\"; got \"" + text + "\"");
-  }
-  PLANNER_RETURN_IF_ERROR(store::require_run(db, store::RunId{id}));
-  return store::RunId{id};
-}
 
 std::string when(std::int64_t unix_ms) {
   // "2024-05-01T12:00:03.250Z" -> "2024-05-01 12:00:03" (UTC).

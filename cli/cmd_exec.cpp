@@ -2,12 +2,16 @@
 //
 //   --launch local -n N   starts mpirun itself: N ranks on this host, each running
 //                         `planner exec PLAN --launch none ...`
+//   --launch slurm        writes an sbatch script (srun --mpi=pmix ... --launch none) and submits
+//                         it (--dry-run prints it; --wait follows the job to its end)
 //   --launch none         this process is one rank of a job mpirun or srun started
 // Without --launch: none when an MPI launcher started this process, else local. MPI is initialised
 // here only, so every other command runs without mpirun.
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -20,6 +24,8 @@
 #include "planner/exec/launch.hpp"
 #include "planner/exec/mpi_world.hpp"
 #include "planner/exec/store_recorder.hpp"
+#include "planner/store/runs.hpp"
+#include "prediction.hpp"
 
 namespace planner::cli {
 namespace {
@@ -29,12 +35,26 @@ struct ExecArgs {
   std::int64_t steps = 20;
   std::int64_t warmup = 2;
   std::string backend = "cpu";
-  std::string launch;  // none | local; empty: decide from the environment
+  std::string launch;  // none | local | slurm; empty: decide from the environment
   int ranks = 0;
   double timeout_s = 60;
   double lr = 1e-3;
   std::int64_t bucket_elements = 0;
   int blas_threads = 0;
+  std::int64_t checkpoint_every = 0;
+  std::string checkpoint_dir = "checkpoints";
+  bool resume = false;
+  // --launch slurm
+  int nodes = 0;
+  std::string partition;
+  std::string time_limit;
+  std::string slurm_output;
+  bool dry_run = false;
+  bool wait = false;
+  // Set by a launching planner exec for its ranks (OutcomeFile).
+  std::string outcome_file;
+  // Set by the batch script of --launch slurm after the job step, with srun's exit code.
+  std::optional<int> settle;
   DbOptions db;
 };
 
@@ -42,14 +62,61 @@ std::string mib(std::int64_t bytes) {
   return fmt(static_cast<double>(bytes) / static_cast<double>(kMiB), 2) + " MiB";
 }
 
+// How rank 0 tells the planner exec that launched the job how the run ended: mpirun, in the
+// recovery mode that lets rank 0 outlive a dead rank and record its failure, exits 0 whatever the
+// ranks did. Lines: "run <id>" once the run is recorded, "exit <code>" at the end. A file without
+// an exit line means rank 0 itself died; the launcher then marks the recorded run failed.
+class OutcomeFile {
+ public:
+  explicit OutcomeFile(std::string path) : path_(std::move(path)) {}
+  void run(std::int64_t id) const { append("run " + std::to_string(id)); }
+  void exit(int code) const { append("exit " + std::to_string(code)); }
+
+  struct Read {
+    std::optional<std::int64_t> run;
+    std::optional<int> exit;
+  };
+  static Read read(const std::string& path) {
+    Read out;
+    std::ifstream in(path);
+    std::string key;
+    std::int64_t value = 0;
+    while (in >> key >> value) {
+      if (key == "run") out.run = value;
+      if (key == "exit") out.exit = static_cast<int>(value);
+    }
+    return out;
+  }
+
+ private:
+  void append(const std::string& line) const {
+    if (path_.empty()) return;
+    std::ofstream out(path_, std::ios::app);
+    out << line << '\n';
+  }
+  std::string path_;
+};
+
 // Prints the run's progress (rank 0) and forwards to the store recorder, when there is one.
 class Progress final : public exec::ExecObserver {
  public:
-  Progress(const CliContext& ctx, exec::StoreRecorder* recorder, const std::string& db_path)
-      : ctx_(ctx), recorder_(recorder), db_path_(db_path) {}
+  // `db` and `prediction` (the simulator's result for the plan) go with `recorder`.
+  Progress(const CliContext& ctx, exec::StoreRecorder* recorder, store::Database* db,
+           const sim::SimResult* prediction, const std::string& db_path, const OutcomeFile& outcome)
+      : ctx_(ctx),
+        recorder_(recorder),
+        db_(db),
+        prediction_(prediction),
+        db_path_(db_path),
+        outcome_(outcome) {}
 
   Status on_start(const exec::ExecStart& start) override {
     if (recorder_ != nullptr) PLANNER_RETURN_IF_ERROR(recorder_->on_start(start));
+    if (recorder_ != nullptr && recorder_->run() && prediction_ != nullptr) {
+      PLANNER_RETURN_IF_ERROR(
+          store_prediction(*db_, *recorder_->run(), *recorder_->plan(), *prediction_));
+    }
+    if (recorder_ != nullptr && recorder_->run()) outcome_.run(recorder_->run()->value);
     std::ostream& err = *ctx_.err;
     err << "planner exec: " << start.ranks << (start.ranks == 1 ? " rank" : " ranks") << " on ";
     std::vector<std::string> hosts = start.hosts;
@@ -62,6 +129,9 @@ class Progress final : public exec::ExecObserver {
       err << ", recording run " << recorder_->run()->value << " in " << db_path_;
     }
     err << "\ndata: " << start.data << '\n';
+    if (start.first_step > 0) {
+      err << "resumed from the checkpoint after step " << start.first_step << '\n';
+    }
     return Status::ok();
   }
 
@@ -87,7 +157,10 @@ class Progress final : public exec::ExecObserver {
  private:
   const CliContext& ctx_;
   exec::StoreRecorder* recorder_;
+  store::Database* db_;
+  const sim::SimResult* prediction_;
   std::string db_path_;
+  const OutcomeFile& outcome_;
 };
 
 Json inputs_json(const ExecArgs& a, int ranks) {
@@ -99,17 +172,29 @@ Json inputs_json(const ExecArgs& a, int ranks) {
               {"lr", a.lr},
               {"bucket_elements", a.bucket_elements},
               {"launch", a.launch},
+              {"checkpoint_every", a.checkpoint_every},
+              {"checkpoint_dir", a.checkpoint_every > 0 || a.resume ? a.checkpoint_dir : ""},
+              {"resume", a.resume},
               {"world_size", ranks}};
 }
 
-// --launch local: check everything, then start mpirun running this program on every rank.
-Status launch_local(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
-  const int ranks = a.ranks > 0 ? a.ranks : static_cast<int>(plan.parallel.world_size());
-  PLANNER_RETURN_IF_ERROR(exec::check_executable(plan, a.backend, ranks));
+std::string absolute(const std::string& path) {
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// A number as text that reads back as the same double ("0.001", "1e-07").
+std::string exact(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  return text;
+}
+
+// The command line every rank runs under a launcher: this program, --launch none, the options.
+Result<std::vector<std::string>> rank_program(const CliContext& ctx, const ExecArgs& a) {
   PLANNER_ASSIGN_OR_RETURN(std::string self, exec::self_executable());
   std::vector<std::string> program = {self,
                                       "exec",
-                                      std::filesystem::absolute(a.plan).string(),
+                                      absolute(a.plan),
                                       "--launch",
                                       "none",
                                       "--steps",
@@ -119,42 +204,160 @@ Status launch_local(const CliContext& ctx, const ExecArgs& a, const Plan& plan) 
                                       "--backend",
                                       a.backend,
                                       "--timeout",
-                                      std::to_string(a.timeout_s),
+                                      exact(a.timeout_s),
                                       "--lr",
-                                      std::to_string(a.lr),
+                                      exact(a.lr),
                                       "--bucket-elements",
                                       std::to_string(a.bucket_elements),
                                       "--blas-threads",
                                       std::to_string(a.blas_threads)};
+  if (a.checkpoint_every > 0 || a.resume) {
+    program.insert(program.end(), {"--checkpoint-every", std::to_string(a.checkpoint_every),
+                                   "--checkpoint-dir", absolute(a.checkpoint_dir)});
+    if (a.resume) program.push_back("--resume");
+  }
   if (a.db.disabled) {
     program.push_back("--no-db");
   } else {
-    program.insert(program.end(), {"--db", std::filesystem::absolute(a.db.path).string()});
+    program.insert(program.end(), {"--db", absolute(a.db.path)});
   }
   if (ctx.json) program.push_back("--json");
+  return program;
+}
+
+// After the job: the outcome rank 0 reported (and printed), or, when rank 0 ended without one, a
+// failure recorded here for the run rank 0 had started. `launcher` exited with `code`; `cause`
+// says what ends rank 0 without an outcome under this launcher.
+Status settle(const ExecArgs& a, const std::string& outcome_file, const std::string& launcher,
+              int code, const std::string& cause) {
+  const OutcomeFile::Read outcome = OutcomeFile::read(outcome_file);
+  std::error_code ec;
+  std::filesystem::remove(outcome_file, ec);
+  if (outcome.exit) {
+    if (*outcome.exit == 0) return Status::ok();
+    return Status(*outcome.exit == 2 ? StatusCode::kInvalidInput : StatusCode::kRuntime, "");
+  }
+  const std::string why = "the job ended (" + launcher + " exit code " + std::to_string(code) +
+                          ") before rank 0 reported the outcome: " + cause;
+  if (outcome.run && !a.db.disabled) {
+    auto db = open_existing_db(a.db);
+    auto run = db ? store::get_run(*db, store::RunId{*outcome.run})
+                  : Result<store::RunRecord>(db.status());
+    if (run && run->status == store::RunStatus::kRunning) {
+      PLANNER_RETURN_IF_ERROR(store::fail_run(*db, run->id, why));
+      return Status::runtime(why + "; run " + std::to_string(run->id.value) + " marked failed");
+    }
+  }
+  return Status::runtime(why);
+}
+
+// --launch local: check everything, then start mpirun running this program on every rank.
+Status launch_local(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
+  const int ranks = a.ranks > 0 ? a.ranks : static_cast<int>(plan.parallel.world_size());
+  PLANNER_RETURN_IF_ERROR(exec::check_executable(plan, a.backend, ranks));
+  PLANNER_ASSIGN_OR_RETURN(std::vector<std::string> program, rank_program(ctx, a));
+  const std::string outcome_file = (std::filesystem::temp_directory_path() /
+                                    ("planner-exec-" + std::to_string(::getpid()) + ".outcome"))
+                                       .string();
+  std::error_code ec;
+  std::filesystem::remove(outcome_file, ec);
+  program.insert(program.end(), {"--outcome-file", outcome_file});
   exec::LocalLaunch launch;
   launch.ranks = ranks;
   launch.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   launch.as_root = ::geteuid() == 0;
   const exec::LaunchCommand cmd = exec::local_launch_command(launch, program);
-  PLANNER_ASSIGN_OR_RETURN(int code, exec::run_command(cmd));
-  switch (code) {
-    case 0:
-      return Status::ok();
-    case 1:  // the ranks reported the failure themselves
-      return Status(StatusCode::kRuntime, "");
-    case 2:
-      return Status(StatusCode::kInvalidInput, "");
-    default:
-      return Status::runtime(cmd.argv[0] + " exited with code " + std::to_string(code));
+  const Result<int> code = exec::run_command(cmd);
+  if (!code) {
+    std::filesystem::remove(outcome_file, ec);
+    return code.status();
   }
+  return settle(a, outcome_file, cmd.argv[0], *code, "rank 0 died or was killed");
 }
 
-// --launch none: one rank of the job.
-Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
-  PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<exec::MpiWorld> world,
-                           exec::MpiWorld::init(nullptr, nullptr));
+// --launch slurm: check everything, write the batch script, submit it (or print it).
+Status launch_slurm(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
+  const int ranks = static_cast<int>(plan.parallel.world_size());
+  PLANNER_RETURN_IF_ERROR(exec::check_executable(plan, a.backend, ranks));
+  PLANNER_ASSIGN_OR_RETURN(std::vector<std::string> program, rank_program(ctx, a));
+  exec::SlurmLaunch launch;
+  launch.ranks = ranks;
+  launch.ranks_per_node = plan.cluster.gpus_per_node > 0 ? plan.cluster.gpus_per_node : ranks;
+  launch.nodes = a.nodes;
+  launch.partition = a.partition;
+  launch.time = a.time_limit;
+  launch.workdir = std::filesystem::current_path().string();
+  launch.output = absolute(a.slurm_output.empty() ? "planner-exec-%j.out" : a.slurm_output);
+  // Slurm's PMIx plugin ends the whole job step when one rank dies, rank 0 included, so the batch
+  // script settles the outcome after the step (settle()), from a file next to the output.
+  launch.outcome_dir = std::filesystem::path(launch.output).parent_path().string();
+  launch.after_step = {program[0], "exec", absolute(a.plan)};
+  if (a.db.disabled) {
+    launch.after_step.push_back("--no-db");
+  } else {
+    launch.after_step.insert(launch.after_step.end(), {"--db", absolute(a.db.path)});
+  }
+  launch.comment = "planner exec " + plan.name + ": " + short_label(plan.parallel) + ", " +
+                   std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") +
+                   " (written by planner exec --launch slurm)";
+  PLANNER_ASSIGN_OR_RETURN(std::string script, exec::slurm_batch_script(launch, program));
+  if (a.dry_run) {
+    if (ctx.json) {
+      *ctx.out << Json{{"script", script}}.dump(2) << '\n';
+    } else {
+      *ctx.out << script;
+    }
+    return Status::ok();
+  }
+  PLANNER_ASSIGN_OR_RETURN(std::string job, exec::submit_batch_job(script));
+  std::string output = launch.output;
+  for (std::size_t at; (at = output.find("%j")) != std::string::npos;)
+    output.replace(at, 2, job);
+  std::ostream& info = ctx.json ? *ctx.err : *ctx.out;
+  info << "submitted batch job " << job << ": " << plan.name << ", " << ranks
+       << (ranks == 1 ? " rank" : " ranks") << "\n  follow:  squeue -j " << job << "  ·  tail -f "
+       << output << "\n  cancel:  scancel " << job << "\n";
+  if (!a.db.disabled) {
+    info << "  results: planner db list --db " << absolute(a.db.path)
+         << "  ·  planner report RUN --db " << absolute(a.db.path) << "\n";
+  }
+  Json result{{"job_id", job}, {"output", output}};
+  Status outcome = Status::ok();
+  if (a.wait) {
+    // Poll the controller: sbatch --wait would hold the job id in its buffered output until the
+    // end.
+    constexpr double kPollSeconds = 0.5;
+    PLANNER_ASSIGN_OR_RETURN(
+        exec::SlurmJobState end,
+        exec::wait_for_slurm_job(job, kPollSeconds, 0, [&](const exec::SlurmJobState& st) {
+          *ctx.err << "job " << job << ": " << st.state << '\n';
+        }));
+    const int code = end.exit_code.value_or(1);
+    result["state"] = end.state;
+    result["exit_code"] = code;
+    if (code == 2) {
+      outcome = Status(StatusCode::kInvalidInput, "");
+    } else if (code != 0) {
+      outcome = Status::runtime("job " + job + " ended " + end.state + " with exit code " +
+                                std::to_string(code) + "; its output is in " + output);
+    }
+  }
+  if (ctx.json) *ctx.out << result.dump(2) << '\n';
+  return outcome;
+}
+
+// --launch none: one rank of the job (rank 0 reports to `outcome` how it ended, also when it
+// aborts the job).
+Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
+                    exec::MpiWorld* world, const OutcomeFile& outcome) {
   const bool root = world->rank() == 0;
+  auto abort_job = [&](int code) {
+    if (root) outcome.exit(code);
+    std::cerr.flush();
+    world->abort(code);
+  };
+  // Every process reports it: each may believe it is rank 0 of a world of one.
+  PLANNER_RETURN_IF_ERROR(exec::check_launcher_world(*world));
   // Every rank checks the same things and comes to the same verdict; rank 0 says it.
   const Status checked = exec::check_executable(plan, a.backend, world->size());
   if (!checked.is_ok()) return root ? checked : Status(checked.code(), "");
@@ -165,7 +368,7 @@ Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
     auto opened = open_recording_db(a.db);
     if (!opened.is_ok()) {
       std::cerr << "error: " << opened.status().message() << '\n';
-      world->abort(opened.status().exit_code());
+      abort_job(opened.status().exit_code());
     }
     db = std::move(opened).value();
     if (db) {
@@ -173,7 +376,6 @@ Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
                                                        inputs_json(a, world->size()).dump());
     }
   }
-  Progress progress(ctx, recorder.get(), a.db.path);
   exec::ExecOptions options;
   options.steps = a.steps;
   options.warmup = a.warmup;
@@ -182,6 +384,23 @@ Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
   options.runner.optimizer.lr = a.lr;
   options.runner.bucket_elements = a.bucket_elements;
   options.backend_options.blas_threads = a.blas_threads;
+  options.checkpoint_every = a.checkpoint_every;
+  options.checkpoint_dir = a.checkpoint_dir;
+  options.resume = a.resume;
+  // The simulator's prediction for the same plan, lowered as the runner lowers it, stored with the
+  // run so that `planner report` can join it with the measurements on op id.
+  std::optional<sim::SimResult> prediction;
+  if (recorder) {
+    auto predicted = simulate_plan_for_exec(plan, exec::runner_lower_options(options.runner));
+    if (predicted) {
+      prediction = std::move(predicted).value();
+    } else {
+      *ctx.err << "warning: no prediction stored with the run: " << predicted.status().message()
+               << '\n';
+    }
+  }
+  Progress progress(ctx, recorder.get(), db ? &*db : nullptr, prediction ? &*prediction : nullptr,
+                    a.db.path, outcome);
   auto result = exec::execute(plan, *world, options, root ? &progress : nullptr);
   if (!result.is_ok()) {
     // Communication of the failed step may still be pending: end the job instead of finalising.
@@ -192,8 +411,7 @@ Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
                   << '\n';
       }
     }
-    std::cerr.flush();
-    world->abort(result.status().exit_code());
+    abort_job(result.status().exit_code());
   }
   if (!root) return Status::ok();
   const exec::ExecSummary& sum = result->summary;
@@ -204,6 +422,7 @@ Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
              {"final_loss", sum.final_loss},
              {"peak_memory_bytes", sum.peak_memory},
              {"mfu", sum.mfu},
+             {"first_step", result->first_step},
              {"losses", result->losses}};
     if (recorder && recorder->run()) out["run"] = recorder->run()->value;
     *ctx.out << out.dump(2) << '\n';
@@ -215,7 +434,15 @@ Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
   }
   kv.add("plan", plan.name + " (" + short_label(plan.parallel) + ", " +
                      std::to_string(world->size()) + (world->size() == 1 ? " rank)" : " ranks)"));
-  kv.add("steps", std::to_string(sum.steps) + " (" + std::to_string(a.warmup) + " warm-up)");
+  kv.add("steps",
+         std::to_string(sum.steps) + " (" + std::to_string(a.warmup) + " warm-up" +
+             (result->first_step > 0 ? ", resumed at step " + std::to_string(result->first_step)
+                                     : std::string()) +
+             ")");
+  if (a.checkpoint_every > 0) {
+    kv.add("checkpoints",
+           "every " + std::to_string(a.checkpoint_every) + " steps in " + a.checkpoint_dir);
+  }
   kv.add("step time", fmt(sum.step_time_s * 1e3, 2) + " ms (median of the measured steps)");
   kv.add("throughput", fmt_count(sum.tokens_per_s) + " tokens/s");
   kv.add("final loss", fmt(sum.final_loss, 4) + " nats");
@@ -225,23 +452,48 @@ Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
   return Status::ok();
 }
 
+Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
+  PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<exec::MpiWorld> world,
+                           exec::MpiWorld::init(nullptr, nullptr));
+  const OutcomeFile outcome(world->rank() == 0 ? a.outcome_file : "");
+  const Status st = run_rank_job(ctx, a, plan, world.get(), outcome);
+  outcome.exit(st.exit_code());
+  return st;
+}
+
 Status exec_command(const CliContext& ctx, ExecArgs a) {
   if (a.warmup >= a.steps) {
     return Status::invalid_input("--warmup (" + std::to_string(a.warmup) +
                                  ") must be below --steps (" + std::to_string(a.steps) + ")");
   }
   if (a.launch.empty()) a.launch = exec::launched_by_mpi() ? "none" : "local";
-  if (a.launch != "none" && a.launch != "local") {
-    return Status::invalid_input("--launch: expected none or local, got \"" + a.launch + "\"");
+  if (a.launch != "none" && a.launch != "local" && a.launch != "slurm") {
+    return Status::invalid_input("--launch: expected none, local or slurm, got \"" + a.launch +
+                                 "\"");
   }
-  if (a.launch == "none" && a.ranks > 0) {
+  if (a.launch != "local" && a.ranks > 0) {
     return Status::invalid_input(
-        "-n applies to --launch local; under mpirun or srun the launcher "
-        "sets the number of ranks");
+        "-n applies to --launch local; under mpirun or srun the launcher sets the number of "
+        "ranks, and --launch slurm starts the plan's world size");
+  }
+  if (a.launch != "slurm" && (a.nodes > 0 || !a.partition.empty() || !a.time_limit.empty() ||
+                              !a.slurm_output.empty() || a.dry_run || a.wait)) {
+    return Status::invalid_input(
+        "--nodes, --partition, --time, --output, --dry-run and --wait apply to --launch slurm");
+  }
+  if (a.checkpoint_dir.empty() && (a.checkpoint_every > 0 || a.resume)) {
+    return Status::invalid_input("--checkpoint-dir: give a directory for the checkpoints");
+  }
+  if (a.settle) {
+    if (a.outcome_file.empty()) return Status::invalid_input("--settle needs --outcome-file");
+    return settle(a, a.outcome_file, "srun", *a.settle,
+                  "a rank died or was killed (Slurm's PMIx plugin then ends every rank of the job "
+                  "step; srun's messages in the job's output name the task)");
   }
   PLANNER_RETURN_IF_ERROR(exec::check_backend_name(a.backend));
   PLANNER_ASSIGN_OR_RETURN(Plan plan, load_plan_file(a.plan, *ctx.catalog));
   if (a.launch == "local") return launch_local(ctx, a, plan);
+  if (a.launch == "slurm") return launch_slurm(ctx, a, plan);
   return run_rank(ctx, a, plan);
 }
 
@@ -264,8 +516,8 @@ void register_exec_command(CLI::App& app, CliContext& ctx) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", a->backend, "Backend: cpu")->capture_default_str();
   cmd->add_option("--launch", a->launch,
-                  "none: started by mpirun/srun already; local: start mpirun here (default: none "
-                  "under an MPI launcher, else local)");
+                  "none: started by mpirun/srun already; local: start mpirun here; slurm: submit "
+                  "an sbatch job running srun (default: none under an MPI launcher, else local)");
   cmd->add_option("-n,--ranks", a->ranks,
                   "Ranks to start with --launch local (default: the plan's world size)")
       ->check(CLI::PositiveNumber);
@@ -280,6 +532,33 @@ void register_exec_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--blas-threads", a->blas_threads,
                   "OpenBLAS threads per rank (0: the host's cores / ranks on the host)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--checkpoint-every", a->checkpoint_every,
+                  "Write a checkpoint (every rank's shard, then a manifest) after every K steps "
+                  "(0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("K");
+  cmd->add_option("--checkpoint-dir", a->checkpoint_dir,
+                  "Directory of the checkpoints (shared by the nodes of a multi-node run)")
+      ->capture_default_str()
+      ->type_name("DIR");
+  cmd->add_flag("--resume", a->resume,
+                "Continue from the newest complete checkpoint in --checkpoint-dir (refused when it "
+                "belongs to another plan or world size, or is corrupt)");
+  cmd->add_option("--nodes", a->nodes,
+                  "--launch slurm: nodes to allocate (default: as few as hold the plan's ranks at "
+                  "its cluster's gpus_per_node per node)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--partition", a->partition, "--launch slurm: the Slurm partition");
+  cmd->add_option("--time", a->time_limit,
+                  "--launch slurm: the job's time limit (sbatch --time, e.g. 00:30:00)");
+  cmd->add_option("--output", a->slurm_output,
+                  "--launch slurm: the job's output file (sbatch --output; default "
+                  "planner-exec-%j.out here)");
+  cmd->add_flag("--dry-run", a->dry_run, "--launch slurm: print the batch script, submit nothing");
+  cmd->add_flag("--wait", a->wait,
+                "--launch slurm: follow the job until it ends and exit with its outcome");
+  cmd->add_option("--outcome-file", a->outcome_file)->group("");  // set for ranks by a launcher
+  cmd->add_option("--settle", a->settle)->group("");  // by the batch script, after the step
   add_db_options(cmd, a->db);
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return exec_command(ctx, *a); }; });

@@ -24,6 +24,7 @@
 #include "planner/store/profiles.hpp"
 #include "planner/store/runs.hpp"
 #include "planner/topo/topology_catalog.hpp"
+#include "prediction.hpp"
 
 namespace planner::cli {
 namespace {
@@ -95,18 +96,7 @@ Result<Setup> resolve_setup(const CliContext& ctx, const SimulateArgs& args) {
       return Status::invalid_input(
           "give --gpu or --topology (a topology preset or file): the simulator needs a cluster");
     }
-    const topo::TopologySpec* found = nullptr;
-    for (const topo::TopologySpec& t : topo::builtin_topologies().all()) {
-      if (config.gpu.matches(t.gpu)) {
-        found = &t;
-        break;
-      }
-    }
-    if (found == nullptr) {
-      return Status::not_found("no topology preset has " + config.gpu.name +
-                               " GPUs; give --topology FILE");
-    }
-    s.topology = *found;
+    PLANNER_ASSIGN_OR_RETURN(s.topology, topology_for_gpu(config.gpu));
   }
   PLANNER_ASSIGN_OR_RETURN(GpuSpec topo_gpu, ctx.catalog->gpu(s.topology.gpu));
   if (s.plan.gpu.name.empty()) {
@@ -338,28 +328,6 @@ void print_report(std::ostream& out, const Setup& setup, const sim::SimResult& r
       << fmt_int(static_cast<long long>(r.stats.solves)) << " rate solves\n";
 }
 
-std::vector<store::Metric> step_metrics(const sim::SimResult& r) {
-  namespace m = store::metric;
-  auto metric = [](const store::MetricDef& def, double v) {
-    return store::Metric{std::string(def.name), v, std::string(def.unit)};
-  };
-  std::vector<store::Metric> out{
-      metric(m::kPeakMemory, static_cast<double>(r.memory.peak.raw())),
-      metric(m::kMemoryHeadroom, static_cast<double>((r.memory.capacity - r.memory.peak).raw()))};
-  if (!r.simulated) return out;
-  out.push_back(metric(m::kStepTime, to_seconds(r.step_time)));
-  out.push_back(metric(m::kTokensPerSecond, r.tokens_per_second));
-  out.push_back(metric(m::kMfu, r.mfu));
-  out.push_back(metric(m::kHfu, r.hfu));
-  out.push_back(metric(m::kBubbleFraction, r.bubble_fraction));
-  out.push_back(metric(m::kExposedCommTp, to_seconds(r.exposed(sim::TimeBucket::kTp))));
-  out.push_back(metric(m::kExposedCommCp, to_seconds(r.exposed(sim::TimeBucket::kCp))));
-  out.push_back(metric(m::kExposedCommEp, to_seconds(r.exposed(sim::TimeBucket::kEp))));
-  out.push_back(metric(m::kExposedCommPp, to_seconds(r.exposed(sim::TimeBucket::kPp))));
-  out.push_back(metric(m::kExposedCommDp, to_seconds(r.exposed(sim::TimeBucket::kDp))));
-  return out;
-}
-
 Status record(const SimulateArgs& args, const Setup& setup, const sim::SimResult& r,
               const std::string& failure) {
   PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(args.db));
@@ -381,24 +349,10 @@ Status record(const SimulateArgs& args, const Setup& setup, const sim::SimResult
       {"plan", plan}}.dump();
   PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(*db, run));
   PLANNER_ASSIGN_OR_RETURN(store::PlanId plan_id, store::put_plan(*db, plan, setup.plan.name));
-  PLANNER_RETURN_IF_ERROR(
-      store::put_metrics(*db, id, plan_id, store::MetricSource::kSimulated, step_metrics(r)));
+  PLANNER_RETURN_IF_ERROR(store::put_metrics(*db, id, plan_id, store::MetricSource::kSimulated,
+                                             simulated_step_metrics(r)));
   if (!args.no_ops) {
-    std::vector<store::OpPrediction> ops;
-    for (const sim::RankRun& rank : r.ranks) {
-      for (const sim::OpTiming& op : rank.ops) {
-        store::OpPrediction p;
-        p.op_id = to_string(op.id);
-        p.op_kind = std::string(to_string(op.kind));
-        p.rank = rank.rank;
-        if (op.id.microbatch() != OpId::kNone) p.micro_batch = op.id.microbatch();
-        p.start = op.issue;
-        p.duration = op.end - op.issue;
-        p.bytes = op.bytes;
-        ops.push_back(std::move(p));
-      }
-    }
-    PLANNER_RETURN_IF_ERROR(store::add_predicted_ops(*db, id, plan_id, ops));
+    PLANNER_RETURN_IF_ERROR(store::add_predicted_ops(*db, id, plan_id, predicted_ops(r)));
   }
   if (!failure.empty()) return store::fail_run(*db, id, failure);
   return store::finish_run(*db, id);

@@ -1,5 +1,9 @@
 #include "db_options.hpp"
 
+#include <charconv>
+
+#include "planner/store/runs.hpp"
+
 namespace planner::cli {
 
 void add_db_path_option(CLI::App* cmd, DbOptions& options) {
@@ -25,6 +29,18 @@ Result<store::Database> open_existing_db(const DbOptions& options) {
   store::OpenOptions open;
   open.mode = store::OpenMode::kMustExist;
   return store::Database::open(options.path, open);
+}
+
+Result<store::RunId> resolve_run(store::Database& db, const std::string& text) {
+  if (text == "last" || text == "latest") return store::latest_run(db);
+  std::int64_t id = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id < 1) {
+    return Status::invalid_input(
+        "RUN must be a run id (see `planner db list`) or \"last\"; got \"" + text + "\"");
+  }
+  PLANNER_RETURN_IF_ERROR(store::require_run(db, store::RunId{id}));
+  return store::RunId{id};
 }
 
 }  // namespace planner::cli

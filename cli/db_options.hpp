@@ -14,6 +14,7 @@
 
 #include "planner/core/status.hpp"
 #include "planner/store/database.hpp"
+#include "planner/store/records.hpp"
 
 namespace planner::cli {
 
@@ -32,5 +33,8 @@ void add_db_path_option(CLI::App* cmd, DbOptions& options);
 Result<std::optional<store::Database>> open_recording_db(const DbOptions& options);
 // An existing database (a missing file is an error, not an empty database).
 Result<store::Database> open_existing_db(const DbOptions& options);
+
+// A RUN argument: a run id (which must exist), or "last"/"latest" for the newest run.
+Result<store::RunId> resolve_run(store::Database& db, const std::string& text);
 
 }  // namespace planner::cli

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     planner::cli::register_validate_command(app, ctx);
     planner::cli::register_topology_commands(app, ctx);
     planner::cli::register_db_commands(app, ctx);
+    planner::cli::register_report_command(app, ctx);
 #ifdef PLANNER_HAVE_EXECUTOR
     planner::cli::register_exec_command(app, ctx);
 #endif

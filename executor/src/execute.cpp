@@ -8,7 +8,9 @@
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/flops.hpp"
 #include "planner/core/memory.hpp"
+#include "planner/exec/checkpoint.hpp"
 #include "planner/exec/synthetic_data.hpp"
+#include "wire.hpp"
 
 namespace planner::exec {
 namespace {
@@ -16,35 +18,6 @@ namespace {
 // Control messages wait this many op timeouts: a rank may be blocked in one wait of its own step
 // (up to one timeout) before it notices a failure elsewhere and reports.
 constexpr double kControlTimeouts = 3;
-
-// Appends / reads plain values to / from a byte string (the control messages stay within one
-// build on one kind of machine, so native layout is fine).
-template <class T>
-void put(std::string& out, const T& v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  template <class T>
-  T get() {
-    T v{};
-    if (at_ + sizeof(T) <= data_.size()) std::memcpy(&v, data_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return v;
-  }
-  std::string text(std::size_t n) {
-    std::string s(data_.substr(std::min(at_, data_.size()), n));
-    at_ += n;
-    return s;
-  }
-  bool ok() const { return at_ <= data_.size(); }
-
- private:
-  std::string_view data_;
-  std::size_t at_ = 0;
-};
 
 // What rank 0 needs to know about each op of a rank, once.
 struct OpInfo {
@@ -297,6 +270,7 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
   PLANNER_ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> hello,
                            world.gather(mine, control()));
   std::vector<std::vector<OpInfo>> infos;
+  ExecStart start;  // rank 0
   std::string verdict;
   std::optional<int> failed_rank;
   StatusCode failed_code = StatusCode::kRuntime;
@@ -307,7 +281,6 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
                 " s of starting";
       failed_code = StatusCode::kTimeout;
     }
-    ExecStart start;
     start.ranks = world.size();
     start.backend = opts.backend;
     start.data = describe_data(plan.training, plan.parallel, plan.model.vocab);
@@ -327,17 +300,33 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
                                start.hosts.back().size() + device.size();
       infos.push_back(decode_ops(std::string_view(h).substr(used)));
     }
-    if (verdict.empty() && observer != nullptr) {
-      const Status st = observer->on_start(start);
-      if (!st.is_ok()) {
-        verdict = st.message();
-        failed_code = st.code();
-      } else {
-        started = true;
-      }
-    }
   }
   PLANNER_RETURN_IF_ERROR(decide(verdict, failed_code, failed_rank, "").status());
+
+  // Resume before the run is recorded: a refused checkpoint leaves no trace but its error.
+  const CheckpointConfig checkpoints{opts.checkpoint_dir, plan_fingerprint(plan), plan.name};
+  std::int64_t first_step = 0;
+  if (opts.resume) {
+    PLANNER_ASSIGN_OR_RETURN(first_step, load_checkpoint(world, runner->state(), backend->device(),
+                                                         checkpoints, control_s));
+    if (first_step >= opts.steps) {
+      return Status::invalid_input("the checkpoint in " + opts.checkpoint_dir + " is at step " +
+                                   std::to_string(first_step) + " and --steps is " +
+                                   std::to_string(opts.steps) +
+                                   ": nothing left to run (raise --steps)");
+    }
+  }
+  if (root && observer != nullptr) {
+    start.first_step = first_step;
+    const Status st = observer->on_start(start);
+    if (!st.is_ok()) {
+      verdict = st.message();
+      failed_code = st.code();
+    } else {
+      started = true;
+    }
+  }
+  PLANNER_RETURN_IF_ERROR(decide(verdict, failed_code, std::nullopt, "").status());
 
   // After a failed step communication may still be pending in the runner and backend: keep their
   // buffers alive (the caller ends the job) rather than free memory MPI may still write.
@@ -347,10 +336,11 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
     return st;
   };
   ExecResult result;
+  result.first_step = first_step;
   std::vector<double> measured_times;
   std::int64_t peak_memory = 0;
   const auto tokens = static_cast<double>(plan.training.tokens_per_step());
-  for (std::int64_t step = 0; step < opts.steps; ++step) {
+  for (std::int64_t step = first_step; step < opts.steps; ++step) {
     const Result<StepStats> stats = runner->run_step(step);
     auto reports = world.gather(encode_report(stats), control());
     if (!reports) return abandon(reports.status());
@@ -429,7 +419,7 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
         rec.step.step_time = seconds(step_time);
         rec.step.tokens_per_s = step_time > 0 ? tokens / step_time : 0;
         rec.step.loss = loss;
-        rec.step.warmup = step < opts.warmup;
+        rec.step.warmup = step - first_step < opts.warmup;
         if (observer != nullptr) {
           const Status st = observer->on_step(rec, ops);
           if (!st.is_ok()) {
@@ -449,11 +439,19 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
     const auto step_time = rd.get<double>();
     result.losses.push_back(loss);
     result.step_times.push_back(step_time);
-    if (step >= opts.warmup) measured_times.push_back(step_time);
+    if (step - first_step >= opts.warmup) measured_times.push_back(step_time);
+    if (opts.checkpoint_every > 0 && (step + 1) % opts.checkpoint_every == 0) {
+      const Status saved = save_checkpoint(world, runner->state(), backend->device(), checkpoints,
+                                           step + 1, control_s);
+      if (!saved.is_ok()) {
+        if (root && observer != nullptr) observer->on_failure(saved.message(), std::nullopt);
+        return abandon(saved);
+      }
+    }
   }
 
   ExecSummary& sum = result.summary;
-  sum.steps = opts.steps;
+  sum.steps = opts.steps - first_step;
   sum.step_time_s = median(measured_times.empty() ? result.step_times : measured_times);
   sum.tokens_per_s = sum.step_time_s > 0 ? tokens / sum.step_time_s : 0;
   sum.final_loss = result.losses.empty() ? 0 : result.losses.back();

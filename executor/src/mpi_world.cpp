@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "mpi_common.hpp"
 
@@ -18,9 +19,15 @@ namespace {
 constexpr int kSpinPolls = 200;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
 
-// Variables launchers set in every rank's environment: Open MPI, MPICH/Hydra (PMI), PMIx, Slurm.
+// Variables launchers set in every rank's environment: Open MPI, MPICH/Hydra (PMI), PMIx, and
+// srun's job steps (SLURM_STEP_ID: a batch script has SLURM_PROCID but no step of its own).
 constexpr const char* kLauncherVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
-                                              "SLURM_PROCID"};
+                                              "SLURM_STEP_ID"};
+// The number of ranks a launcher started, by launcher (checked in this order).
+constexpr std::pair<const char*, const char*> kLauncherSizes[] = {
+    {"OMPI_COMM_WORLD_SIZE", "mpirun"},
+    {"SLURM_STEP_NUM_TASKS", "srun"},
+    {"PMI_SIZE", "the MPI launcher"}};
 
 }  // namespace
 
@@ -80,6 +87,30 @@ bool launched_by_mpi() {
     if (std::getenv(v) != nullptr) return true;
   }
   return false;
+}
+
+std::optional<LauncherRanks> launcher_ranks() {
+  for (const auto& [var, launcher] : kLauncherSizes) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) continue;
+    const int n = std::atoi(v);
+    if (n >= 1) return LauncherRanks{n, launcher};
+  }
+  return std::nullopt;
+}
+
+Status check_launcher_world(const World& world) {
+  const std::optional<LauncherRanks> started = launcher_ranks();
+  if (!started || started->ranks == world.size()) return Status::ok();
+  std::string hint;
+  if (std::string_view(started->launcher) == "srun") {
+    hint =
+        ": srun did not connect the tasks to MPI; run it with --mpi=pmix (srun --mpi=list shows "
+        "the plugins this Slurm has)";
+  }
+  return Status::runtime(std::string(started->launcher) + " started " +
+                         std::to_string(started->ranks) + " ranks, but this rank's MPI world has " +
+                         std::to_string(world.size()) + hint);
 }
 
 std::string MpiWorld::library_version() {

@@ -132,6 +132,14 @@ Status check_runnable(const Plan& plan) {
   return diag.empty() ? Status::ok() : diag.to_status();
 }
 
+LowerOptions runner_lower_options(const RunnerOptions& options) {
+  LowerOptions lower_options;
+  lower_options.bucket_elements = options.bucket_elements;
+  lower_options.fp32_grads = true;
+  lower_options.clip_gradients = options.optimizer.clip_grad > 0;
+  return lower_options;
+}
+
 // ---- Runner
 
 Runner::Runner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -151,11 +159,8 @@ Result<std::unique_ptr<Runner>> Runner::create(const Plan& plan, Backend& backen
     return Status::invalid_input("the plan needs " + std::to_string(plan.parallel.world_size()) +
                                  " ranks, the job has " + std::to_string(backend.world().size()));
   }
-  LowerOptions lower_options;
+  LowerOptions lower_options = runner_lower_options(options);
   lower_options.ranks = {rank};
-  lower_options.bucket_elements = options.bucket_elements;
-  lower_options.fp32_grads = true;
-  lower_options.clip_gradients = options.optimizer.clip_grad > 0;
   PLANNER_ASSIGN_OR_RETURN(StepProgram program, lower(plan, lower_options));
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(plan.model, plan.parallel));
   auto impl = std::make_unique<Impl>(plan, backend, options, std::move(program), std::move(part));

@@ -25,6 +25,7 @@ Status StoreRecorder::on_start(const ExecStart& start) {
   inputs["device"] = start.device;
   inputs["ranks"] = start.ranks;
   inputs["data"] = start.data;
+  if (start.first_step > 0) inputs["resumed_at_step"] = start.first_step;
   store::NewRun run;
   run.kind = store::RunKind::kExec;
   run.label = label_;

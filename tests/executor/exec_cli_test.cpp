@@ -21,6 +21,13 @@ using testing::gpt_test_model;
 using testing::par;
 using testing::test_plan;
 
+// The plan linked to an executed run (it has exactly one).
+std::optional<store::PlanId> run_plan_id(store::Database& db, store::RunId run) {
+  auto plans = store::run_plans(db, run);
+  if (!plans || plans->size() != 1) return std::nullopt;
+  return plans->front().id;
+}
+
 std::string write_plan(const TempDir& dir, const std::string& name, const Plan& plan) {
   const std::string path = dir.file(name);
   write_file(path, to_json_text(plan));
@@ -107,13 +114,63 @@ TEST(ExecCli, LocalLaunchOnTwoRanksRecordsEveryStepAndOp) {
   auto metrics = store::get_metrics(*db, run->id);
   ASSERT_TRUE(metrics);
   std::set<std::string> names;
+  std::set<std::string> simulated;
   for (const store::MetricRecord& m : *metrics) {
-    EXPECT_EQ(m.source, store::MetricSource::kMeasured);
-    names.insert(m.metric.name);
+    if (m.source == store::MetricSource::kMeasured) names.insert(m.metric.name);
+    if (m.source == store::MetricSource::kSimulated) simulated.insert(m.metric.name);
   }
   for (const char* name : {"step_time", "tokens_per_s", "loss", "peak_memory", "mfu"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
+  for (const char* name : {"step_time", "tokens_per_s", "peak_memory"}) {
+    EXPECT_TRUE(simulated.count(name)) << name;
+  }
+
+  // The simulator's prediction for the same plan is stored with the run: every op of both ranks,
+  // under the same op ids, and the simulated step time.
+  const std::optional<store::PlanId> plan_id = run_plan_id(*db, run->id);
+  ASSERT_TRUE(plan_id.has_value());
+  auto predicted = store::get_predicted_ops(*db, run->id, *plan_id);
+  ASSERT_TRUE(predicted) << predicted.status().message();
+  EXPECT_EQ(predicted->size(), program->total_ops());
+  auto compared = store::compare_run(*db, run->id);
+  ASSERT_TRUE(compared) << compared.status().message();
+  EXPECT_TRUE(compared->predicted_step_time.has_value());
+  EXPECT_EQ(compared->predicted_only, 0);
+  EXPECT_EQ(compared->measured_only, 0);
+  EXPECT_EQ(compared->by_step.size(), 3u);
+
+  // planner report shows it: per op kind and per step, with the error.
+  const CommandResult report = run_planner({"report", "1", "--db", db_path});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  for (const char* what : {"Per op kind", "all_reduce", "gemm", "Per step", "warm-up", "error"}) {
+    EXPECT_TRUE(contains(report.out, what)) << what << "\n" << report.out;
+  }
+  const CommandResult json = run_planner({"report", "latest", "--db", db_path, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json rep = Json::parse(json.out);
+  EXPECT_EQ(rep["run"], 1);
+  EXPECT_EQ(rep["by_step"].size(), 3u);
+  EXPECT_FALSE(rep["by_op_kind"].empty());
+  EXPECT_TRUE(rep["predicted_step_time_s"].is_number());
+  EXPECT_TRUE(rep["step_time_relative_error"].is_number());
+}
+
+TEST(ExecCli, ReportRefusesARunWithoutAPrediction) {
+  TempDir dir;
+  const std::string db_path = dir.file("runs.db");
+  {
+    auto db = store::Database::open(db_path);
+    ASSERT_TRUE(db);
+    store::NewRun r;
+    r.kind = store::RunKind::kExec;
+    ASSERT_TRUE(store::create_run(*db, r));
+  }
+  const CommandResult r = run_planner({"report", "1", "--db", db_path});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "run 1 has no prediction to compare with")) << r.err;
+  const CommandResult missing = run_planner({"report", "7", "--db", db_path});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
 }
 
 TEST(ExecCli, OneRankWithoutALauncher) {
@@ -162,6 +219,41 @@ TEST(ExecCli, RefusesBadPlansBeforeAnyRankStarts) {
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << c.message;
   }
   EXPECT_FALSE(std::filesystem::exists(db_path));
+}
+
+TEST(ExecCli, SlurmDryRunPrintsTheBatchScriptAndBadPlansAreRefusedBeforeSubmitting) {
+  TempDir dir;
+  const std::string tp2 = write_plan(dir, "tp2.json", test_plan(gpt_test_model(), par(2, 1, 1)));
+  const CommandResult r = run_planner({"exec", tp2, "--launch", "slurm", "--dry-run", "--partition",
+                                       "debug", "--time", "00:10:00", "--steps", "5", "--no-db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line :
+       {"#SBATCH --nodes=1\n", "#SBATCH --ntasks=2\n", "#SBATCH --ntasks-per-node=2\n",
+        "#SBATCH --partition=debug\n", "#SBATCH --time=00:10:00\n", "\nsrun --mpi=pmix ",
+        " --launch none --steps 5 ", " --no-db",
+        " --outcome-file \"$outcome\" --settle \"$?\"\n"}) {
+    EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+  }
+  EXPECT_TRUE(contains(r.out, " exec " + tp2 + " ")) << r.out;
+
+  // One rank per node in the plan's cluster: 2 ranks need 2 nodes.
+  Plan spread = test_plan(gpt_test_model(), par(2, 1, 1));
+  spread.cluster.nodes = 2;
+  spread.cluster.gpus_per_node = 1;
+  const std::string spread_path = write_plan(dir, "spread.json", spread);
+  CommandResult bad = run_planner(
+      {"exec", spread_path, "--launch", "slurm", "--nodes", "1", "--dry-run", "--no-db"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "its 2 ranks need 2 nodes")) << bad.err;
+
+  Plan huge = test_plan(*builtin_catalog().find_model("gpt3-175b"), {}, Optimizer::kAdam, 1, 2048);
+  bad = run_planner(
+      {"exec", write_plan(dir, "huge.json", huge), "--launch", "slurm", "--dry-run", "--no-db"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "/cluster/gpu: a rank of stage 0 needs")) << bad.err;
+  bad = run_planner({"exec", tp2, "--launch", "local", "--dry-run", "--no-db"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "apply to --launch slurm")) << bad.err;
 }
 
 TEST(ExecCli, UnderMpirunAWrongWorldSizeIsReportedOnceAndNothingRuns) {

@@ -15,7 +15,7 @@ namespace {
 TEST(TopologyPresets, AllLoadAndBuild) {
   auto catalog = TopologyCatalog::load_builtin();
   ASSERT_TRUE(catalog) << catalog.status().message();
-  ASSERT_EQ(catalog->all().size(), 8u);
+  ASSERT_EQ(catalog->all().size(), 9u);
   for (const TopologySpec& spec : catalog->all()) {
     SCOPED_TRACE(spec.name);
     EXPECT_FALSE(spec.sources.empty());
@@ -31,7 +31,7 @@ TEST(TopologyPresets, AllLoadAndBuild) {
     }
   }
   for (const char* name : {"dgx-a100-superpod", "dgx-h100-superpod", "hgx-h200-roce", "aws-p4d",
-                           "aws-p5", "gb200-nvl72", "l40s-pcie-100gbe", "dgx1-v100"}) {
+                           "aws-p5", "gb200-nvl72", "l40s-pcie-100gbe", "dgx1-v100", "cpu-host"}) {
     EXPECT_NE(catalog->find(name), nullptr) << name;
   }
   EXPECT_EQ(catalog->find("DGX-H100")->name, "dgx-h100-superpod");
@@ -78,6 +78,7 @@ TEST(TopologyPresets, NvlinkDomainsMatchTheHardware) {
       {"gb200-nvl72", 72},
       {"l40s-pcie-100gbe", 1},
       {"dgx1-v100", 8},
+      {"cpu-host", 1},
   };
   for (const auto& [name, size] : domain) {
     const TopologySpec spec = testing::preset(name);

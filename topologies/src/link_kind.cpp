@@ -36,6 +36,7 @@ LinkClass link_class(LinkKind kind) {
       return LinkClass::kPcie;
     case LinkKind::kNvlinkC2c:
     case LinkKind::kCpuInterconnect:
+    case LinkKind::kSharedMemory:
       return LinkClass::kHost;
     case LinkKind::kIbEdr:
     case LinkKind::kIbHdr:
@@ -78,6 +79,7 @@ std::optional<Bandwidth> nominal_bandwidth(LinkKind kind) {
     case LinkKind::kEthernet:
     case LinkKind::kRoce:
     case LinkKind::kEfa:
+    case LinkKind::kSharedMemory:
       return std::nullopt;
   }
   return std::nullopt;

@@ -33,11 +33,17 @@ namespace planner::exec {
 inline constexpr double kCpuRankOverheadMiB = 96;
 
 struct ExecOptions {
-  std::int64_t steps = 20;
-  std::int64_t warmup = 2;  // the first steps, measured but marked as warm-up
+  std::int64_t steps = 20;  // the run ends after step `steps` - 1 (a resumed run included)
+  std::int64_t warmup = 2;  // the first steps this process runs, measured but marked as warm-up
   std::string backend = "cpu";
   RunnerOptions runner;
   BackendOptions backend_options;
+  // Checkpoints (checkpoint.hpp): after every `checkpoint_every` completed steps (0: never), into
+  // checkpoint_dir. resume: first load the newest complete checkpoint in checkpoint_dir and go on
+  // from its step (refused, before any step runs, when it is missing, corrupt or another plan's).
+  std::int64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  bool resume = false;
 };
 
 // Checks that the plan can run on `ranks` ranks (0: do not check) of `backend`, before anything
@@ -52,8 +58,9 @@ struct ExecStart {
   int ranks = 0;
   std::vector<std::string> hosts;  // per rank
   std::string backend;
-  std::string device;  // rank 0's device description
-  std::string data;    // the data and shard assignment of step 0 (synthetic_data.hpp)
+  std::string device;           // rank 0's device description
+  std::string data;             // the data and shard assignment of step 0 (synthetic_data.hpp)
+  std::int64_t first_step = 0;  // the step this run starts with (> 0 when resumed)
 };
 
 // One completed step, over all ranks.
@@ -83,13 +90,15 @@ class ExecObserver {
 };
 
 struct ExecResult {
-  std::vector<double> losses;      // per step, on every rank
+  std::int64_t first_step = 0;     // the first step run (> 0 when resumed from a checkpoint)
+  std::vector<double> losses;      // per step run, on every rank
   std::vector<double> step_times;  // per step (slowest rank), on every rank
   ExecSummary summary;             // rank 0 (others: losses only)
 };
 
-// Runs `options.steps` steps of `plan` on every rank of `world` (collective). `observer` is used on
-// rank 0 only and may be null. On failure every rank returns an error; the job should then end
+// Runs steps first_step .. options.steps - 1 of `plan` on every rank of `world` (collective;
+// first_step is 0, or the resumed checkpoint's step). `observer` is used on rank 0 only and may be
+// null. On failure every rank returns an error; the job should then end
 // (World::abort), since communication of the failed step may still be pending.
 Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& options,
                            ExecObserver* observer);

@@ -95,6 +95,7 @@ class ModelState {
   // Optimizer steps taken (Adam's step counter; checkpoints keep it).
   std::int64_t steps() const { return steps_; }
   void count_step() { ++steps_; }
+  void set_steps(std::int64_t steps) { steps_ = steps; }  // resuming from a checkpoint
 
  private:
   StageParams params_;

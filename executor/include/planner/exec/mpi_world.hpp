@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "planner/exec/backend.hpp"
@@ -47,8 +48,21 @@ class MpiWorld final : public World {
   std::unique_ptr<Impl> impl_;
 };
 
-// True when this process runs under an MPI launcher (mpirun / mpiexec of Open MPI or MPICH, or srun
-// with PMI/PMIx), judged from the environment those launchers set.
+// True when this process runs under an MPI launcher (mpirun / mpiexec of Open MPI or MPICH, or a
+// job step of srun), judged from the environment those launchers set. A Slurm batch script itself
+// is not a launched rank (it has SLURM_PROCID but no SLURM_STEP_ID).
 bool launched_by_mpi();
+
+// How many ranks the launcher says it started (OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS,
+// PMI_SIZE), and which launcher.
+struct LauncherRanks {
+  int ranks = 0;
+  const char* launcher = "";
+};
+std::optional<LauncherRanks> launcher_ranks();
+
+// kRuntime when the launcher started more (or fewer) ranks than `world` has: e.g. srun without
+// --mpi=pmix starts N processes that each form a world of one.
+Status check_launcher_world(const World& world);
 
 }  // namespace planner::exec

@@ -23,6 +23,7 @@
 #include <memory>
 #include <vector>
 
+#include "planner/core/lowering.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/program.hpp"
 #include "planner/core/status.hpp"
@@ -64,6 +65,10 @@ struct StepStats {
   std::int64_t peak_memory = 0;  // device bytes in use at the step's peak
   std::vector<OpSample> ops;     // every op of the program, in program order
 };
+
+// The options the runner lowers the plan with (its `ranks` left empty): a prediction of the same
+// run must lower with them too, or its op ids and ops will not match the measured ones.
+LowerOptions runner_lower_options(const RunnerOptions& options);
 
 // Ok when the executor implements everything the plan uses; otherwise kInvalidInput listing what it
 // does not run yet (mixture of experts, GeGLU, ALiBi, parameter servers, offloading, and ZeRO >= 1

@@ -1,9 +1,11 @@
 // Kinds of devices and links in a cluster graph, with their JSON spellings and nominal rates.
 //
 // A link kind names the technology (NVLink generation, PCIe generation, InfiniBand speed grade,
-// Ethernet/RoCE, AWS EFA, CPU-to-CPU or CPU-to-GPU interconnect). Kinds with a standard rate have
-// a nominal per-direction bandwidth per link (nominal_bandwidth()); the others (Ethernet, RoCE,
-// EFA, NVLink-C2C, CPU interconnects) need an explicit bandwidth in the topology document.
+// Ethernet/RoCE, AWS EFA, CPU-to-CPU or CPU-to-GPU interconnect, or the shared memory through
+// which CPU ranks on one host exchange messages). Kinds with a standard rate have a nominal
+// per-direction bandwidth per link (nominal_bandwidth()); the others (Ethernet, RoCE, EFA,
+// NVLink-C2C, CPU interconnects, shared memory) need an explicit bandwidth in the topology
+// document.
 //
 // Nominal per-direction rates (reference data hardware_specs.json, "links"):
 //   NVLink2/3/4: 25 GB/s per link (V100 6 links = 150, A100 12 = 300, H100 18 = 450 GB/s)
@@ -43,6 +45,7 @@ enum class LinkKind {
   kEthernet,
   kRoce,
   kEfa,
+  kSharedMemory,  // a CPU rank's copies through host memory (MPI's shared-memory transport)
 };
 
 // What a link is for: GPU-to-GPU scale-up, host I/O, CPU coherence, or the scale-out network.
@@ -83,7 +86,7 @@ struct EnumTraits<topo::DeviceKind> {
 template <>
 struct EnumTraits<topo::LinkKind> {
   static constexpr std::string_view kWhat = "link kind";
-  static constexpr std::array<std::pair<topo::LinkKind, std::string_view>, 17> kNames{{
+  static constexpr std::array<std::pair<topo::LinkKind, std::string_view>, 18> kNames{{
       {topo::LinkKind::kNvlink2, "nvlink2"},
       {topo::LinkKind::kNvlink3, "nvlink3"},
       {topo::LinkKind::kNvlink4, "nvlink4"},
@@ -101,6 +104,7 @@ struct EnumTraits<topo::LinkKind> {
       {topo::LinkKind::kEthernet, "ethernet"},
       {topo::LinkKind::kRoce, "roce"},
       {topo::LinkKind::kEfa, "efa"},
+      {topo::LinkKind::kSharedMemory, "shared-memory"},
   }};
 };
 
