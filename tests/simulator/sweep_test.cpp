@@ -13,6 +13,7 @@
 #include "planner/core/catalog.hpp"
 #include "planner/sim/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
+#include "support/corpus.hpp"
 
 namespace planner::sim {
 namespace {
@@ -261,6 +262,26 @@ TEST(SweepSpec, BadFieldsNameTheirPointer) {
   EXPECT_NE(m.find("sweep.json"), std::string::npos) << m;
   EXPECT_NE(m.find("/clusters/0/gpus/1"), std::string::npos) << m;
   EXPECT_NE(m.find("/space/tpp"), std::string::npos) << m;
+}
+
+// The corpus of bad sweep documents under tests/data/bad-sweep/ (NAME.json with the exact
+// diagnostics `planner validate` prints in NAME.expected); apart from tests/data/bad/ so core's
+// corpus test needs no simulator.
+TEST(SweepSpec, BadCorpusGivesItsExactErrors) {
+  const std::string dir = std::string(PLANNER_TEST_DATA_DIR) + "/bad-sweep";
+  EXPECT_GE(planner::testing::corpus_files(dir).size(), 8u);
+  const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
+  DocumentTypes types;
+  register_core_documents(types, builtin_catalog());
+  register_sweep_documents(types, builtin_catalog(), resolver);
+  planner::testing::expect_corpus_diagnostics(
+      dir, types,
+      [&](const std::filesystem::path& file, const std::string& text, const Diagnostics& diag) {
+        // The loader `planner sweep --spec` uses reports the same problems.
+        auto parsed = parse_sweep_spec(text, file.filename().string(), builtin_catalog(), resolver);
+        ASSERT_FALSE(parsed) << file.filename();
+        EXPECT_EQ(parsed.status().message(), diag.to_string()) << file.filename();
+      });
 }
 
 }  // namespace
