@@ -23,6 +23,9 @@ using planner::sim::SweepRequest;
 constexpr int kReferenceGpus = 5128;
 constexpr std::int64_t kReferenceBatch = 2520;
 constexpr std::int64_t kReferenceSeq = 2048;
+// The GPU catalogue has no on-demand A100-80GB price; the ranking's speed does not depend on it
+// (an assumed rate, USD per GPU-hour).
+constexpr double kAssumedUsdPerGpuHour = 1.79;
 
 SweepRequest reference_request(int threads) {
   const planner::Catalog& catalog = planner::builtin_catalog();
@@ -36,6 +39,7 @@ SweepRequest reference_request(int threads) {
   SweepRequest req;
   req.scenarios.push_back(sc);
   req.options.threads = threads;
+  req.pricing.overrides.push_back({sc.gpu.name, planner::Usd(kAssumedUsdPerGpuHour)});
   req.options.sim.ranks = planner::RankSubset::kOnePerStage;
   req.options.sim.run.keep_op_times = false;
   return req;
