@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/core/catalog.hpp"
+#include "planner/core/diagnostics.hpp"
 #include "planner/core/model_partition.hpp"
 #include "planner/core/plan.hpp"
 
@@ -202,10 +203,10 @@ TEST(Memory, ImpossibleConfigurationsAreErrors) {
 TEST(Memory, EstimatorEqualsEstimateMemory) {
   const ModelSpec& model = *builtin_catalog().find_model("llama3-8b");
   const GpuSpec& gpu = *builtin_catalog().find_gpu("H100");
-  TrainingSpec t;
-  t.global_batch_size = 64;
-  t.seq_length = 4096;
-  MemoryEstimator estimator(model, t, gpu);
+  TrainingSpec training;
+  training.global_batch_size = 64;
+  training.seq_length = 4096;
+  MemoryEstimator estimator(model, training, gpu);
   int checked = 0;
   for (int tp : {1, 2, 8})
     for (int pp : {1, 2, 4})
@@ -228,9 +229,9 @@ TEST(Memory, EstimatorEqualsEstimateMemory) {
                     p.zero_stage = zero;
                     p.sequence_parallel = sp;
                     Diagnostics diag("grid");
-                    check_parallel(model, t, p, diag);
+                    check_parallel(model, training, p, diag);
                     if (!diag.empty()) continue;
-                    auto report = estimate_memory(model, t, p, gpu);
+                    auto report = estimate_memory(model, training, p, gpu);
                     ASSERT_TRUE(report) << short_label(p) << ": " << report.status().message();
                     auto peak = estimator.peak(p);
                     ASSERT_TRUE(peak) << short_label(p) << ": " << peak.status().message();
