@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "planner/store/store.hpp"
@@ -151,6 +152,25 @@ TEST(SweepCli, SpecRunsEveryScenarioAndBadSpecsNameTheField) {
   const CommandResult flag = run_planner({"sweep", "--price", "H100", "--no-db"});
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_TRUE(contains(flag.err, "--price: expected GPU=USD_PER_GPU_HOUR")) << flag.err;
+}
+
+TEST(SweepCli, TwoSweepsWritingOneDatabaseBothLand) {
+  TempDir dir;
+  const std::string db_path = dir.file("shared.db");
+  CommandResult a, b;
+  std::thread other([&] { b = run_planner(small({"--keep", "20", "--db", db_path}, "1")); });
+  a = run_planner(small({"--keep", "20", "--db", db_path}, "1"));
+  other.join();
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  store::Database db = take(store::Database::open(db_path));
+  const auto runs = take(store::list_runs(db));
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) {
+    EXPECT_EQ(run.kind, store::RunKind::kSweep);
+    EXPECT_EQ(run.status, store::RunStatus::kOk);
+    EXPECT_EQ(take(store::get_sweep_results(db, run.id)).size(), 20u);
+  }
 }
 
 }  // namespace
