@@ -313,9 +313,15 @@ std::string pct(double f) {
   return fmt(100.0 * f, 1) + "%";
 }
 
+// short_label() plus what a sweep varies beyond it: the rank order and data-parallel overlap.
 std::string plan_label(const sim::RankedPlan& r) {
-  return short_label(r.parallel) +
-         (r.parallel.order != kDefaultRankOrder ? " " + r.parallel.order : std::string());
+  std::string s = short_label(r.parallel);
+  if (r.parallel.order != kDefaultRankOrder) s += " " + r.parallel.order;
+  if (r.parallel.dp * r.parallel.cp > 1 &&
+      !(r.parallel.overlap_grad_reduce && r.parallel.overlap_param_gather)) {
+    s += " no-overlap";
+  }
+  return s;
 }
 
 Json metrics_json(const sim::PlanMetrics& m) {
@@ -637,14 +643,15 @@ Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const sim::Swe
                                  std::to_string(plan.parallel.world_size()) + " GPUs");
   }
   PLANNER_ASSIGN_OR_RETURN(sim::RankedPlan checked, setup.evaluate(scenario, plan.parallel));
-  std::ostream& out = *ctx.out;
+  // Beside --json or --csv output the verdict goes to stderr, keeping stdout machine-readable.
+  std::ostream& out = (ctx.json || a.csv) ? *ctx.err : *ctx.out;
   if (res.ranking.empty()) {
     out << "check: no plan was found to compare " << a.check << " with\n";
     return 0;
   }
   const sim::RankedPlan& best = res.ranking.front();
   const double regret = sim::regret_pct(best, checked);
-  out << "\ncheck " << a.check << ": " << short_label(checked.parallel) << " ";
+  out << "\ncheck " << a.check << ": " << plan_label(checked) << " ";
   if (!checked.simulated) {
     out << "does not run (" << (checked.note.empty() ? "simulation failed" : checked.note) << ")";
   } else {
@@ -656,7 +663,7 @@ Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const sim::Swe
     out << "check passed\n";
     return 0;
   }
-  out << "check FAILED: this plan is better (" << short_label(best.parallel) << "):\n"
+  out << "check FAILED: this plan is better (" << plan_label(best) << "):\n"
       << to_json_text(setup.plan_of(best.scenario, best.parallel)) << "\n";
   return kExitRegret;
 }

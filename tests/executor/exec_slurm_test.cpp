@@ -73,7 +73,7 @@ class SlurmCluster {
  public:
   SlurmCluster() {
     const std::string d = dir_.path();
-    for (const char* sub : {"state", "spool", "log"})
+    for (const char* sub : {"state", "spool", "log", "tmp"})
       fs::create_directories(d + "/" + sub);
     conf_ = d + "/slurm.conf";
     const std::string user = user_name();
@@ -118,6 +118,12 @@ class SlurmCluster {
             "MailProg=/bin/true\n"
             "ReturnToService=2\nSlurmdParameters=config_overrides\n"
             "MinJobAge=600\n"
+            // Private TmpFS and a job id no other test cluster starts from: the PMIx plugin
+            // names its directory after the job and step, so clusters running side by side (or
+            // one left by a killed run) must not meet in a shared /tmp.
+            "TmpFS=" +
+            d + "/tmp\nFirstJobId=" + std::to_string(free_port()) +
+            "\n"
             "NodeName=plannernode NodeHostname=" +
             short_hostname() + " NodeAddr=127.0.0.1 CPUs=" + std::to_string(kNodeCpus) +
             " RealMemory=1000 State=UNKNOWN\n"

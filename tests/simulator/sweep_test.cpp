@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "planner/core/catalog.hpp"
 #include "planner/sim/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
+#include "support/corpus.hpp"
 
 namespace planner::sim {
 namespace {
@@ -261,6 +263,70 @@ TEST(SweepSpec, BadFieldsNameTheirPointer) {
   EXPECT_NE(m.find("sweep.json"), std::string::npos) << m;
   EXPECT_NE(m.find("/clusters/0/gpus/1"), std::string::npos) << m;
   EXPECT_NE(m.find("/space/tpp"), std::string::npos) << m;
+}
+
+// The corpus of bad sweep documents under tests/data/bad-sweep/ (NAME.json with the exact
+// diagnostics `planner validate` prints in NAME.expected); apart from tests/data/bad/ so core's
+// corpus test needs no simulator.
+TEST(SweepSpec, BadCorpusGivesItsExactErrors) {
+  const std::string dir = std::string(PLANNER_TEST_DATA_DIR) + "/bad-sweep";
+  EXPECT_GE(planner::testing::corpus_files(dir).size(), 8u);
+  const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
+  DocumentTypes types;
+  register_core_documents(types, builtin_catalog());
+  register_sweep_documents(types, builtin_catalog(), resolver);
+  planner::testing::expect_corpus_diagnostics(
+      dir, types,
+      [&](const std::filesystem::path& file, const std::string& text, const Diagnostics& diag) {
+        // The loader `planner sweep --spec` uses reports the same problems.
+        auto parsed = parse_sweep_spec(text, file.filename().string(), builtin_catalog(), resolver);
+        ASSERT_FALSE(parsed) << file.filename();
+        EXPECT_EQ(parsed.status().message(), diag.to_string()) << file.filename();
+      });
+}
+
+// Goodput pinned by its closed forms (economics.hpp): Young's interval and the useful fraction at
+// it, 1 − sqrt(2δ/M) − R/M; spot capacity adds its preemptions; billing is whole nodes.
+TEST(Economics, GoodputFollowsYoungAndBillsWholeNodes) {
+  EXPECT_DOUBLE_EQ(young_daly_interval(3600, 50), std::sqrt(2.0 * 3600 * 50));
+  const double tau = young_daly_interval(36000, 72);
+  EXPECT_NEAR(useful_fraction(36000, 72, 600, tau), 1 - std::sqrt(2 * 72 / 36000.0) - 600 / 36000.0,
+              1e-12);
+  EXPECT_DOUBLE_EQ(useful_fraction(std::numeric_limits<double>::infinity(), 72, 600, 1e9), 1.0);
+
+  FailureModel f;
+  f.interruptions_per_gpu_hour = 1e-4;
+  f.spot_preemptions_per_node_hour = 1e-3;
+  f.checkpoint_bandwidth = GBps(100);
+  f.restart = seconds(600);
+  const Bytes ckpt = bytes(200'000'000'000);  // 2 s at 100 GB/s
+  const Goodput on_demand = goodput(f, 1024, 128, ckpt, false);
+  EXPECT_NEAR(on_demand.interruptions_per_hour, 0.1024, 1e-12);
+  EXPECT_NEAR(on_demand.mtbf_s, 3600 / 0.1024, 1e-6);
+  EXPECT_NEAR(on_demand.checkpoint_s, 2.0, 1e-9);
+  EXPECT_NEAR(on_demand.interval_s, std::sqrt(2 * 2.0 * on_demand.mtbf_s), 1e-6);
+  const Goodput spot = goodput(f, 1024, 128, ckpt, true);
+  EXPECT_NEAR(spot.interruptions_per_hour, 0.1024 + 0.128, 1e-12);
+  EXPECT_LT(spot.useful_fraction, on_demand.useful_fraction);
+
+  const GpuSpec h100 = builtin_catalog().gpu("h100").value();
+  PricingOptions pricing;
+  pricing.overrides.push_back({"H100", Usd(2.0)});
+  const GpuPrice price = resolve_price(h100, pricing).value();
+  EXPECT_TRUE(price.overridden);
+  const Economics e = economics(1e6, 12, 8, h100, price, pricing, f, ckpt, 1e12);
+  EXPECT_EQ(e.billed_gpus, 16);  // 12 GPUs bill two 8-GPU nodes
+  EXPECT_NEAR(e.usd_per_hour.raw(), 32.0, 1e-9);
+  EXPECT_NEAR(e.effective_tokens_per_second, 1e6 * e.goodput.useful_fraction, 1e-6);
+  EXPECT_NEAR(e.tokens_per_usd, e.effective_tokens_per_second * 3600 / 32.0, 1e-6);
+  EXPECT_NEAR(e.time_to_train_s, 1e12 / e.effective_tokens_per_second, 1e-6);
+  EXPECT_NEAR(e.total_cost.raw(), e.time_to_train_s / 3600 * 32.0, 1e-6);
+
+  pricing.usd_per_kwh = 0.10;  // energy: TDP × PUE × GPUs × $/kWh
+  const Economics with_energy = economics(1e6, 12, 8, h100, price, pricing, f, ckpt, 1e12);
+  EXPECT_NEAR(with_energy.energy_usd_per_hour.raw(),
+              h100.tdp_watts / 1000 * kDefaultPue * 0.10 * 16, 1e-9);
+  EXPECT_LT(with_energy.tokens_per_usd, e.tokens_per_usd);
 }
 
 }  // namespace
