@@ -21,6 +21,7 @@ struct CliContext {
   std::function<Status()> action;
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
+  int exit_code = 0;  // returned by main() when the action succeeds (e.g. sweep --check: 3)
 };
 
 // Adds `--json` to a subcommand.
@@ -35,6 +36,7 @@ void register_model_commands(CLI::App& app, CliContext& ctx);
 void register_program_command(CLI::App& app, CliContext& ctx);
 void register_report_command(CLI::App& app, CliContext& ctx);
 void register_simulate_commands(CLI::App& app, CliContext& ctx);
+void register_sweep_command(CLI::App& app, CliContext& ctx);
 void register_validate_command(CLI::App& app, CliContext& ctx);
 void register_topology_commands(CLI::App& app, CliContext& ctx);
 

@@ -5,6 +5,8 @@
 #include "planner/core/json_reader.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/sim/profiles.hpp"
+#include "planner/sim/sweep_spec.hpp"
+#include "planner/topo/topology_catalog.hpp"
 #include "planner/topo/topology_json.hpp"
 
 namespace planner::cli {
@@ -16,6 +18,9 @@ DocumentTypes all_document_types(const Catalog& catalog) {
   register_core_documents(types, catalog);
   topo::register_topology_documents(types);
   sim::register_profile_documents(types);
+  sim::register_sweep_documents(types, catalog, [](std::string_view name) {
+    return topo::resolve_topology(name);
+  });
   return types;
 }
 

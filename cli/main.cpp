@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     planner::cli::register_program_command(app, ctx);
     planner::cli::register_simulate_commands(app, ctx);
     planner::cli::register_accuracy_command(app, ctx);
+    planner::cli::register_sweep_command(app, ctx);
     planner::cli::register_validate_command(app, ctx);
     planner::cli::register_topology_commands(app, ctx);
     planner::cli::register_db_commands(app, ctx);
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
       print_error(status);
       return status.exit_code();
     }
-    return 0;
+    return ctx.exit_code;
   } catch (const std::exception& e) {
     std::cerr << "error: internal error: " << e.what() << '\n';
     return 1;

@@ -5,24 +5,11 @@
 #include "planner/core/loaders.hpp"
 
 namespace planner::cli {
-namespace {
-
-template <class E>
-Result<E> parse_flag(const std::string& flag, const std::string& text) {
-  auto v = parse_enum<E>(text);
-  if (!v) {
-    return Status::invalid_input(flag + ": unknown " + std::string(EnumTraits<E>::kWhat) + " \"" +
-                                 text + "\" (choices: " + enum_choices<E>() + ")");
-  }
-  return *v;
-}
 
 Result<ModelSpec> resolve_model(const Catalog& catalog, const std::string& name) {
   if (name.ends_with(".json") || std::filesystem::exists(name)) return load_model_file(name);
   return catalog.model(name);
 }
-
-}  // namespace
 
 void add_plan_options(CLI::App* cmd, PlanArgs& a) {
   CLI::Option* plan =

@@ -39,6 +39,20 @@ struct ResolvedPlan {
   std::optional<ClusterSpec> cluster;  // the plan file's cluster (--plan only)
 };
 
+// A model preset name, or a model file (a path ending in .json or an existing file).
+Result<ModelSpec> resolve_model(const Catalog& catalog, const std::string& name);
+
+// An enum flag's value; kInvalidInput naming the flag and the choices.
+template <class E>
+Result<E> parse_flag(const std::string& flag, const std::string& text) {
+  auto v = parse_enum<E>(text);
+  if (!v) {
+    return Status::invalid_input(flag + ": unknown " + std::string(EnumTraits<E>::kWhat) + " \"" +
+                                 text + "\" (choices: " + enum_choices<E>() + ")");
+  }
+  return *v;
+}
+
 // Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,
 // --sp, --recompute, --zero, --schedule, --vpp, --offload, --seq, --gbs, --precision,
 // --optimizer); --plan excludes the others.

@@ -8,6 +8,9 @@ install(TARGETS planner_warnings ${_planner_exports}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET planner-gui)
+  install(TARGETS planner-gui RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 foreach(_dir core core/store topologies simulator kernels executor)
   if(EXISTS "${PROJECT_SOURCE_DIR}/${_dir}/include")
     install(DIRECTORY "${PROJECT_SOURCE_DIR}/${_dir}/include/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

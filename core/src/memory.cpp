@@ -92,6 +92,122 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
   return Bytes(std::llround(combine(layer_terms(m, s, b, e, moe_layer), t, sp, quadratic)));
 }
 
+namespace {
+
+// Scalars of one (model, training, parallel config, options) that every stage shares.
+struct Common {
+  PrecisionBytes pb;
+  double t = 1;
+  bool sp = false;
+  double s = 0, b = 0, h = 0, e = 0;
+  double seq_shard = 1;
+  std::int64_t dense_shard = 1, expert_shard = 1;
+  bool ps = false;
+  Bytes dense_layer, moe_layer;
+  Bytes working_layer;  // one layer's full activations while it is recomputed (full recompute)
+  double embedding_extra = 0;
+  double head_extra = 0;
+};
+
+Common common_terms(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
+                    const MemoryOptions& options) {
+  Common c;
+  c.pb = precision_bytes(training, options.fp32_grads);
+  c.t = p.tp;
+  c.sp = p.sequence_parallel && p.tp > 1;
+  c.s = static_cast<double>(training.seq_length) / p.cp;
+  c.b = static_cast<double>(p.micro_batch_size);
+  c.h = static_cast<double>(m.hidden);
+  c.e = c.pb.activation;
+  c.seq_shard = c.sp ? c.t : 1.0;
+  c.dense_shard = static_cast<std::int64_t>(p.dp) * p.cp;
+  c.expert_shard = c.dense_shard / p.ep;
+  c.ps = p.dp_sync == DpSync::kParameterServer;
+  c.dense_layer = layer_activation_bytes(m, training, p, false, options);
+  c.moe_layer = layer_activation_bytes(m, training, p, true, options);
+  ParallelConfig no_recompute = p;
+  no_recompute.recompute = Recompute::kNone;
+  c.working_layer =
+      p.recompute == Recompute::kFull
+          ? std::max(layer_activation_bytes(m, training, no_recompute, false, options),
+                     m.is_moe() ? layer_activation_bytes(m, training, no_recompute, true, options)
+                                : Bytes(0))
+          : Bytes(0);
+  c.embedding_extra = kMaskBytes * c.s * c.b * c.h / c.seq_shard;
+  c.head_extra = 2.0 * c.e * c.s * c.b * c.h / c.seq_shard +
+                 kFp32Bytes * c.s * c.b * static_cast<double>(m.vocab) / c.t;
+  return c;
+}
+
+// The parameters one rank of a stage holds and its largest layer (ZeRO-3 gathers it).
+struct StageParamInfo {
+  RankParams params;
+  std::int64_t largest_layer = 0;
+};
+
+StageParamInfo stage_param_info(const ModelPartition& part, int stage) {
+  StageParamInfo info;
+  info.params = part.rank_params(stage);
+  for (int c = 0; c < part.chunks(); ++c) {
+    std::int64_t current = 0;
+    int layer = OpId::kNone;
+    for (const ParamTensor& pt : part.chunk_params(stage, c)) {
+      if (pt.layer != layer) {
+        info.largest_layer = std::max(info.largest_layer, current);
+        current = 0;
+        layer = pt.layer;
+      }
+      current += pt.elements;
+    }
+    info.largest_layer = std::max(info.largest_layer, current);
+  }
+  return info;
+}
+
+// Everything of a stage but its activations: model states, communication buffers, overhead.
+void fill_states(StageMemory& sm, const StageParamInfo& info, const ModelSpec& m,
+                 const ParallelConfig& p, const Common& c, const MemoryOptions& options) {
+  const RankParams& rp = info.params;
+  sm.params = rp.total();
+  sm.embedding_params = rp.embedding;
+  const std::int64_t shard = (rp.dense + c.dense_shard - 1) / c.dense_shard +
+                             (rp.expert + c.expert_shard - 1) / c.expert_shard;
+  const std::int64_t held_params = p.zero_stage >= 3 ? shard : sm.params;
+  const Bytes param_bytes(held_params * c.pb.param);
+  const Bytes gathered(kZero3GatheredLayers * info.largest_layer * c.pb.param);
+  if (p.offload == Offload::kOptimizerAndParams) {
+    sm.host += param_bytes;
+    sm.weights = gathered;
+  } else {
+    sm.weights = param_bytes + (p.zero_stage >= 3 ? gathered : Bytes(0));
+  }
+  sm.gradients = Bytes((p.zero_stage >= 2 ? shard : sm.params) * c.pb.grad);
+  const Bytes optimizer((p.zero_stage >= 1 ? shard : sm.params) * c.pb.optimizer);
+  if (c.ps) {
+    // Parameter servers hold the optimizer state.
+  } else if (p.offload != Offload::kNone) {
+    sm.host += optimizer;
+  } else {
+    sm.optimizer = optimizer;
+  }
+  double comm = 0;
+  if (p.pp > 1) comm += kP2pBuffers * c.e * c.s * c.b * c.h / c.seq_shard;
+  if (p.cp > 1) comm += kP2pBuffers * 2.0 * c.e * c.b * c.s * static_cast<double>(m.kv_dim()) / c.t;
+  if (m.is_moe() && p.ep > 1) {
+    comm += 2.0 * c.e * c.s * c.b * c.h / c.seq_shard * m.moe->top_k * m.moe->capacity_factor;
+  }
+  if (p.zero_stage >= 3) comm += static_cast<double>(info.largest_layer * c.pb.grad);
+  sm.comm_buffers = Bytes(std::llround(comm));
+  sm.overhead = options.framework_overhead;
+}
+
+int microbatches_of(const TrainingSpec& training, const ParallelConfig& p) {
+  return static_cast<int>(training.global_batch_size /
+                          (static_cast<std::int64_t>(p.dp) * p.micro_batch_size));
+}
+
+}  // namespace
+
 Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& training,
                                      const ParallelConfig& p, const GpuSpec& gpu,
                                      const MemoryOptions& options) {
@@ -99,95 +215,30 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
   check_parallel(m, training, p, diag);
   if (!diag.empty()) return diag.to_status();
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(m, p));
-  const int microbatches = static_cast<int>(training.global_batch_size /
-                                            (static_cast<std::int64_t>(p.dp) * p.micro_batch_size));
   PLANNER_ASSIGN_OR_RETURN(
       PipelineSchedule sched,
-      PipelineSchedule::create(p.schedule, p.pp, microbatches, p.virtual_stages));
-  const PrecisionBytes pb = precision_bytes(training, options.fp32_grads);
-  const double t = p.tp;
-  const bool sp = p.sequence_parallel && p.tp > 1;
-  const double s = static_cast<double>(training.seq_length) / p.cp;
-  const double b = static_cast<double>(p.micro_batch_size);
-  const double h = static_cast<double>(m.hidden);
-  const double e = pb.activation;
-  const std::int64_t dense_shard = static_cast<std::int64_t>(p.dp) * p.cp;
-  const std::int64_t expert_shard = dense_shard / p.ep;
-  const bool ps = p.dp_sync == DpSync::kParameterServer;
-
-  const Bytes dense_layer = layer_activation_bytes(m, training, p, false, options);
-  const Bytes moe_layer = layer_activation_bytes(m, training, p, true, options);
-  // One layer's full activations while it is recomputed (full recompute).
-  ParallelConfig no_recompute = p;
-  no_recompute.recompute = Recompute::kNone;
-  const Bytes working_layer =
-      p.recompute == Recompute::kFull
-          ? std::max(layer_activation_bytes(m, training, no_recompute, false, options),
-                     m.is_moe() ? layer_activation_bytes(m, training, no_recompute, true, options)
-                                : Bytes(0))
-          : Bytes(0);
-  const double seq_shard = sp ? t : 1.0;
-  const double embedding_extra = kMaskBytes * s * b * h / seq_shard;
-  const double head_extra =
-      2.0 * e * s * b * h / seq_shard + kFp32Bytes * s * b * static_cast<double>(m.vocab) / t;
+      PipelineSchedule::create(p.schedule, p.pp, microbatches_of(training, p), p.virtual_stages));
+  const Common c = common_terms(m, training, p, options);
 
   MemoryReport report;
   report.capacity = gpu.hbm;
   for (int stage = 0; stage < p.pp; ++stage) {
     StageMemory sm;
     sm.stage = stage;
-    const RankParams rp = part.rank_params(stage);
-    sm.params = rp.total();
-    sm.embedding_params = rp.embedding;
-    const std::int64_t shard =
-        (rp.dense + dense_shard - 1) / dense_shard + (rp.expert + expert_shard - 1) / expert_shard;
-    // Largest layer on this stage (ZeRO-3 gathers it).
-    std::int64_t largest_layer = 0;
-    for (int c = 0; c < part.chunks(); ++c) {
-      std::int64_t current = 0;
-      int layer = OpId::kNone;
-      for (const ParamTensor& pt : part.chunk_params(stage, c)) {
-        if (pt.layer != layer) {
-          largest_layer = std::max(largest_layer, current);
-          current = 0;
-          layer = pt.layer;
-        }
-        current += pt.elements;
-      }
-      largest_layer = std::max(largest_layer, current);
-    }
-    const std::int64_t held_params = p.zero_stage >= 3 ? shard : sm.params;
-    const Bytes param_bytes(held_params * pb.param);
-    if (p.offload == Offload::kOptimizerAndParams) {
-      sm.host += param_bytes;
-      sm.weights = Bytes(kZero3GatheredLayers * largest_layer * pb.param);
-    } else {
-      sm.weights =
-          param_bytes +
-          (p.zero_stage >= 3 ? Bytes(kZero3GatheredLayers * largest_layer * pb.param) : Bytes(0));
-    }
-    sm.gradients = Bytes((p.zero_stage >= 2 ? shard : sm.params) * pb.grad);
-    const Bytes optimizer((p.zero_stage >= 1 ? shard : sm.params) * pb.optimizer);
-    if (ps) {
-      // Parameter servers hold the optimizer state.
-    } else if (p.offload != Offload::kNone) {
-      sm.host += optimizer;
-    } else {
-      sm.optimizer = optimizer;
-    }
+    fill_states(sm, stage_param_info(part, stage), m, p, c, options);
 
     // Activations at the schedule's peak.
     auto chunk_layers = [&](int chunk) {
       double bytes = 0;
       const int first = part.first_layer(stage, chunk);
       for (int l = first; l < first + part.layers_per_chunk(); ++l) {
-        bytes += static_cast<double>((m.is_moe_layer(l) ? moe_layer : dense_layer).raw());
+        bytes += static_cast<double>((m.is_moe_layer(l) ? c.moe_layer : c.dense_layer).raw());
       }
       return bytes;
     };
     auto chunk_extra = [&](int chunk) {
-      return (part.has_embedding(stage, chunk) ? embedding_extra : 0.0) +
-             (part.has_lm_head(stage, chunk) ? head_extra : 0.0);
+      return (part.has_embedding(stage, chunk) ? c.embedding_extra : 0.0) +
+             (part.has_lm_head(stage, chunk) ? c.head_extra : 0.0);
     };
     double cur_layers = 0, cur_extra = 0, cur_layer_count = 0;
     double best_total = -1, best_layers = 0, best_extra = 0, best_count = 0;
@@ -209,23 +260,10 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
       }
     }
     sm.layer_activations = Bytes(std::llround(best_layers));
-    sm.extra_activations = Bytes(std::llround(best_extra)) + working_layer;
+    sm.extra_activations = Bytes(std::llround(best_extra)) + c.working_layer;
     sm.activations = sm.layer_activations + sm.extra_activations;
     sm.layers_in_flight = best_count;
     sm.microbatches_in_flight = best_mb;
-
-    // Communication buffers.
-    double comm = 0;
-    if (p.pp > 1) comm += kP2pBuffers * e * s * b * h / seq_shard;
-    if (p.cp > 1) {
-      comm += kP2pBuffers * 2.0 * e * b * s * static_cast<double>(m.kv_dim()) / t;
-    }
-    if (m.is_moe() && p.ep > 1) {
-      comm += 2.0 * e * s * b * h / seq_shard * m.moe->top_k * m.moe->capacity_factor;
-    }
-    if (p.zero_stage >= 3) comm += static_cast<double>(largest_layer * pb.grad);
-    sm.comm_buffers = Bytes(std::llround(comm));
-    sm.overhead = options.framework_overhead;
     report.stages.push_back(sm);
   }
   for (const StageMemory& sm : report.stages) {
@@ -236,6 +274,168 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
   }
   report.fits = report.capacity.raw() == 0 || report.peak <= report.capacity;
   return report;
+}
+
+// ---- MemoryEstimator
+
+namespace {
+
+// Four fields of 16 bits into a cache key (sizes and counts of a sweep stay far below 65,536;
+// micro-batches are capped by schedule_microbatches() or checked by the caller).
+std::uint64_t pack(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
+  return (a << 48) | ((b & 0xffffu) << 32) | ((c & 0xffffu) << 16) | (d & 0xffffu);
+}
+
+// Drops the vectors another one dominates (>= in every chunk): with weights >= 0 they can never
+// hold the strict maximum.
+void keep_maximal(std::vector<std::vector<int>>& vs) {
+  std::sort(vs.begin(), vs.end());
+  vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
+  std::vector<std::vector<int>> out;
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    bool dominated = false;
+    for (std::size_t j = 0; j < vs.size() && !dominated; ++j) {
+      if (i == j) continue;
+      bool ge = true;
+      for (std::size_t c = 0; c < vs[i].size() && ge; ++c)
+        ge = vs[j][c] >= vs[i][c];
+      dominated = ge;
+    }
+    if (!dominated) out.push_back(vs[i]);
+  }
+  vs = std::move(out);
+}
+
+}  // namespace
+
+struct MemoryEstimator::Layout {
+  std::vector<StageParamInfo> stages;
+  std::vector<int> moe_layers;  // per stage × chunks + chunk
+  int layers_per_chunk = 0;
+  bool has_embedding_stage0 = true;
+};
+
+struct MemoryEstimator::InFlight {
+  // Per stage: the per-chunk counts of micro-batch chunks in flight after the forward passes that
+  // can hold the peak (the maximal ones).
+  std::vector<std::vector<std::vector<int>>> stages;
+};
+
+MemoryEstimator::MemoryEstimator(ModelSpec model, TrainingSpec training, GpuSpec gpu,
+                                 MemoryOptions options)
+    : model_(std::move(model)), training_(training), gpu_(std::move(gpu)), options_(options) {}
+
+MemoryEstimator::~MemoryEstimator() = default;
+MemoryEstimator::MemoryEstimator(MemoryEstimator&&) noexcept = default;
+MemoryEstimator& MemoryEstimator::operator=(MemoryEstimator&&) noexcept = default;
+
+int MemoryEstimator::schedule_microbatches(Schedule schedule, int stages, int microbatches) {
+  if (schedule == Schedule::kGpipe) return microbatches;
+  return std::min(microbatches, kInFlightSaturation * stages);
+}
+
+Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelConfig& p) {
+  const std::uint64_t key =
+      pack(static_cast<std::uint64_t>(p.tp), static_cast<std::uint64_t>(p.ep),
+           static_cast<std::uint64_t>(p.pp), static_cast<std::uint64_t>(p.virtual_stages));
+  auto it = layouts_.find(key);
+  if (it != layouts_.end()) return it->second.get();
+  PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model_, p));
+  auto l = std::make_unique<Layout>();
+  l->layers_per_chunk = part.layers_per_chunk();
+  for (int stage = 0; stage < p.pp; ++stage) {
+    l->stages.push_back(stage_param_info(part, stage));
+    for (int c = 0; c < part.chunks(); ++c) {
+      int moe = 0;
+      const int first = part.first_layer(stage, c);
+      for (int layer = first; layer < first + part.layers_per_chunk(); ++layer)
+        moe += model_.is_moe_layer(layer) ? 1 : 0;
+      l->moe_layers.push_back(moe);
+    }
+  }
+  const Layout* out = l.get();
+  layouts_.emplace(key, std::move(l));
+  return out;
+}
+
+Result<const MemoryEstimator::InFlight*> MemoryEstimator::in_flight(const ParallelConfig& p,
+                                                                    int microbatches) {
+  const int m = schedule_microbatches(p.schedule, p.pp, microbatches);
+  if (m < 1 || m > 0xffff || p.pp > 0xffff || p.virtual_stages > 0xffff) {
+    return Status::invalid_input("memory estimator: " + std::to_string(m) + " micro-batches, " +
+                                 std::to_string(p.pp) + " stages and " +
+                                 std::to_string(p.virtual_stages) +
+                                 " virtual stages are out of its range (1 to 65,535)");
+  }
+  const std::uint64_t key =
+      pack(static_cast<std::uint64_t>(p.schedule), static_cast<std::uint64_t>(p.pp),
+           static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(p.virtual_stages));
+  auto it = in_flight_.find(key);
+  if (it != in_flight_.end()) return it->second.get();
+  PLANNER_ASSIGN_OR_RETURN(PipelineSchedule sched,
+                           PipelineSchedule::create(p.schedule, p.pp, m, p.virtual_stages));
+  auto f = std::make_unique<InFlight>();
+  const Pass last = sched.split_backward() ? Pass::kWeight : Pass::kBackward;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    std::vector<int> counts(static_cast<std::size_t>(p.virtual_stages), 0);
+    std::vector<std::vector<int>> peaks;
+    bool rising = false;  // a forward ran since the last decrease: the current counts may peak
+    for (const PassItem& it2 : sched.stage(stage)) {
+      if (it2.pass == Pass::kForward) {
+        ++counts[static_cast<std::size_t>(it2.chunk)];
+        rising = true;
+      } else if (it2.pass == last) {
+        if (rising) peaks.push_back(counts);
+        rising = false;
+        --counts[static_cast<std::size_t>(it2.chunk)];
+      }
+    }
+    if (rising) peaks.push_back(counts);
+    keep_maximal(peaks);
+    f->stages.push_back(std::move(peaks));
+  }
+  const InFlight* out = f.get();
+  in_flight_.emplace(key, std::move(f));
+  return out;
+}
+
+Result<MemoryPeak> MemoryEstimator::peak(const ParallelConfig& p) {
+  PLANNER_ASSIGN_OR_RETURN(const Layout* l, layout(p));
+  PLANNER_ASSIGN_OR_RETURN(const InFlight* f, in_flight(p, microbatches_of(training_, p)));
+  const Common c = common_terms(model_, training_, p, options_);
+  const double dense = static_cast<double>(c.dense_layer.raw());
+  const double moe = static_cast<double>(c.moe_layer.raw());
+  const int chunks = p.virtual_stages;
+  MemoryPeak out;
+  out.capacity = gpu_.hbm;
+  std::vector<double> weight(static_cast<std::size_t>(chunks));
+  for (int stage = 0; stage < p.pp; ++stage) {
+    StageMemory sm;
+    fill_states(sm, l->stages[static_cast<std::size_t>(stage)], model_, p, c, options_);
+    for (int ch = 0; ch < chunks; ++ch) {
+      const int n_moe = l->moe_layers[static_cast<std::size_t>(stage * chunks + ch)];
+      double w = n_moe * moe + (l->layers_per_chunk - n_moe) * dense;
+      if (stage == 0 && ch == 0) w += c.embedding_extra;
+      if (stage == p.pp - 1 && ch == chunks - 1) w += c.head_extra;
+      weight[static_cast<std::size_t>(ch)] = w;
+    }
+    double best = 0;
+    for (const std::vector<int>& counts : f->stages[static_cast<std::size_t>(stage)]) {
+      double total = 0;
+      for (int ch = 0; ch < chunks; ++ch)
+        total += counts[static_cast<std::size_t>(ch)] * weight[static_cast<std::size_t>(ch)];
+      best = std::max(best, total);
+    }
+    sm.activations = Bytes(std::llround(best)) + c.working_layer;
+    const Bytes total = sm.total();
+    if (total > out.bytes) {
+      out.bytes = total;
+      out.stage = stage;
+      out.activations = sm.activations;
+    }
+  }
+  out.fits = out.capacity.raw() == 0 || out.bytes <= out.capacity;
+  return out;
 }
 
 }  // namespace planner

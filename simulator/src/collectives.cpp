@@ -79,6 +79,11 @@ void ring_order(const std::vector<std::vector<int>>& islands, std::size_t c,
   }
 }
 
+// The order collective() tries algorithms in (the first of equal estimates wins).
+constexpr Algorithm kSelectionOrder[] = {Algorithm::kRing,         Algorithm::kTree,
+                                         Algorithm::kHierarchical, Algorithm::kNvls,
+                                         Algorithm::kDirect,       Algorithm::kChain};
+
 int ceil_log2(std::size_t n) {
   int d = 0;
   while ((std::size_t{1} << d) < n)
@@ -321,6 +326,37 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
   return out;
 }
 
+Time CollectivePlanner::phase_latency(const Shape& s, const ProtocolProfile& proto, bool first) {
+  Time latency = first ? proto.base_latency : Time(0);
+  for (const StepGroup& g : s.steps) {
+    Time step{0};
+    for (int c = 0; c < kClasses; ++c) {
+      if (g.max_latency[static_cast<std::size_t>(c)] < Time(0)) continue;
+      step = std::max(step, proto.step(static_cast<LinkClassLatency>(c)) +
+                                g.max_latency[static_cast<std::size_t>(c)]);
+    }
+    latency += step * g.count;
+  }
+  return latency;
+}
+
+double CollectivePlanner::bottleneck_share(std::span<const LinkUse> uses) const {
+  double share = std::numeric_limits<double>::infinity();
+  for (const LinkUse& u : uses)
+    share = std::min(share, fabric_->capacity[static_cast<std::size_t>(u.resource)] / u.count);
+  return share;
+}
+
+std::vector<CollectivePlanner::Shape> CollectivePlanner::p2p_shapes(int src, int dst) {
+  Shape s;
+  s.fraction = 1.0;
+  s.steps[0].count = 1;
+  add_path(src, dst, 0, 1, s);
+  std::vector<Shape> out;
+  out.push_back(std::move(s));
+  return out;
+}
+
 CommPlan CollectivePlanner::build(Algorithm a, int protocol, OpKind kind, Bytes bytes,
                                   std::span<const int> gpus) {
   const ProtocolProfile& proto = profile_->network.protocols[static_cast<std::size_t>(protocol)];
@@ -328,33 +364,16 @@ CommPlan CollectivePlanner::build(Algorithm a, int protocol, OpKind kind, Bytes 
   CommPlan plan;
   plan.algorithm = a;
   plan.protocol = protocol;
-  std::vector<Shape> parts = a == Algorithm::kP2p ? std::vector<Shape>{} : shapes(a, kind, gpus);
-  if (a == Algorithm::kP2p) {
-    Shape s;
-    s.fraction = 1.0;
-    s.steps[0].count = 1;
-    add_path(gpus[0], gpus[1], 0, 1, s);
-    parts.push_back(std::move(s));
-  }
+  std::vector<Shape> parts =
+      a == Algorithm::kP2p ? p2p_shapes(gpus[0], gpus[1]) : shapes(a, kind, gpus);
   double estimate = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     Shape& s = parts[i];
     CommPhase phase;
     phase.bytes = s.fraction * wire;
-    phase.latency = i == 0 ? proto.base_latency : Time(0);
-    for (const StepGroup& g : s.steps) {
-      Time step{0};
-      for (int c = 0; c < kClasses; ++c) {
-        if (g.max_latency[static_cast<std::size_t>(c)] < Time(0)) continue;
-        step = std::max(step, proto.step(static_cast<LinkClassLatency>(c)) +
-                                  g.max_latency[static_cast<std::size_t>(c)]);
-      }
-      phase.latency += step * g.count;
-    }
-    double share = std::numeric_limits<double>::infinity();
-    for (const LinkUse& u : s.uses)
-      share = std::min(share, fabric_->capacity[static_cast<std::size_t>(u.resource)] / u.count);
-    estimate += to_seconds(phase.latency) + (s.uses.empty() ? 0.0 : phase.bytes / share);
+    phase.latency = phase_latency(s, proto, i == 0);
+    estimate +=
+        to_seconds(phase.latency) + (s.uses.empty() ? 0.0 : phase.bytes / bottleneck_share(s.uses));
     phase.uses = std::move(s.uses);
     plan.phases.push_back(std::move(phase));
   }
@@ -362,14 +381,173 @@ CommPlan CollectivePlanner::build(Algorithm a, int protocol, OpKind kind, Bytes 
   return plan;
 }
 
+void CollectivePlanner::add_lines(Algorithm a, const std::vector<Shape>& parts,
+                                  std::vector<CostLine>& out) const {
+  const int protocols = static_cast<int>(profile_->network.protocols.size());
+  for (int p = 0; p < protocols; ++p) {
+    if (a == Algorithm::kNvls && p != simple_protocol_) continue;
+    const ProtocolProfile& proto = profile_->network.protocols[static_cast<std::size_t>(p)];
+    const double per_byte = 1.0 / (efficiency(a) * proto.bandwidth_factor);
+    CostLine line;
+    line.algorithm = a;
+    line.protocol = p;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const Shape& s = parts[i];
+      line.latency += phase_latency(s, proto, i == 0);
+      if (!s.uses.empty())
+        line.alone_s_per_byte += s.fraction * per_byte / bottleneck_share(s.uses);
+    }
+    line.loaded_s_per_byte = line.alone_s_per_byte;
+    out.push_back(line);
+  }
+}
+
+namespace {
+
+// The algorithms whose lines are the smallest for some size S >= 0 (the lower envelope of the
+// lines, ties to the earlier line, as collective() selects).
+std::vector<Algorithm> envelope_algorithms(const std::vector<CostLine>& lines) {
+  std::vector<double> probes{0.0};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    for (std::size_t j = i + 1; j < lines.size(); ++j) {
+      const double ds = lines[i].alone_s_per_byte - lines[j].alone_s_per_byte;
+      if (ds == 0) continue;
+      const double x = (to_seconds(lines[j].latency) - to_seconds(lines[i].latency)) / ds;
+      if (x > 0) probes.push_back(x);
+    }
+  }
+  std::sort(probes.begin(), probes.end());
+  std::vector<double> at;
+  for (std::size_t k = 0; k < probes.size(); ++k) {
+    at.push_back(probes[k]);
+    at.push_back(k + 1 < probes.size() ? 0.5 * (probes[k] + probes[k + 1])
+                                       : 2.0 * probes[k] + 1e12);
+  }
+  std::vector<Algorithm> out;
+  for (double x : at) {
+    const CostLine* best = nullptr;
+    double best_t = 0;
+    for (const CostLine& l : lines) {
+      const double t = to_seconds(l.latency) + x * l.alone_s_per_byte;
+      if (best == nullptr || t < best_t) {
+        best = &l;
+        best_t = t;
+      }
+    }
+    if (best && std::find(out.begin(), out.end(), best->algorithm) == out.end()) {
+      out.push_back(best->algorithm);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+double CollectivePlanner::loaded_share(const std::vector<const std::vector<LinkUse>*>& uses) {
+  if (count_.size() != fabric_->capacity.size()) count_.assign(fabric_->capacity.size(), 0);
+  touched_.clear();
+  for (const std::vector<LinkUse>* list : uses) {
+    for (const LinkUse& u : *list) {
+      auto& c = count_[static_cast<std::size_t>(u.resource)];
+      if (c == 0) touched_.push_back(u.resource);
+      c += u.count;
+    }
+  }
+  double share = std::numeric_limits<double>::infinity();
+  for (std::int32_t r : touched_) {
+    auto& c = count_[static_cast<std::size_t>(r)];
+    share = std::min(share, fabric_->capacity[static_cast<std::size_t>(r)] / c);
+    c = 0;
+  }
+  return share;
+}
+
+std::vector<CostLine> CollectivePlanner::cost_lines(OpKind kind, std::span<const int> gpus,
+                                                    std::span<const std::vector<int>> images) {
+  std::vector<CostLine> out;
+  if (gpus.size() < 2) return out;
+  const bool forced = forced_ && applicable(*forced_, kind, gpus);
+  std::vector<std::pair<Algorithm, std::vector<Shape>>> shaped;
+  for (Algorithm a : kSelectionOrder) {
+    if (forced ? a != *forced_ : !applicable(a, kind, gpus)) continue;
+    shaped.emplace_back(a, shapes(a, kind, gpus));
+    add_lines(a, shaped.back().second, out);
+  }
+  if (images.empty()) return out;
+  // Loaded rates only for the algorithms the selection can pick.
+  for (Algorithm a : envelope_algorithms(out)) {
+    const auto it =
+        std::find_if(shaped.begin(), shaped.end(), [&](const auto& x) { return x.first == a; });
+    const std::vector<Shape>& parts = it->second;
+    std::vector<std::vector<Shape>> more;
+    for (const std::vector<int>& image : images) {
+      if (image.size() != gpus.size() || !applicable(a, kind, image)) continue;
+      more.push_back(shapes(a, kind, image));
+      if (more.back().size() != parts.size()) more.pop_back();
+    }
+    std::vector<double> share(parts.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      std::vector<const std::vector<LinkUse>*> uses{&parts[i].uses};
+      for (const auto& m : more)
+        uses.push_back(&m[i].uses);
+      share[i] = loaded_share(uses);
+    }
+    for (CostLine& line : out) {
+      if (line.algorithm != a) continue;
+      const ProtocolProfile& proto =
+          profile_->network.protocols[static_cast<std::size_t>(line.protocol)];
+      const double per_byte = 1.0 / (efficiency(a) * proto.bandwidth_factor);
+      line.loaded_s_per_byte = 0;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (!parts[i].uses.empty())
+          line.loaded_s_per_byte += parts[i].fraction * per_byte / share[i];
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<CostLine> CollectivePlanner::p2p_cost_lines(
+    int src, int dst, std::span<const std::pair<int, int>> images) {
+  std::vector<CostLine> out;
+  if (src == dst) return out;
+  const std::vector<Shape> parts = p2p_shapes(src, dst);
+  add_lines(Algorithm::kP2p, parts, out);
+  if (images.empty()) return out;
+  Shape extra;
+  for (const auto& [a, b] : images)
+    add_path(a, b, 0, 1, extra);
+  const double share = loaded_share({&parts[0].uses, &extra.uses});
+  for (CostLine& line : out) {
+    const ProtocolProfile& proto =
+        profile_->network.protocols[static_cast<std::size_t>(line.protocol)];
+    line.loaded_s_per_byte =
+        parts[0].fraction / (efficiency(Algorithm::kP2p) * proto.bandwidth_factor * share);
+  }
+  return out;
+}
+
+Time CostLine::time(std::span<const CostLine> lines, Bytes bytes) {
+  const CostLine* best = nullptr;
+  double best_alone = 0;
+  const double b = static_cast<double>(bytes.raw());
+  for (const CostLine& l : lines) {
+    const double alone = to_seconds(l.latency) + b * l.alone_s_per_byte;
+    if (best == nullptr || alone < best_alone) {
+      best = &l;
+      best_alone = alone;
+    }
+  }
+  if (best == nullptr) return Time(0);
+  return best->latency + Time(std::llround(b * best->loaded_s_per_byte * 1e12));
+}
+
 CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const int> gpus,
                                        std::span<const std::vector<int>> copies) {
   if (gpus.size() < 2) return CommPlan{};
-  constexpr Algorithm kOrder[] = {Algorithm::kRing, Algorithm::kTree,   Algorithm::kHierarchical,
-                                  Algorithm::kNvls, Algorithm::kDirect, Algorithm::kChain};
   const bool forced = forced_ && applicable(*forced_, kind, gpus);
   std::optional<CommPlan> best;
-  for (Algorithm a : kOrder) {
+  for (Algorithm a : kSelectionOrder) {
     if (forced ? a != *forced_ : !applicable(a, kind, gpus)) continue;
     const int protocols = static_cast<int>(profile_->network.protocols.size());
     for (int p = 0; p < protocols; ++p) {

@@ -81,6 +81,29 @@ std::uint64_t Network::finish(TransferId id) {
   return owner;
 }
 
+namespace {
+
+// Sorts `items`, the indices whose `stamps` equal `stamp`, ascending. A large component is
+// rebuilt by one scan over the stamps (linear) instead of a comparison sort: the same order.
+template <class T>
+void sort_marked(std::vector<T>& items, const std::vector<std::uint32_t>& stamps,
+                 std::uint32_t stamp) {
+  const std::size_t n = items.size();
+  std::size_t log_n = 1;
+  while ((std::size_t{1} << log_n) < n)
+    ++log_n;
+  if (n * log_n < stamps.size()) {
+    std::sort(items.begin(), items.end());
+    return;
+  }
+  items.clear();
+  for (std::size_t i = 0; i < stamps.size(); ++i) {
+    if (stamps[i] == stamp) items.push_back(static_cast<T>(i));
+  }
+}
+
+}  // namespace
+
 // Collects the transfers connected to the seed links through shared links, then recomputes them.
 void Network::solve_from(std::span<const LinkUse> seeds) {
   if (++stamp_ == 0) {
@@ -109,8 +132,8 @@ void Network::solve_from(std::span<const LinkUse> seeds) {
       visit_link(u.resource);
   }
   if (comp_.empty()) return;
-  std::sort(comp_.begin(), comp_.end());
-  std::sort(comp_links_.begin(), comp_links_.end());
+  sort_marked(comp_, transfer_stamp_, stamp_);
+  sort_marked(comp_links_, link_stamp_, stamp_);
   solve_component();
 }
 

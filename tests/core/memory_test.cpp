@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "planner/core/catalog.hpp"
+#include "planner/core/diagnostics.hpp"
 #include "planner/core/model_partition.hpp"
+#include "planner/core/plan.hpp"
 
 namespace planner {
 namespace {
@@ -193,6 +195,54 @@ TEST(Memory, ImpossibleConfigurationsAreErrors) {
   auto r = estimate_memory(gpt3(), gpt3_training(), p, {});
   ASSERT_FALSE(r);
   EXPECT_NE(r.status().message().find("/parallel/tp"), std::string::npos);
+}
+
+// The sweep's cached estimator equals estimate_memory() on every valid config of a grid (all
+// schedules, virtual stages, recompute, ZeRO, sequence parallelism; micro-batch counts past the
+// in-flight saturation point), on one estimator reused across them.
+TEST(Memory, EstimatorEqualsEstimateMemory) {
+  const ModelSpec& model = *builtin_catalog().find_model("llama3-8b");
+  const GpuSpec& gpu = *builtin_catalog().find_gpu("H100");
+  TrainingSpec training;
+  training.global_batch_size = 64;
+  training.seq_length = 4096;
+  MemoryEstimator estimator(model, training, gpu);
+  int checked = 0;
+  for (int tp : {1, 2, 8})
+    for (int pp : {1, 2, 4})
+      for (int dp : {1, 4})
+        for (std::int64_t mbs : {1, 2})
+          for (Schedule sched :
+               {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZeroBubbleH1})
+            for (int v : {1, 2, 4})
+              for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+                for (int zero : {0, 1, 3})
+                  for (bool sp : {false, true}) {
+                    ParallelConfig p;
+                    p.tp = tp;
+                    p.pp = pp;
+                    p.dp = dp;
+                    p.micro_batch_size = mbs;
+                    p.schedule = sched;
+                    p.virtual_stages = v;
+                    p.recompute = rc;
+                    p.zero_stage = zero;
+                    p.sequence_parallel = sp;
+                    Diagnostics diag("grid");
+                    check_parallel(model, training, p, diag);
+                    if (!diag.empty()) continue;
+                    auto report = estimate_memory(model, training, p, gpu);
+                    ASSERT_TRUE(report) << short_label(p) << ": " << report.status().message();
+                    auto peak = estimator.peak(p);
+                    ASSERT_TRUE(peak) << short_label(p) << ": " << peak.status().message();
+                    EXPECT_EQ(peak->stage, report->peak_stage) << short_label(p);
+                    EXPECT_NEAR(static_cast<double>(peak->bytes.raw()),
+                                static_cast<double>(report->peak.raw()), 1.0)
+                        << short_label(p);
+                    EXPECT_EQ(peak->fits, report->fits) << short_label(p);
+                    ++checked;
+                  }
+  EXPECT_GT(checked, 500);
 }
 
 }  // namespace

@@ -46,7 +46,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "planner/core/gpu_spec.hpp"
@@ -113,5 +115,53 @@ struct MemoryReport {
 Result<MemoryReport> estimate_memory(const ModelSpec& model, const TrainingSpec& training,
                                      const ParallelConfig& parallel, const GpuSpec& gpu,
                                      const MemoryOptions& options = {});
+
+// The peak of a plan's per-stage memory, as estimate_memory() reports it.
+struct MemoryPeak {
+  int stage = 0;      // the stage with the largest total
+  Bytes bytes;        // its total (StageMemory::total())
+  Bytes activations;  // of which activations
+  Bytes capacity;     // the GPU's HBM; zero when no GPU was given
+  bool fits = true;
+};
+
+// Repeated memory estimates of one model and training setup on one GPU over many parallel configs
+// (a sweep's memory pruning): peak() equals estimate_memory()'s peak stage and bytes (to a byte of
+// rounding) without building a report. It caches what configs share: the parameters of every stage
+// per (tp, ep, pp, virtual stages), and per (schedule, pp, micro-batches, virtual stages) the
+// micro-batch chunks a stage holds in flight at the moments that can be its peak. Schedules other
+// than GPipe reach their steady state within kInFlightSaturation × pp micro-batches (1F1B holds
+// at most pp − s, interleaving and ZB-H1 repeat a period of pp micro-batches after a warm-up
+// shorter than 2·pp; tests/core/memory_test.cpp checks it), so their profile is computed with at
+// most that many. Not thread-safe: use one estimator per thread.
+class MemoryEstimator {
+ public:
+  static constexpr int kInFlightSaturation = 2;
+
+  MemoryEstimator(ModelSpec model, TrainingSpec training, GpuSpec gpu, MemoryOptions options = {});
+  ~MemoryEstimator();
+  MemoryEstimator(MemoryEstimator&&) noexcept;
+  MemoryEstimator& operator=(MemoryEstimator&&) noexcept;
+
+  // `parallel` must pass check_parallel() (the sweep enumerates valid configs); a partition or
+  // schedule that cannot be built is an error.
+  Result<MemoryPeak> peak(const ParallelConfig& parallel);
+
+  // Micro-batches the in-flight profile of a schedule is computed with.
+  static int schedule_microbatches(Schedule schedule, int stages, int microbatches);
+
+ private:
+  struct Layout;
+  struct InFlight;
+  Result<const Layout*> layout(const ParallelConfig& p);
+  Result<const InFlight*> in_flight(const ParallelConfig& p, int microbatches);
+
+  ModelSpec model_;
+  TrainingSpec training_;
+  GpuSpec gpu_;
+  MemoryOptions options_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Layout>> layouts_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<InFlight>> in_flight_;
+};
 
 }  // namespace planner

@@ -66,6 +66,24 @@ struct CommPlan {
   int copies = 0;  // background copies merged into the phases
 };
 
+// The cost of one (algorithm, protocol) as a line in the collective's size S (for the analytic tier
+// of a sweep, simulator/estimate.hpp): alone = latency + S × alone_s_per_byte is the estimate
+// collective() selects on (an idle network); loaded = latency + S × loaded_s_per_byte is the same
+// transfer sharing its links with `images` (the symmetric groups of the other ranks) running at
+// the same time, the steady state the flow-level network reaches when they overlap fully.
+struct CostLine {
+  Algorithm algorithm = Algorithm::kRing;
+  int protocol = 0;
+  Time latency;
+  double alone_s_per_byte = 0;
+  double loaded_s_per_byte = 0;
+
+  // The loaded time of the line collective() would select for `bytes` (smallest alone estimate,
+  // the first in selection order on ties); zero for no lines (a group of one GPU). Lines that no
+  // size selects keep loaded = alone.
+  static Time time(std::span<const CostLine> lines, Bytes bytes);
+};
+
 // Builds plans; keeps scratch space, so use one planner per simulation (thread).
 class CollectivePlanner {
  public:
@@ -80,8 +98,24 @@ class CollectivePlanner {
   // A message from `src` to `dst` GPU, plus background copies (src, dst pairs).
   CommPlan p2p(int src, int dst, Bytes bytes, std::span<const std::pair<int, int>> copies = {});
 
+  // Cost lines of every (algorithm, protocol) collective() would consider for `kind` over `gpus`
+  // (the forced algorithm only, when it applies), loaded by `images` (other groups of the same
+  // size running the same algorithm at once). Empty for a group of one GPU.
+  std::vector<CostLine> cost_lines(OpKind kind, std::span<const int> gpus,
+                                   std::span<const std::vector<int>> images = {});
+  // The same for a message src → dst, loaded by the messages `images`.
+  std::vector<CostLine> p2p_cost_lines(int src, int dst,
+                                       std::span<const std::pair<int, int>> images = {});
+
  private:
   struct Shape;  // a phase's uses before bytes and latency
+  static Time phase_latency(const Shape& s, const ProtocolProfile& proto, bool first);
+  double bottleneck_share(std::span<const LinkUse> uses) const;
+  std::vector<Shape> p2p_shapes(int src, int dst);
+  // Lines of `parts` alone (loaded = alone until cost_lines() loads them).
+  void add_lines(Algorithm a, const std::vector<Shape>& parts, std::vector<CostLine>& out) const;
+  // The bottleneck per-flow share of the union of `uses` (counts summed per resource).
+  double loaded_share(const std::vector<const std::vector<LinkUse>*>& uses);
   bool applicable(Algorithm a, OpKind kind, std::span<const int> gpus) const;
   std::vector<Shape> shapes(Algorithm a, OpKind kind, std::span<const int> gpus);
   double efficiency(Algorithm a) const;
@@ -94,7 +128,9 @@ class CollectivePlanner {
   std::optional<Algorithm> forced_;
   std::vector<Time> link_latency_;  // topology + profile latency per link
   std::vector<std::uint8_t> link_class_;
-  std::vector<topo::LinkId> path_;  // scratch for add_path()
+  std::vector<topo::LinkId> path_;   // scratch for add_path()
+  std::vector<std::int32_t> count_;  // scratch for loaded_share(), by resource
+  std::vector<std::int32_t> touched_;
   int simple_protocol_ = 0;
 };
 

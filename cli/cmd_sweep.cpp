@@ -1,0 +1,817 @@
+// planner sweep: the main job. Searches every valid plan for a model on a cluster (or a batch of
+// scenarios from a sweep document), ranks them by effective tokens per dollar with the analytic
+// tier, re-runs the best through the simulator, prints the ranking with why each plan wins or
+// loses, and records the sweep in the database.
+//
+// Exit codes: 0 ok, 1 runtime failure, 2 bad input, 3 (--check) the checked plan is more than
+// --max-regret worse than the best plan found.
+//
+// Under an MPI launcher (`mpirun -np N planner sweep ...`) the search splits over the ranks
+// (executor/sweep_mpi.hpp) and rank 0 prints and records the result.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "app.hpp"
+#include "db_options.hpp"
+#include "output.hpp"
+#include "plan_args.hpp"
+#include "planner/core/loaders.hpp"
+#include "planner/core/spec_json.hpp"
+#include "planner/sim/sweep.hpp"
+#include "planner/sim/sweep_spec.hpp"
+#include "planner/store/metrics.hpp"
+#include "planner/store/plans.hpp"
+#include "planner/store/runs.hpp"
+#include "planner/store/sweeps.hpp"
+#include "planner/topo/topology_catalog.hpp"
+#ifdef PLANNER_HAVE_EXECUTOR
+#include "planner/exec/mpi_world.hpp"
+#include "planner/exec/sweep_mpi.hpp"
+#endif
+
+namespace planner::cli {
+namespace {
+
+// The built-in scenario `planner sweep` runs without arguments.
+constexpr const char* kDefaultModel = "llama3-8b";
+constexpr const char* kDefaultGpu = "h100";
+constexpr int kDefaultGpus = 64;
+// Default global batch: 4 Mi tokens per step (the Llama 3 405B pre-training batch at its start,
+// Dubey et al. 2024, arXiv:2407.21783, §3.4.1), in sequences of the chosen length.
+constexpr std::int64_t kDefaultBatchTokens = std::int64_t{4} << 20;
+constexpr int kExitRegret = 3;
+constexpr double kSecondsPerDay = 86400;
+// The progress line is redrawn at most this often.
+constexpr double kProgressRedrawS = 0.1;
+
+struct SweepArgs {
+  std::string spec;
+  std::vector<std::string> models;
+  std::vector<std::string> gpus;
+  std::string topology;
+  std::vector<int> cluster_gpus;
+  int min_gpus = 0;
+  std::int64_t seq = 0;
+  std::int64_t gbs = 0;
+  std::string precision = "bf16";
+  std::string optimizer = "adam";
+  double tokens = 0;
+  std::vector<int> tp, pp, dp, cp, ep, vpp, zero;
+  std::vector<std::int64_t> mbs;
+  std::vector<std::string> schedules, recompute, orders;
+  std::string sp = "both";
+  std::string overlap = "both";
+  bool tp_beyond_nvlink = false;
+  double budget = 0;
+  double deadline_days = 0;
+  std::vector<std::string> prices;
+  std::string offering;
+  double usd_per_kwh = 0;
+  double pue = sim::kDefaultPue;
+  double failure_rate = -1;
+  double spot_rate = -1;
+  double checkpoint_gbps = 0;
+  double restart_min = -1;
+  int threads = 0;
+  int top_k = -1;
+  int keep = -1;
+  int top = 10;
+  bool csv = false;
+  std::string emit_plan;
+  std::string check;
+  std::string max_regret;
+  bool no_progress = false;
+  DbOptions db;
+};
+
+// ---- the request from flags or a sweep document
+
+Result<std::vector<bool>> on_off(const std::string& flag, const std::string& v) {
+  if (v == "both") return std::vector<bool>{};
+  if (v == "on") return std::vector<bool>{true};
+  if (v == "off") return std::vector<bool>{false};
+  return Status::invalid_input(flag + ": expected on, off or both, got \"" + v + "\"");
+}
+
+template <class E>
+Result<std::vector<E>> enum_list(const std::string& flag, const std::vector<std::string>& in) {
+  std::vector<E> out;
+  for (const std::string& s : in) {
+    PLANNER_ASSIGN_OR_RETURN(E v, parse_flag<E>(flag, s));
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<sim::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a) {
+  sim::SweepRequest req;
+  std::vector<std::string> models = a.models;
+  if (models.empty()) models.push_back(kDefaultModel);
+  std::vector<std::string> gpus = a.gpus;
+  if (gpus.empty()) gpus.push_back(kDefaultGpu);
+  std::vector<int> sizes = a.cluster_gpus;
+  if (sizes.empty()) sizes.push_back(kDefaultGpus);
+  for (const std::string& name : models) {
+    PLANNER_ASSIGN_OR_RETURN(ModelSpec model, resolve_model(*ctx.catalog, name));
+    TrainingSpec t;
+    PLANNER_ASSIGN_OR_RETURN(t.precision, parse_flag<Precision>("--precision", a.precision));
+    PLANNER_ASSIGN_OR_RETURN(t.optimizer, parse_flag<Optimizer>("--optimizer", a.optimizer));
+    t.seq_length = a.seq > 0 ? a.seq : (model.max_seq_len > 0 ? model.max_seq_len : 2048);
+    t.global_batch_size =
+        a.gbs > 0 ? a.gbs : std::max<std::int64_t>(1, kDefaultBatchTokens / t.seq_length);
+    t.token_budget = a.tokens;
+    for (const std::string& g : gpus) {
+      PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(g));
+      topo::TopologySpec topology;
+      if (!a.topology.empty()) {
+        PLANNER_ASSIGN_OR_RETURN(topology, topo::resolve_topology(a.topology));
+        if (!gpu.matches(topology.gpu)) {
+          return Status::invalid_input("--topology " + topology.name + " has " + topology.gpu +
+                                       " GPUs, not " + gpu.name);
+        }
+      } else {
+        PLANNER_ASSIGN_OR_RETURN(topology, sim::topology_for_gpu(gpu));
+      }
+      for (int n : sizes) {
+        if (n < 1) return Status::invalid_input("--gpus: must be >= 1, got " + std::to_string(n));
+        sim::SweepScenario sc;
+        sc.model = model;
+        sc.training = t;
+        sc.gpu = gpu;
+        sc.topology = topology;
+        sc.max_gpus = n;
+        sc.min_gpus = a.min_gpus;
+        req.scenarios.push_back(std::move(sc));
+      }
+    }
+  }
+  sim::SearchSpace& s = req.space;
+  s.tp = a.tp;
+  s.pp = a.pp;
+  s.dp = a.dp;
+  s.cp = a.cp;
+  s.ep = a.ep;
+  s.virtual_stages = a.vpp;
+  s.zero_stages = a.zero;
+  s.micro_batch_sizes = a.mbs;
+  PLANNER_ASSIGN_OR_RETURN(s.schedules, enum_list<Schedule>("--schedule", a.schedules));
+  PLANNER_ASSIGN_OR_RETURN(s.recompute, enum_list<Recompute>("--recompute", a.recompute));
+  s.orders = a.orders;
+  PLANNER_ASSIGN_OR_RETURN(s.sequence_parallel, on_off("--sp", a.sp));
+  PLANNER_ASSIGN_OR_RETURN(s.overlap, on_off("--overlap", a.overlap));
+  s.tp_within_nvlink = !a.tp_beyond_nvlink;
+  return req;
+}
+
+// Flags that apply on top of a sweep document too (given flags win).
+Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, sim::SweepRequest& req) {
+  if (a.budget > 0) req.constraints.budget_usd = a.budget;
+  if (a.deadline_days > 0) req.constraints.deadline_s = a.deadline_days * kSecondsPerDay;
+  if (!a.offering.empty()) {
+    PLANNER_ASSIGN_OR_RETURN(req.pricing.offering, parse_flag<Offering>("--offering", a.offering));
+  }
+  for (const std::string& p : a.prices) {
+    const auto eq = p.find('=');
+    double usd = 0;
+    bool ok = eq != std::string::npos && eq > 0;
+    if (ok) {
+      try {
+        std::size_t used = 0;
+        usd = std::stod(p.substr(eq + 1), &used);
+        ok = used == p.size() - eq - 1 && usd > 0;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      return Status::invalid_input(
+          "--price: expected GPU=USD_PER_GPU_HOUR (e.g. H100=2.49), got \"" + p + "\"");
+    }
+    const std::string gpu = p.substr(0, eq);
+    if (ctx.catalog->find_gpu(gpu) == nullptr) {
+      PLANNER_RETURN_IF_ERROR(ctx.catalog->gpu(gpu).status().with_context("--price"));
+    }
+    req.pricing.overrides.insert(req.pricing.overrides.begin(), {gpu, Usd(usd)});
+  }
+  if (a.usd_per_kwh > 0) req.pricing.usd_per_kwh = a.usd_per_kwh;
+  if (a.pue != sim::kDefaultPue) req.pricing.pue = a.pue;
+  if (a.failure_rate >= 0) req.failures.interruptions_per_gpu_hour = a.failure_rate;
+  if (a.spot_rate >= 0) req.failures.spot_preemptions_per_node_hour = a.spot_rate;
+  if (a.checkpoint_gbps > 0) req.failures.checkpoint_bandwidth = GBps(a.checkpoint_gbps);
+  if (a.restart_min >= 0) req.failures.restart = seconds(a.restart_min * 60);
+  if (a.top_k >= 0) req.options.top_k = a.top_k;
+  if (a.keep >= 0) req.options.keep = a.keep;
+  req.options.threads = a.threads > 0
+                            ? a.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  req.options.sim.ranks = RankSubset::kOnePerStage;
+  req.options.sim.run.keep_op_times = false;
+  return Status::ok();
+}
+
+Result<sim::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& a) {
+  sim::SweepRequest req;
+  if (!a.spec.empty()) {
+    PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(a.spec));
+    PLANNER_ASSIGN_OR_RETURN(
+        req, sim::parse_sweep_spec(text, a.spec, *ctx.catalog, [](std::string_view name) {
+          return topo::resolve_topology(name);
+        }));
+  } else {
+    PLANNER_ASSIGN_OR_RETURN(req, request_from_flags(ctx, a));
+  }
+  PLANNER_RETURN_IF_ERROR(apply_common_flags(ctx, a, req));
+  return req;
+}
+
+// ---- progress on stderr
+
+class ProgressBar final : public sim::ProgressSink {
+ public:
+  explicit ProgressBar(std::ostream& err) : err_(err), start_(Clock::now()) {}
+  ~ProgressBar() override { clear(); }
+
+  void on_progress(const sim::SweepProgress& p) override {
+    const auto now = Clock::now();
+    if (p.phase != phase_) {
+      phase_ = p.phase;
+      phase_start_ = now;
+    } else if (std::chrono::duration<double>(now - last_).count() < kProgressRedrawS &&
+               p.done < p.total) {
+      return;
+    }
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - phase_start_).count();
+    std::ostringstream line;
+    if (p.phase == sim::SweepPhase::kAnalytic) {
+      const double rate = elapsed > 0 ? static_cast<double>(p.evaluated) / elapsed : 0;
+      line << "ranking  " << bar(p) << " " << fmt_count(static_cast<double>(p.evaluated))
+           << " plans estimated, " << fmt_count(static_cast<double>(p.pruned)) << " out of memory, "
+           << fmt_count(rate) << " plans/s" << left(p, elapsed);
+    } else if (p.phase == sim::SweepPhase::kSimulate) {
+      line << "simulating " << bar(p) << " " << p.done << "/" << p.total << " plans"
+           << left(p, elapsed);
+    } else {
+      clear();
+      return;
+    }
+    std::string text = line.str();
+    const std::size_t width = text.size();
+    if (width < shown_) text += std::string(shown_ - width, ' ');
+    shown_ = width;
+    err_ << '\r' << text << std::flush;
+  }
+
+  void clear() {
+    if (shown_ == 0) return;
+    err_ << '\r' << std::string(shown_, ' ') << '\r' << std::flush;
+    shown_ = 0;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  static std::string bar(const sim::SweepProgress& p) {
+    constexpr int kWidth = 20;
+    const int filled =
+        p.total > 0 ? static_cast<int>(kWidth * static_cast<double>(p.done) / p.total) : 0;
+    return "[" + std::string(static_cast<std::size_t>(filled), '#') +
+           std::string(static_cast<std::size_t>(kWidth - filled), '.') + "]";
+  }
+  static std::string left(const sim::SweepProgress& p, double elapsed) {
+    if (p.done == 0 || p.total <= p.done) return "";
+    const double rest = elapsed * static_cast<double>(p.total - p.done) / p.done;
+    return ", " + fmt(rest, rest < 10 ? 1 : 0) + " s left";
+  }
+
+  std::ostream& err_;
+  Clock::time_point start_, phase_start_, last_;
+  sim::SweepPhase phase_ = sim::SweepPhase::kPrepare;
+  std::size_t shown_ = 0;
+};
+
+// ---- output
+
+std::string days(double s) {
+  if (!std::isfinite(s)) return "-";
+  const double d = s / kSecondsPerDay;
+  return d >= 100 ? fmt(d, 0) : fmt(d, 1);
+}
+
+std::string money(double usd) {
+  if (!std::isfinite(usd)) return "-";
+  return "$" + fmt_count(usd);
+}
+
+std::string pct(double f) {
+  return fmt(100.0 * f, 1) + "%";
+}
+
+// short_label() plus what a sweep varies beyond it: the rank order and data-parallel overlap.
+std::string plan_label(const sim::RankedPlan& r) {
+  std::string s = short_label(r.parallel);
+  if (r.parallel.order != kDefaultRankOrder) s += " " + r.parallel.order;
+  if (r.parallel.dp * r.parallel.cp > 1 &&
+      !(r.parallel.overlap_grad_reduce && r.parallel.overlap_param_gather)) {
+    s += " no-overlap";
+  }
+  return s;
+}
+
+Json metrics_json(const sim::PlanMetrics& m) {
+  Json exposed = Json::object();
+  for (sim::TimeBucket b : sim::kCommBuckets)
+    exposed[std::string(to_string(b)) + "_s"] = to_seconds(m.exposed(b));
+  return {{"step_time_s", to_seconds(m.step_time)},
+          {"tokens_per_s", m.tokens_per_second},
+          {"mfu", m.mfu},
+          {"hfu", m.hfu},
+          {"bubble_fraction", m.bubble_fraction},
+          {"compute_s", to_seconds(m.exposed(sim::TimeBucket::kCompute))},
+          {"exposed_comm", exposed},
+          {"peak_memory_bytes", m.peak_memory.raw()},
+          {"hbm_bytes", m.capacity.raw()}};
+}
+
+Json plan_json(const sim::SweepSetup& setup, const sim::RankedPlan& r) {
+  const sim::Economics& e = r.economics;
+  Json j = {{"position", r.position},          {"scenario", setup.info(r.scenario).name},
+            {"label", plan_label(r)},          {"world_size", r.parallel.world_size()},
+            {"parallel", to_json(r.parallel)}, {"tier", std::string(to_string(r.tier))},
+            {"tokens_per_usd", r.objective},   {"estimate", metrics_json(r.estimate)}};
+  if (r.simulated) j["simulated"] = metrics_json(*r.simulated);
+  j["economics"] = {{"billed_gpus", e.billed_gpus},
+                    {"usd_per_hour", e.usd_per_hour.raw()},
+                    {"energy_usd_per_hour", e.energy_usd_per_hour.raw()},
+                    {"useful_fraction", e.goodput.useful_fraction},
+                    {"effective_tokens_per_s", e.effective_tokens_per_second},
+                    {"time_to_train_s", e.time_to_train_s},
+                    {"total_cost_usd", e.total_cost.raw()},
+                    {"checkpoint_interval_s", e.goodput.interval_s},
+                    {"checkpoint_s", e.goodput.checkpoint_s},
+                    {"mtbf_s", e.goodput.mtbf_s}};
+  j["note"] = r.note;
+  return j;
+}
+
+struct Timing {
+  double prepare_s = 0;
+  double total_s = 0;
+};
+
+Json result_json(const sim::SweepSetup& setup, const sim::SweepResult& res, const Timing& t) {
+  Json scenarios = Json::array();
+  for (const sim::ScenarioInfo& s : res.scenarios) {
+    scenarios.push_back({{"name", s.name},
+                         {"model", s.model},
+                         {"gpu", s.gpu},
+                         {"topology", s.topology},
+                         {"max_gpus", s.max_gpus},
+                         {"min_gpus", s.min_gpus},
+                         {"profile", s.profile},
+                         {"token_budget", s.token_budget},
+                         {"usd_per_gpu_hour", s.price.usd_per_gpu_hour.raw()},
+                         {"offering", std::string(to_string(s.price.offering))},
+                         {"price_source", s.price.source},
+                         {"price_date", s.price.date}});
+  }
+  Json ranking = Json::array(), pareto = Json::array();
+  for (const sim::RankedPlan& r : res.ranking)
+    ranking.push_back(plan_json(setup, r));
+  for (const sim::RankedPlan& r : res.pareto)
+    pareto.push_back(plan_json(setup, r));
+  const sim::SweepCounts& c = res.counts;
+  return {{"schema_version", kSchemaVersion},
+          {"kind", "sweep-result"},
+          {"scenarios", scenarios},
+          {"counts",
+           {{"candidates", c.candidates},
+            {"out_of_memory", c.out_of_memory},
+            {"evaluated", c.evaluated},
+            {"over_budget", c.over_budget},
+            {"over_deadline", c.over_deadline},
+            {"feasible", c.feasible},
+            {"simulated", c.simulated},
+            {"simulation_failures", c.simulation_failures}}},
+          {"estimate_error",
+           {{"plans", res.error.plans},
+            {"mean_abs_pct", res.error.mean_abs_pct},
+            {"max_abs_pct", res.error.max_abs_pct},
+            {"mean_signed_pct", res.error.mean_signed_pct}}},
+          {"seconds", t.total_s},
+          {"ranking", ranking},
+          {"pareto", pareto}};
+}
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void print_csv(std::ostream& out, const sim::SweepSetup& setup, const sim::SweepResult& res) {
+  out << "position,scenario,plan,gpus,tp,pp,dp,cp,ep,sp,mbs,schedule,vpp,recompute,zero,order,"
+         "overlap,tier,step_s,tokens_per_s,mfu,bubble,peak_GiB,usd_per_hour,useful_fraction,"
+         "days_to_train,total_usd,tokens_per_usd,estimate_step_s,note\n";
+  for (const sim::RankedPlan& r : res.ranking) {
+    const ParallelConfig& p = r.parallel;
+    const sim::PlanMetrics& m = r.metrics();
+    const sim::Economics& e = r.economics;
+    out << r.position << ',' << csv_escape(setup.info(r.scenario).name) << ','
+        << csv_escape(plan_label(r)) << ',' << p.world_size() << ',' << p.tp << ',' << p.pp << ','
+        << p.dp << ',' << p.cp << ',' << p.ep << ',' << (p.sequence_parallel ? 1 : 0) << ','
+        << p.micro_batch_size << ',' << to_string(p.schedule) << ',' << p.virtual_stages << ','
+        << to_string(p.recompute) << ',' << p.zero_stage << ',' << p.order << ','
+        << (p.overlap_grad_reduce ? 1 : 0) << ',' << to_string(r.tier) << ','
+        << to_seconds(m.step_time) << ',' << m.tokens_per_second << ',' << m.mfu << ','
+        << m.bubble_fraction << ',' << to_GiB(m.peak_memory) << ',' << e.usd_per_hour.raw() << ','
+        << e.goodput.useful_fraction << ',' << e.time_to_train_s / kSecondsPerDay << ','
+        << e.total_cost.raw() << ',' << r.objective << ',' << to_seconds(r.estimate.step_time)
+        << ',' << csv_escape(r.note) << '\n';
+  }
+}
+
+void print_plans(std::ostream& out, const std::vector<sim::RankedPlan>& plans, std::size_t rows,
+                 bool numbered, bool several) {
+  Table t({{"#", Align::kRight},
+           {"PLAN"},
+           {"GPUS", Align::kRight},
+           {"STEP s", Align::kRight},
+           {"TOKENS/s", Align::kRight},
+           {"MFU", Align::kRight},
+           {"DAYS", Align::kRight},
+           {"COST", Align::kRight},
+           {"TOKENS/$", Align::kRight},
+           {"PEAK GiB", Align::kRight},
+           {"BY"},
+           {"WHY"}});
+  for (std::size_t i = 0; i < plans.size() && i < rows; ++i) {
+    const sim::RankedPlan& r = plans[i];
+    const sim::PlanMetrics& m = r.metrics();
+    std::string label = plan_label(r);
+    if (several) label = "s" + std::to_string(r.scenario + 1) + " " + label;
+    t.add_row({numbered ? std::to_string(r.position) : std::to_string(i + 1), label,
+               fmt_int(r.parallel.world_size()), fmt(to_seconds(m.step_time), 3),
+               fmt_count(m.tokens_per_second), pct(m.mfu), days(r.economics.time_to_train_s),
+               money(r.economics.total_cost.raw()), fmt_count(r.objective),
+               fmt(to_GiB(m.peak_memory), 1), r.simulated ? "sim" : "est", r.note});
+  }
+  t.print(out);
+}
+
+void print_report(std::ostream& out, const sim::SweepSetup& setup, const sim::SweepResult& res,
+                  const Timing& timing, int rows) {
+  const bool several = res.scenarios.size() > 1;
+  for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
+    const sim::ScenarioInfo& s = res.scenarios[i];
+    out << (several ? "s" + std::to_string(i + 1) + ": " : std::string()) << s.name << " ("
+        << s.topology << ", " << s.gpus_per_node << " GPUs/node, profile " << s.profile
+        << "); plans use " << fmt_int(s.min_gpus) << "-" << fmt_int(s.max_gpus) << " GPUs\n";
+    out << "  " << s.gpu << " at $" << fmt(s.price.usd_per_gpu_hour.raw(), 3) << "/GPU-hour "
+        << to_string(s.price.offering)
+        << (s.price.overridden ? " (--price)"
+                               : " (" + s.price.provider + " " + s.price.instance + ", " +
+                                     s.price.date + "; " + s.price.source + ")")
+        << (s.pricing.usd_per_kwh > 0 ? " + energy at $" + fmt(s.pricing.usd_per_kwh, 3) +
+                                            "/kWh, PUE " + fmt(s.pricing.pue, 2)
+                                      : std::string())
+        << "; token budget " << fmt_count(s.token_budget) << "\n";
+  }
+  const sim::SweepCounts& c = res.counts;
+  out << "\n"
+      << fmt_int(c.candidates) << " valid plans: " << fmt_int(c.out_of_memory)
+      << " do not fit in memory, " << fmt_int(c.evaluated) << " estimated";
+  if (c.over_budget > 0) out << ", " << fmt_int(c.over_budget) << " over budget";
+  if (c.over_deadline > 0) out << ", " << fmt_int(c.over_deadline) << " past the deadline";
+  out << "; the best " << c.simulated << " simulated (" << fmt(timing.total_s, 1) << " s in all)\n";
+  if (c.simulation_failures > 0) {
+    out << c.simulation_failures << " simulations failed; those plans are left out\n";
+  }
+  if (res.error.plans > 0) {
+    out << "estimate vs simulation on those " << res.error.plans << ": mean |error| "
+        << fmt(res.error.mean_abs_pct, 1) << "%, max " << fmt(res.error.max_abs_pct, 1)
+        << "% (estimate " << (res.error.mean_signed_pct >= 0 ? "+" : "")
+        << fmt(res.error.mean_signed_pct, 1) << "% on average)\n";
+  }
+  if (res.ranking.empty()) {
+    out << "\nno plan fits the constraints\n";
+    return;
+  }
+  out << "\nranked by effective tokens per dollar (goodput-adjusted); BY: sim = simulated, est = "
+         "analytic estimate\n";
+  print_plans(out, res.ranking, static_cast<std::size_t>(rows), true, several);
+  const sim::RankedPlan& best = res.ranking.front();
+  const sim::Goodput& g = best.economics.goodput;
+  out << "\ngoodput of #1: " << fmt(res.failures.interruptions_per_gpu_hour * 1e5, 2)
+      << "e-5 interruptions per GPU-hour (Llama 3's 419 in 54 days on 16,384 GPUs unless set)"
+      << " -> one every " << fmt(g.mtbf_s / 3600, 1) << " h on "
+      << fmt_int(best.economics.billed_gpus) << " GPUs; checkpoint "
+      << fmt(to_GB(g.checkpoint_bytes), 0) << " GB in " << fmt(g.checkpoint_s, 0) << " s every "
+      << fmt(g.interval_s / 60, 0) << " min (Young/Daly), restart " << fmt(g.restart_s / 60, 0)
+      << " min: " << pct(g.useful_fraction) << " useful\n";
+  if (!res.pareto.empty()) {
+    out << "\nPareto frontier, time to train vs cost (" << res.pareto.size() << " plans)\n";
+    print_plans(out, res.pareto, res.pareto.size(), false, several);
+  }
+  (void)setup;
+}
+
+// ---- database
+
+std::vector<store::Metric> plan_metrics(const sim::RankedPlan& r) {
+  namespace m = store::metric;
+  auto metric = [](const store::MetricDef& def, double v) {
+    return store::Metric{std::string(def.name), v, std::string(def.unit)};
+  };
+  const sim::PlanMetrics& pm = r.metrics();
+  const sim::Economics& e = r.economics;
+  return {metric(m::kStepTime, to_seconds(pm.step_time)),
+          metric(m::kTokensPerSecond, pm.tokens_per_second),
+          metric(m::kMfu, pm.mfu),
+          metric(m::kHfu, pm.hfu),
+          metric(m::kBubbleFraction, pm.bubble_fraction),
+          metric(m::kExposedCommTp, to_seconds(pm.exposed(sim::TimeBucket::kTp))),
+          metric(m::kExposedCommCp, to_seconds(pm.exposed(sim::TimeBucket::kCp))),
+          metric(m::kExposedCommEp, to_seconds(pm.exposed(sim::TimeBucket::kEp))),
+          metric(m::kExposedCommPp, to_seconds(pm.exposed(sim::TimeBucket::kPp))),
+          metric(m::kExposedCommDp, to_seconds(pm.exposed(sim::TimeBucket::kDp))),
+          metric(m::kPeakMemory, static_cast<double>(pm.peak_memory.raw())),
+          metric(m::kMemoryHeadroom, static_cast<double>((pm.capacity - pm.peak_memory).raw())),
+          metric(m::kTimeToTrain, e.time_to_train_s),
+          metric(m::kTotalCost, e.total_cost.raw()),
+          metric(m::kCostPerHour, e.usd_per_hour.raw()),
+          metric(m::kGoodput, e.goodput.useful_fraction),
+          metric(m::kTokensPerUsd, r.objective)};
+}
+
+Status record(const SweepArgs& args, const sim::SweepSetup& setup, const sim::SweepResult& res,
+              const Json& inputs) {
+  PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(args.db));
+  if (!db) return Status::ok();
+  store::NewRun run;
+  run.kind = store::RunKind::kSweep;
+  run.label = res.scenarios.size() == 1 ? res.scenarios.front().name
+                                        : std::to_string(res.scenarios.size()) + " scenarios";
+  run.inputs_json = inputs.dump();
+  PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(*db, run));
+  {
+    PLANNER_ASSIGN_OR_RETURN(store::Transaction tx, db->write());
+    std::vector<store::SweepEntry> entries;
+    for (const sim::RankedPlan& r : res.ranking) {
+      const Plan plan = setup.plan_of(r.scenario, r.parallel);
+      PLANNER_ASSIGN_OR_RETURN(store::PlanId pid,
+                               store::put_plan(*db, as_document("plan", to_json(plan)), plan.name));
+      store::SweepEntry e;
+      e.plan = pid;
+      e.position = r.position;
+      e.tier = r.simulated ? store::MetricSource::kSimulated : store::MetricSource::kAnalytic;
+      e.objective = r.objective;
+      e.note = r.note;
+      e.metrics = plan_metrics(r);
+      entries.push_back(std::move(e));
+    }
+    PLANNER_RETURN_IF_ERROR(store::add_sweep_results(*db, id, entries));
+    PLANNER_RETURN_IF_ERROR(tx.commit());
+  }
+  return store::finish_run(*db, id);
+}
+
+Json inputs_json(const SweepArgs& a, const sim::SweepRequest& req) {
+  Json scenarios = Json::array();
+  for (const sim::SweepScenario& s : req.scenarios) {
+    scenarios.push_back({{"model", s.model.name},
+                         {"gpu", s.gpu.name},
+                         {"topology", s.topology.name},
+                         {"max_gpus", s.max_gpus},
+                         {"min_gpus", s.min_gpus},
+                         {"training", to_json(s.training)}});
+  }
+  return {{"command", "sweep"},
+          {"spec", a.spec},
+          {"scenarios", scenarios},
+          {"top_k", req.options.top_k},
+          {"keep", req.options.keep},
+          {"threads", req.options.threads},
+          {"offering", std::string(to_string(req.pricing.offering))},
+          {"budget_usd", req.constraints.budget_usd ? Json(*req.constraints.budget_usd) : Json()},
+          {"deadline_s", req.constraints.deadline_s ? Json(*req.constraints.deadline_s) : Json()}};
+}
+
+// ---- the CI gate
+
+Result<double> parse_regret(const std::string& text) {
+  std::string s = text;
+  if (!s.empty() && s.back() == '%') s.pop_back();
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  return Status::invalid_input("--max-regret: expected a percentage such as 5%, got \"" + text +
+                               "\"");
+}
+
+// Evaluates the checked plan in the matching scenario; returns the exit code (0 or 3).
+Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const sim::SweepSetup& setup,
+                       const sim::SweepResult& res) {
+  PLANNER_ASSIGN_OR_RETURN(Plan plan, load_plan_file(a.check, *ctx.catalog));
+  PLANNER_ASSIGN_OR_RETURN(const double max_regret,
+                           parse_regret(a.max_regret.empty() ? "5%" : a.max_regret));
+  int scenario = -1;
+  for (std::size_t i = 0; i < setup.scenario_count(); ++i) {
+    const sim::ScenarioInfo& s = setup.info(static_cast<int>(i));
+    if (s.model == plan.model.name && plan.gpu.matches(s.gpu) &&
+        plan.parallel.world_size() <= s.max_gpus) {
+      scenario = static_cast<int>(i);
+      break;
+    }
+  }
+  if (scenario < 0) {
+    return Status::invalid_input(a.check + ": no scenario of this sweep trains " + plan.model.name +
+                                 " on " + plan.gpu.name + " with " +
+                                 std::to_string(plan.parallel.world_size()) + " GPUs");
+  }
+  PLANNER_ASSIGN_OR_RETURN(sim::RankedPlan checked, setup.evaluate(scenario, plan.parallel));
+  // Beside --json or --csv output the verdict goes to stderr, keeping stdout machine-readable.
+  std::ostream& out = (ctx.json || a.csv) ? *ctx.err : *ctx.out;
+  if (res.ranking.empty()) {
+    out << "check: no plan was found to compare " << a.check << " with\n";
+    return 0;
+  }
+  const sim::RankedPlan& best = res.ranking.front();
+  const double regret = sim::regret_pct(best, checked);
+  out << "\ncheck " << a.check << ": " << plan_label(checked) << " ";
+  if (!checked.simulated) {
+    out << "does not run (" << (checked.note.empty() ? "simulation failed" : checked.note) << ")";
+  } else {
+    out << fmt_count(checked.objective) << " tokens/$ vs the best " << fmt_count(best.objective)
+        << ": " << fmt(regret, 1) << "% worse (allowed " << fmt(max_regret, 1) << "%)";
+  }
+  out << "\n";
+  if (checked.simulated && regret <= max_regret) {
+    out << "check passed\n";
+    return 0;
+  }
+  out << "check FAILED: this plan is better (" << plan_label(best) << "):\n"
+      << to_json_text(setup.plan_of(best.scenario, best.parallel)) << "\n";
+  return kExitRegret;
+}
+
+// ---- the command
+
+Status sweep_command(CliContext& ctx, const SweepArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PLANNER_ASSIGN_OR_RETURN(sim::SweepRequest req, build_request(ctx, a));
+  const bool tty = isatty(STDERR_FILENO) != 0 && !a.no_progress;
+  std::unique_ptr<ProgressBar> bar;
+  if (tty) bar = std::make_unique<ProgressBar>(*ctx.err);
+  PLANNER_ASSIGN_OR_RETURN(std::shared_ptr<const sim::SweepSetup> setup,
+                           sim::SweepSetup::prepare(req));
+  Timing timing;
+  timing.prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::optional<sim::SweepResult> result;
+#ifdef PLANNER_HAVE_EXECUTOR
+  std::unique_ptr<exec::MpiWorld> world;
+  if (exec::launched_by_mpi()) {
+    PLANNER_ASSIGN_OR_RETURN(world, exec::MpiWorld::init(nullptr, nullptr));
+    if (world->rank() != 0) bar.reset();
+    PLANNER_ASSIGN_OR_RETURN(result, exec::run_sweep_distributed(*world, *setup, bar.get()));
+    if (world->rank() != 0) return Status::ok();
+  }
+#endif
+  if (!result) {
+    PLANNER_ASSIGN_OR_RETURN(sim::AnalyticPartial merged, sim::run_analytic(*setup, {}, bar.get()));
+    PLANNER_ASSIGN_OR_RETURN(
+        std::vector<sim::RankedPlan> simulated,
+        sim::simulate_candidates(*setup, sim::simulation_candidates(*setup, merged), bar.get()));
+    PLANNER_ASSIGN_OR_RETURN(result, sim::finish(*setup, merged, std::move(simulated)));
+  }
+  if (bar) bar->clear();
+  timing.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const sim::SweepResult& res = *result;
+  std::ostream& out = *ctx.out;
+  if (ctx.json) {
+    out << result_json(*setup, res, timing).dump(2) << '\n';
+  } else if (a.csv) {
+    print_csv(out, *setup, res);
+  } else {
+    print_report(out, *setup, res, timing, a.top);
+  }
+  if (!a.emit_plan.empty()) {
+    if (res.ranking.empty()) return Status::runtime("--emit-plan: no plan was found");
+    const sim::RankedPlan& best = res.ranking.front();
+    PLANNER_RETURN_IF_ERROR(write_text_file_atomic(
+        a.emit_plan, to_json_text(setup->plan_of(best.scenario, best.parallel)) + "\n"));
+    if (!ctx.json && !a.csv) out << "\nwrote the best plan to " << a.emit_plan << "\n";
+  }
+  PLANNER_RETURN_IF_ERROR(record(a, *setup, res, inputs_json(a, req)));
+  if (!a.check.empty()) {
+    PLANNER_ASSIGN_OR_RETURN(ctx.exit_code, check_gate(ctx, a, *setup, res));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_sweep_command(CLI::App& app, CliContext& ctx) {
+  CLI::App* cmd = app.add_subcommand(
+      "sweep",
+      "The main job: search every plan for a model on a cluster, rank by effective tokens per "
+      "dollar, simulate the best (no arguments: " +
+          std::string(kDefaultModel) + " on " + std::to_string(kDefaultGpus) + " " + kDefaultGpu +
+          " GPUs)");
+  auto a = std::make_shared<SweepArgs>();
+  cmd->add_option("--spec", a->spec, "A sweep document (models x clusters x GPU counts)")
+      ->type_name("FILE");
+  cmd->add_option(
+         "--model", a->models,
+         "Model presets or files, comma-separated (default " + std::string(kDefaultModel) + ")")
+      ->delimiter(',');
+  cmd->add_option(
+         "--gpu", a->gpus,
+         "GPU types to consider, comma-separated (default " + std::string(kDefaultGpu) + ")")
+      ->delimiter(',');
+  cmd->add_option("--topology", a->topology,
+                  "Topology preset or file (default: the first preset with the GPU)");
+  cmd->add_option("--gpus", a->cluster_gpus,
+                  "Cluster sizes in GPUs, comma-separated: one scenario each; plans use up to "
+                  "that many (default " +
+                      std::to_string(kDefaultGpus) + ")")
+      ->delimiter(',');
+  cmd->add_option("--min-gpus", a->min_gpus,
+                  "Fewest GPUs a plan may use (default: half the cluster)");
+  cmd->add_option("--seq", a->seq, "Sequence length (default: the model's maximum)");
+  cmd->add_option("--gbs", a->gbs,
+                  "Global batch size in sequences (default: 4 Mi tokens per step)");
+  cmd->add_option("--precision", a->precision, "fp32, tf32, bf16, fp16 or fp8")
+      ->capture_default_str();
+  cmd->add_option("--optimizer", a->optimizer, "adam, adamw or sgd")->capture_default_str();
+  cmd->add_option("--tokens", a->tokens,
+                  "Token budget to train (default: 20 tokens per parameter, Chinchilla)");
+  cmd->add_option("--tp", a->tp, "Fix tensor parallel sizes (comma-separated)")->delimiter(',');
+  cmd->add_option("--pp", a->pp, "Fix pipeline parallel sizes")->delimiter(',');
+  cmd->add_option("--dp", a->dp, "Fix data parallel sizes")->delimiter(',');
+  cmd->add_option("--cp", a->cp, "Fix context parallel sizes")->delimiter(',');
+  cmd->add_option("--ep", a->ep, "Fix expert parallel sizes")->delimiter(',');
+  cmd->add_option("--mbs", a->mbs, "Fix micro-batch sizes")->delimiter(',');
+  cmd->add_option("--vpp", a->vpp, "Fix virtual stage counts (interleaved)")->delimiter(',');
+  cmd->add_option("--schedule", a->schedules, "Schedules: gpipe, 1f1b, interleaved, zb-h1")
+      ->delimiter(',');
+  cmd->add_option("--recompute", a->recompute, "Recompute: none, selective, full")->delimiter(',');
+  cmd->add_option("--zero", a->zero, "ZeRO stages 0-3")->delimiter(',');
+  cmd->add_option("--sp", a->sp, "Sequence parallelism: on, off or both")->capture_default_str();
+  cmd->add_option("--order", a->orders, "Rank orders (default tp-cp-ep-dp-pp and tp-cp-ep-pp-dp)")
+      ->delimiter(',');
+  cmd->add_option("--overlap", a->overlap, "Data-parallel communication overlap: on, off or both")
+      ->capture_default_str();
+  cmd->add_flag("--tp-beyond-nvlink", a->tp_beyond_nvlink,
+                "Allow tensor parallelism across NVLink domains");
+  cmd->add_option("--budget", a->budget, "Most USD the token budget may cost");
+  cmd->add_option("--deadline", a->deadline_days, "Most days the token budget may take");
+  cmd->add_option("--price", a->prices,
+                  "Price override GPU=USD_PER_GPU_HOUR (repeatable, e.g. --price H100=2.49)");
+  cmd->add_option("--offering", a->offering,
+                  "on-demand (default), spot, reserved or capacity-block");
+  cmd->add_option("--usd-per-kwh", a->usd_per_kwh,
+                  "Price energy too: TDP x PUE x this per GPU-hour");
+  cmd->add_option("--pue", a->pue, "Power usage effectiveness for energy")->capture_default_str();
+  cmd->add_option("--failure-rate", a->failure_rate,
+                  "Interruptions per GPU-hour (default 1.97e-5: Llama 3, 419 in 54 days on 16,384 "
+                  "GPUs)");
+  cmd->add_option("--spot-preemptions", a->spot_rate,
+                  "Spot preemptions per node-hour (default 6.8e-5: 5% per node per month, an "
+                  "assumption)");
+  cmd->add_option("--checkpoint-GBps", a->checkpoint_gbps,
+                  "Checkpoint write bandwidth, GB/s (default 100, an assumption)");
+  cmd->add_option("--restart-min", a->restart_min,
+                  "Minutes to restart after an interruption (default 10, an assumption)");
+  cmd->add_option("--threads", a->threads, "Threads (default: every core)");
+  cmd->add_option("--top-k", a->top_k, "Plans re-run by the simulator (default 32)");
+  cmd->add_option("--keep", a->keep, "Ranked plans kept and recorded (default 100)");
+  cmd->add_option("--top", a->top, "Rows of the table (default 10)");
+  cmd->add_flag("--csv", a->csv, "Print the ranking as CSV");
+  cmd->add_option("--emit-plan", a->emit_plan,
+                  "Write the best plan as a plan document (for planner simulate / exec)")
+      ->type_name("FILE");
+  cmd->add_option("--check", a->check,
+                  "CI gate: exit 3 when this plan is more than --max-regret worse than the best")
+      ->type_name("PLAN.json");
+  cmd->add_option("--max-regret", a->max_regret, "Allowed shortfall for --check (default 5%)");
+  cmd->add_flag("--no-progress", a->no_progress, "No progress bar on stderr");
+  add_db_options(cmd, a->db);
+  add_json_flag(cmd, ctx);
+  cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return sweep_command(ctx, *a); }; });
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,75 @@
+// The ranking table: one row per ranked plan of a sweep (axes, schedule, recompute, ZeRO, step
+// time, tokens/s, MFU, memory headroom, effective tokens per dollar, time and cost to train).
+// Qt::DisplayRole gives the text, Qt::UserRole the number to sort by. Cells marked different
+// (a what-if comparison) get a highlighted background.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QString>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "planner/sim/sweep.hpp"
+
+namespace planner::gui {
+
+QString format_time_s(double seconds);  // "12.3 ms", "4.5 s", "3.2 days"
+QString format_usd(double usd);         // "$1.23 M", "$4.5 k", "$12.34"
+
+class RankingModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column {
+    kPosition,
+    kPlan,
+    kTp,
+    kPp,
+    kDp,
+    kCp,
+    kEp,
+    kMicroBatch,
+    kSchedule,
+    kRecompute,
+    kZero,
+    kOrder,
+    kOverlap,
+    kTier,
+    kStepTime,
+    kTokensPerSecond,
+    kMfu,
+    kHeadroom,
+    kTokensPerUsd,
+    kTimeToTrain,
+    kCost,
+    kNote,
+    kColumnCount
+  };
+
+  explicit RankingModel(QObject* parent = nullptr);
+  void set_plans(std::vector<sim::RankedPlan> plans);
+  const std::vector<sim::RankedPlan>& plans() const { return plans_; }
+  // Cells (row, column) drawn highlighted.
+  void set_differences(std::set<std::pair<int, int>> cells);
+  const std::set<std::pair<int, int>>& differences() const { return differences_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+  // The text of a cell (DisplayRole).
+  QString text(int row, int column) const;
+
+ private:
+  QVariant sort_value(const sim::RankedPlan& p, int column) const;
+  std::vector<sim::RankedPlan> plans_;
+  std::set<std::pair<int, int>> differences_;
+};
+
+// Cells of `next` whose text differs from the same position in `base` (rows beyond `base` differ
+// everywhere).
+std::set<std::pair<int, int>> ranking_differences(const RankingModel& base,
+                                                  const RankingModel& next);
+
+}  // namespace planner::gui

@@ -1,0 +1,177 @@
+// planner sweep, run the way a user runs it: the built-in default, JSON and CSV, the emitted plan
+// (validated and simulated), the CI gate, sweep documents and the database record.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "planner/store/store.hpp"
+#include "support/command.hpp"
+
+namespace planner {
+namespace {
+
+using testing::CommandResult;
+using testing::run_planner;
+using testing::TempDir;
+
+template <class T>
+T take(Result<T> result) {
+  if (!result) throw std::runtime_error(result.status().message());
+  return std::move(result).value();
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// llama3-8b on up to 16 H100s, a small batch, the best 4 simulated: well under a second.
+std::vector<std::string> small(std::vector<std::string> extra, const std::string& threads = "2") {
+  std::vector<std::string> args = {"sweep", "--gpus",  "16", "--gbs",     "64",    "--seq",
+                                   "2048",  "--top-k", "4",  "--threads", threads, "--no-progress"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(SweepCli, DefaultScenarioPrintsARanking) {
+  TempDir dir;
+  const CommandResult r = run_planner({"sweep", "--db", dir.file("p.db")});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  for (const char* what :
+       {"llama3-8b on 64 x H100", "valid plans", "do not fit in memory", "estimate vs simulation",
+        "ranked by effective tokens per dollar", "TOKENS/$", "goodput of #1", "Pareto frontier"}) {
+    EXPECT_TRUE(contains(r.out, what)) << what << "\n" << r.out;
+  }
+  EXPECT_TRUE(r.err.empty()) << r.err;  // no progress bar when stderr is not a terminal
+
+  // Recorded: one sweep run with its kept plans, simulated ones first.
+  store::Database db = take(store::Database::open(dir.file("p.db")));
+  const auto runs = take(store::list_runs(db));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].kind, store::RunKind::kSweep);
+  EXPECT_EQ(runs[0].status, store::RunStatus::kOk);
+  const auto entries = take(store::get_sweep_results(db, runs[0].id));
+  ASSERT_EQ(entries.size(), 100u);
+  EXPECT_EQ(entries[0].position, 1);
+  EXPECT_EQ(entries[0].tier, store::MetricSource::kSimulated);
+  EXPECT_EQ(entries[99].tier, store::MetricSource::kAnalytic);
+}
+
+TEST(SweepCli, JsonIsTheSameForAnyThreadCount) {
+  auto one = run_planner(small({"--json", "--no-db"}, "1"));
+  auto two = run_planner(small({"--json", "--no-db"}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  nlohmann::json a = nlohmann::json::parse(one.out), b = nlohmann::json::parse(two.out);
+  EXPECT_EQ(a["kind"], "sweep-result");
+  a.erase("seconds");
+  b.erase("seconds");
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a["ranking"].size(), 100u);
+  EXPECT_EQ(a["ranking"][0]["tier"], "simulated");
+  EXPECT_EQ(a["counts"]["simulated"], 4);
+  EXPECT_GT(a["ranking"][0]["tokens_per_usd"].get<double>(),
+            a["ranking"][99]["tokens_per_usd"].get<double>());
+}
+
+TEST(SweepCli, CsvHasAHeaderAndARowPerPlan) {
+  const CommandResult r = run_planner(small({"--csv", "--keep", "12", "--no-db"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = r.out.find('\n', start)) != std::string::npos; start = nl + 1)
+    lines.push_back(r.out.substr(start, nl - start));
+  ASSERT_EQ(lines.size(), 13u) << r.out;
+  EXPECT_TRUE(contains(lines[0], "position")) << lines[0];
+  EXPECT_TRUE(lines[1].starts_with("1,")) << lines[1];
+}
+
+TEST(SweepCli, EmittedPlanValidatesSimulatesAndPassesTheGate) {
+  TempDir dir;
+  const std::string plan = dir.file("best.json");
+  const CommandResult r = run_planner(small({"--emit-plan", plan, "--no-db"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "wrote the best plan to " + plan));
+  const CommandResult v = run_planner({"validate", plan});
+  EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
+  const CommandResult s = run_planner({"simulate", "--plan", plan, "--no-db"});
+  EXPECT_EQ(s.exit_code, 0) << s.err << s.out;
+  EXPECT_TRUE(contains(s.out, "step time")) << s.out;
+
+  const CommandResult gate = run_planner(small({"--check", plan, "--no-db"}));
+  EXPECT_EQ(gate.exit_code, 0) << gate.err << gate.out;
+  EXPECT_TRUE(contains(gate.out, "check passed")) << gate.out;
+}
+
+TEST(SweepCli, GateFailsOnADeliberatelyBadPlan) {
+  TempDir dir;
+  const std::string plan = dir.file("bad.json");
+  testing::write_file(plan, R"({"schema_version": 1, "kind": "plan", "name": "bad",
+    "model": "llama3-8b",
+    "cluster": {"nodes": 2, "gpus_per_node": 8, "gpu": "H100"},
+    "training": {"global_batch_size": 64, "seq_length": 2048},
+    "parallel": {"tp": 8, "pp": 2, "dp": 1, "micro_batch_size": 1, "schedule": "gpipe",
+                 "recompute": "full"}})");
+  ASSERT_EQ(run_planner({"validate", plan}).exit_code, 0);
+  const CommandResult gate = run_planner(small({"--check", plan, "--max-regret", "5%", "--no-db"}));
+  EXPECT_EQ(gate.exit_code, 3) << gate.err << gate.out;
+  EXPECT_TRUE(contains(gate.out, "check FAILED: this plan is better")) << gate.out;
+  EXPECT_TRUE(contains(gate.out, "\"kind\": \"plan\"")) << gate.out;
+
+  const CommandResult loose =
+      run_planner(small({"--check", plan, "--max-regret", "99.9%", "--no-db"}));
+  EXPECT_EQ(loose.exit_code, 0) << loose.out;
+}
+
+TEST(SweepCli, SpecRunsEveryScenarioAndBadSpecsNameTheField) {
+  TempDir dir;
+  const std::string spec = dir.file("sweep.json");
+  testing::write_file(spec, R"({"schema_version": 1, "kind": "sweep", "name": "two sizes",
+    "models": ["llama3-8b"], "training": {"global_batch_size": 64, "seq_length": 2048},
+    "clusters": [{"gpu": "h100", "gpus": [8, 16], "min_gpus": 8}],
+    "space": {"schedule": ["1f1b"]}, "search": {"top_k": 2, "keep": 10}})");
+  ASSERT_EQ(run_planner({"validate", spec}).exit_code, 0);
+  const CommandResult r =
+      run_planner({"sweep", "--spec", spec, "--json", "--no-db", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["scenarios"].size(), 2u);
+  EXPECT_EQ(j["scenarios"][0]["max_gpus"], 8);
+  EXPECT_EQ(j["scenarios"][1]["max_gpus"], 16);
+  EXPECT_EQ(j["ranking"].size(), 10u);
+  for (const auto& p : j["ranking"])
+    EXPECT_EQ(p["parallel"]["schedule"], "1f1b");
+
+  const std::string bad = std::string(PLANNER_TEST_DATA_DIR) + "/bad-sweep/sweep_zero_gpus.json";
+  const CommandResult e = run_planner({"sweep", "--spec", bad, "--no-db"});
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_TRUE(contains(e.err, "sweep_zero_gpus.json: /clusters/0/gpus/1: must be")) << e.err;
+
+  const CommandResult flag = run_planner({"sweep", "--price", "H100", "--no-db"});
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_TRUE(contains(flag.err, "--price: expected GPU=USD_PER_GPU_HOUR")) << flag.err;
+}
+
+TEST(SweepCli, TwoSweepsWritingOneDatabaseBothLand) {
+  TempDir dir;
+  const std::string db_path = dir.file("shared.db");
+  CommandResult a, b;
+  std::thread other([&] { b = run_planner(small({"--keep", "20", "--db", db_path}, "1")); });
+  a = run_planner(small({"--keep", "20", "--db", db_path}, "1"));
+  other.join();
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  store::Database db = take(store::Database::open(db_path));
+  const auto runs = take(store::list_runs(db));
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) {
+    EXPECT_EQ(run.kind, store::RunKind::kSweep);
+    EXPECT_EQ(run.status, store::RunStatus::kOk);
+    EXPECT_EQ(take(store::get_sweep_results(db, run.id)).size(), 20u);
+  }
+}
+
+}  // namespace
+}  // namespace planner
