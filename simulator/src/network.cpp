@@ -133,7 +133,6 @@ void Network::solve_from(std::span<const LinkUse> seeds) {
   }
   if (comp_.empty()) return;
   sort_marked(comp_, transfer_stamp_, stamp_);
-  sort_marked(comp_links_, link_stamp_, stamp_);
   solve_component();
 }
 
@@ -158,7 +157,8 @@ void Network::solve_component() {
       const auto li = static_cast<std::size_t>(l);
       if (cnt_[li] <= 0) continue;
       const double share = rem_[li] / static_cast<double>(cnt_[li]);
-      if (share < level) {
+      // Ties go to the lowest resource index, whatever order the component was collected in.
+      if (share < level || (share == level && l < bottleneck)) {
         level = share;
         bottleneck = l;
       }
