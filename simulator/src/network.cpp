@@ -56,8 +56,12 @@ TransferId Network::start(const std::vector<LinkUse>& uses, double bytes, std::u
     t.event = engine_->schedule(engine_->now(), done_kind_, id);
     return id;
   }
-  for (const LinkUse& u : uses)
-    on_link_[static_cast<std::size_t>(u.resource)].push_back(id);
+  for (const LinkUse& u : uses) {
+    auto& list = on_link_[static_cast<std::size_t>(u.resource)];
+    // A resource listed twice in `uses` finds this transfer already at the end of its list.
+    if (!list.empty() && list.back() == id) t.distinct_uses = false;
+    list.push_back(id);
+  }
   solve_from(uses);
   return id;
 }
@@ -132,14 +136,29 @@ void Network::solve_from(std::span<const LinkUse> seeds) {
       visit_link(u.resource);
   }
   if (comp_.empty()) return;
-  sort_marked(comp_, transfer_stamp_, stamp_);
-  solve_component();
-}
-
-void Network::solve_component() {
   ++stats_.solves;
   stats_.solve_links += comp_links_.size();
   stats_.largest_component = std::max(stats_.largest_component, comp_.size());
+  if (comp_.size() == 1 && transfers_[comp_.front()].distinct_uses) {
+    // A transfer alone (each resource listed once) fills its tightest resource: the single
+    // progressive-filling step, whose level is the smallest capacity / count over its uses (the
+    // same quotient, bit for bit).
+    const TransferId id = comp_.front();
+    double level = std::numeric_limits<double>::infinity();
+    for (const LinkUse& u : *transfers_[id].uses) {
+      if (u.count <= 0) continue;
+      level = std::min(
+          level, capacity_[static_cast<std::size_t>(u.resource)] / static_cast<double>(u.count));
+    }
+    new_rate_[id] = level;
+  } else {
+    sort_marked(comp_, transfer_stamp_, stamp_);
+    solve_component();
+  }
+  apply_rates();
+}
+
+void Network::solve_component() {
   for (std::int32_t l : comp_links_) {
     rem_[static_cast<std::size_t>(l)] = capacity_[static_cast<std::size_t>(l)];
     cnt_[static_cast<std::size_t>(l)] = 0;
@@ -176,6 +195,9 @@ void Network::solve_component() {
       }
     }
   }
+}
+
+void Network::apply_rates() {
   const Time now = engine_->now();
   for (TransferId id : comp_) {
     Transfer& t = transfers_[id];

@@ -69,10 +69,14 @@ class Network {
     EventId event = kNoEvent;
     std::uint64_t owner = 0;
     bool active = false;
+    bool distinct_uses = true;  // no resource appears twice in *uses
   };
 
   void solve_from(std::span<const LinkUse> seeds);
+  // Max-min rates of the (sorted) component into new_rate_.
   void solve_component();
+  // Moves the component's transfers to new_rate_, rescheduling those whose rate changed.
+  void apply_rates();
 
   std::vector<double> capacity_;
   Engine* engine_;
