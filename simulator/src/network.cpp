@@ -56,9 +56,25 @@ TransferId Network::start(const std::vector<LinkUse>& uses, double bytes, std::u
     t.event = engine_->schedule(engine_->now(), done_kind_, id);
     return id;
   }
-  for (const LinkUse& u : uses)
-    on_link_[static_cast<std::size_t>(u.resource)].push_back(id);
-  solve_from(uses);
+  bool shared = false;
+  for (const LinkUse& u : uses) {
+    auto& list = on_link_[static_cast<std::size_t>(u.resource)];
+    // A resource listed twice in `uses` finds this transfer already at the end of its list.
+    if (!list.empty()) {
+      if (list.back() == id) t.distinct_uses = false;
+      shared = true;
+    }
+    list.push_back(id);
+  }
+  if (shared || !t.distinct_uses) {
+    solve_from(uses);
+    return id;
+  }
+  // No other transfer on any of its resources: the component is this transfer and its uses.
+  comp_.assign(1, id);
+  count_solve(uses.size());
+  new_rate_[id] = alone_rate(uses);
+  apply_rates();
   return id;
 }
 
@@ -68,6 +84,7 @@ std::uint64_t Network::finish(TransferId id) {
   t.active = false;
   --active_;
   const std::uint64_t owner = t.owner;
+  bool shared = false;
   for (const LinkUse& u : *t.uses) {
     auto& list = on_link_[static_cast<std::size_t>(u.resource)];
     const auto it = std::find(list.begin(), list.end(), id);
@@ -75,8 +92,10 @@ std::uint64_t Network::finish(TransferId id) {
       *it = list.back();
       list.pop_back();
     }
+    shared = shared || !list.empty();
   }
-  if (std::isfinite(t.rate)) solve_from(*t.uses);
+  // A transfer that shared no resource leaves an empty component: no rate changes.
+  if (shared && std::isfinite(t.rate)) solve_from(*t.uses);
   free_.push_back(id);
   return owner;
 }
@@ -103,6 +122,25 @@ void sort_marked(std::vector<T>& items, const std::vector<std::uint32_t>& stamps
 }
 
 }  // namespace
+
+void Network::count_solve(std::size_t links) {
+  ++stats_.solves;
+  stats_.solve_links += links;
+  stats_.largest_component = std::max(stats_.largest_component, comp_.size());
+}
+
+// A transfer alone (each resource listed once) fills its tightest resource: the single
+// progressive-filling step, whose level is the smallest capacity / count over its uses (the same
+// quotient, bit for bit, as solve_component()).
+double Network::alone_rate(const std::vector<LinkUse>& uses) const {
+  double level = std::numeric_limits<double>::infinity();
+  for (const LinkUse& u : uses) {
+    if (u.count <= 0) continue;
+    level = std::min(
+        level, capacity_[static_cast<std::size_t>(u.resource)] / static_cast<double>(u.count));
+  }
+  return level;
+}
 
 // Collects the transfers connected to the seed links through shared links, then recomputes them.
 void Network::solve_from(std::span<const LinkUse> seeds) {
@@ -132,15 +170,17 @@ void Network::solve_from(std::span<const LinkUse> seeds) {
       visit_link(u.resource);
   }
   if (comp_.empty()) return;
-  sort_marked(comp_, transfer_stamp_, stamp_);
-  sort_marked(comp_links_, link_stamp_, stamp_);
-  solve_component();
+  count_solve(comp_links_.size());
+  if (comp_.size() == 1 && transfers_[comp_.front()].distinct_uses) {
+    new_rate_[comp_.front()] = alone_rate(*transfers_[comp_.front()].uses);
+  } else {
+    sort_marked(comp_, transfer_stamp_, stamp_);
+    solve_component();
+  }
+  apply_rates();
 }
 
 void Network::solve_component() {
-  ++stats_.solves;
-  stats_.solve_links += comp_links_.size();
-  stats_.largest_component = std::max(stats_.largest_component, comp_.size());
   for (std::int32_t l : comp_links_) {
     rem_[static_cast<std::size_t>(l)] = capacity_[static_cast<std::size_t>(l)];
     cnt_[static_cast<std::size_t>(l)] = 0;
@@ -158,7 +198,8 @@ void Network::solve_component() {
       const auto li = static_cast<std::size_t>(l);
       if (cnt_[li] <= 0) continue;
       const double share = rem_[li] / static_cast<double>(cnt_[li]);
-      if (share < level) {
+      // Ties go to the lowest resource index, whatever order the component was collected in.
+      if (share < level || (share == level && l < bottleneck)) {
         level = share;
         bottleneck = l;
       }
@@ -176,6 +217,9 @@ void Network::solve_component() {
       }
     }
   }
+}
+
+void Network::apply_rates() {
   const Time now = engine_->now();
   for (TransferId id : comp_) {
     Transfer& t = transfers_[id];

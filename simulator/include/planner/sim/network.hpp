@@ -69,10 +69,18 @@ class Network {
     EventId event = kNoEvent;
     std::uint64_t owner = 0;
     bool active = false;
+    bool distinct_uses = true;  // no resource appears twice in *uses
   };
 
   void solve_from(std::span<const LinkUse> seeds);
+  // Counts a component solve over `links` resources in stats_.
+  void count_solve(std::size_t links);
+  // The rate of a transfer alone on its resources (each listed once in `uses`).
+  double alone_rate(const std::vector<LinkUse>& uses) const;
+  // Max-min rates of the (sorted) component into new_rate_.
   void solve_component();
+  // Moves the component's transfers to new_rate_, rescheduling those whose rate changed.
+  void apply_rates();
 
   std::vector<double> capacity_;
   Engine* engine_;
