@@ -12,7 +12,9 @@
 //               backward attention rate (16-bit; fp32 attention scales it by the fp32/16-bit GEMM
 //               ratio), n the key/value length of the block; max with the HBM time; + overhead.
 //   memory-bound norms, activations, residual adds, embedding, loss, router top-k and the
-//               optimizer on the GPU: (bytes read + written) / HBM bandwidth + overhead.
+//               optimizer on the GPU: (bytes read + written) / HBM bandwidth + overhead; a
+//               calibrated profile's bandwidth for the op kind (memory_bound_GBps) replaces the
+//               HBM bandwidth for that kind.
 //   host        ops on the host stream (offloaded optimizer, parameter-server aggregation): bytes /
 //               host memory bandwidth.
 //   copies      host↔device copies: bytes / PCIe copy bandwidth.
