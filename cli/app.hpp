@@ -26,11 +26,13 @@ struct CliContext {
 // Adds `--json` to a subcommand.
 void add_json_flag(CLI::App* cmd, CliContext& ctx);
 
+void register_calibrate_commands(CLI::App& app, CliContext& ctx);  // with the executor only
 void register_db_commands(CLI::App& app, CliContext& ctx);
 void register_exec_command(CLI::App& app, CliContext& ctx);  // with the executor only
 void register_gpu_commands(CLI::App& app, CliContext& ctx);
 void register_memory_command(CLI::App& app, CliContext& ctx);
 void register_model_commands(CLI::App& app, CliContext& ctx);
+void register_profile_commands(CLI::App& app, CliContext& ctx);
 void register_program_command(CLI::App& app, CliContext& ctx);
 void register_report_command(CLI::App& app, CliContext& ctx);
 void register_simulate_commands(CLI::App& app, CliContext& ctx);
