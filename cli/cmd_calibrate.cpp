@@ -367,6 +367,11 @@ Status rank_job(const CliContext& ctx, const CalibrateArgs& a, exec::MpiWorld& w
               "with the profile)";
   PLANNER_ASSIGN_OR_RETURN(sim::FitReport fit,
                            sim::fit_profile(target->base, *target->cluster, points, fo));
+  // The ranks of a run share this host's cores (the simulator's core-sharing model).
+  fit.changes.push_back({"compute.host_cores", "cores",
+                         static_cast<double>(target->base.compute.host_cores),
+                         static_cast<double>(host_cores()), 0});
+  fit.profile.compute.host_cores = host_cores();
   fit.profile.provenance = {
       {"host", world.host()},
       {"backend", a.backend},
