@@ -20,6 +20,11 @@ constexpr float kFill = 0.01f;
 // Adam's moments in fp32 (the lowering's kAdamMomentBytes): the optimizer op reads gradient and
 // moments, and writes parameter and moments, 12 bytes per parameter each way.
 constexpr std::int64_t kAdamBytesEachWay = 12;
+// Memory-bound kernels rotate through copies of their arrays covering at least this much memory
+// per array (above the last-level cache a core sees on current servers, 32 MiB per Zen 4 CCD), at
+// most kMaxColdCopies copies.
+constexpr std::int64_t kColdBytes = 32 * 1024 * 1024;
+constexpr std::int64_t kMaxColdCopies = 64;
 
 struct GemmShape {
   std::int64_t m, n, k;
@@ -241,19 +246,26 @@ class Bench {
     constexpr std::int64_t kDim = 256;
     for (std::int64_t rows : rows_list) {
       const std::int64_t n = rows * kDim;
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer x, filled(dev_, n, "x"));
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer y, filled(dev_, n, "y"));
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer dy, filled(dev_, n, "dy"));
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer dx, filled(dev_, n, "dx"));
+      // Consecutive calls work on different copies of the large arrays, so that a kernel reads
+      // its inputs from memory, as in a training step, not from the cache the previous call
+      // filled (repeating one small buffer measured cache bandwidth, several times DRAM's).
+      const std::int64_t copies =
+          std::clamp<std::int64_t>(kColdBytes / (n * kF32), 1, kMaxColdCopies);
+      std::int64_t call = 0;
+      auto at = [&](const DeviceBuffer& b) { return b.f32() + (call % copies) * n; };
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer x, filled(dev_, n * copies, "x"));
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer y, filled(dev_, n * copies, "y"));
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer dy, filled(dev_, n * copies, "dy"));
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer dx, filled(dev_, n * copies, "dx"));
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer gamma, filled(dev_, kDim, "gamma"));
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer beta, filled(dev_, kDim, "beta"));
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer dgamma, filled(dev_, kDim, "dgamma"));
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer dbeta, filled(dev_, kDim, "dbeta"));
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer mean, filled(dev_, rows, "mean"));
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer rstd, filled(dev_, rows, "rstd"));
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer p, filled(dev_, n, "param"));
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer m1, filled(dev_, n, "exp_avg"));
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer m2, filled(dev_, n, "exp_avg_sq"));
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer p, filled(dev_, n * copies, "param"));
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer m1, filled(dev_, n * copies, "exp_avg"));
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer m2, filled(dev_, n * copies, "exp_avg_sq"));
       auto desc = [&](OpKind kind, std::int64_t read, std::int64_t written) {
         OpDesc d;
         d.kind = kind;
@@ -266,25 +278,30 @@ class Bench {
       };
       const std::int64_t t = n * kF32;
       PLANNER_RETURN_IF_ERROR(compute_one(desc(OpKind::kNorm, t, t), false, [&] {
-        dev_.layernorm_forward(x.f32(), gamma.f32(), beta.f32(), rows, kDim, 1e-5f, y.f32(),
-                               mean.f32(), rstd.f32());
+        ++call;
+        dev_.layernorm_forward(at(x), gamma.f32(), beta.f32(), rows, kDim, 1e-5f, at(y), mean.f32(),
+                               rstd.f32());
         return Status::ok();
       }));
       PLANNER_RETURN_IF_ERROR(compute_one(desc(OpKind::kNorm, 2 * t, t), false, [&] {
-        dev_.layernorm_backward(dy.f32(), x.f32(), gamma.f32(), mean.f32(), rstd.f32(), rows, kDim,
-                                dx.f32(), dgamma.f32(), dbeta.f32());
+        ++call;
+        dev_.layernorm_backward(at(dy), at(x), gamma.f32(), mean.f32(), rstd.f32(), rows, kDim,
+                                at(dx), dgamma.f32(), dbeta.f32());
         return Status::ok();
       }));
       PLANNER_RETURN_IF_ERROR(compute_one(desc(OpKind::kActivation, t, t), false, [&] {
-        dev_.gelu_forward(x.f32(), n, y.f32());
+        ++call;
+        dev_.gelu_forward(at(x), n, at(y));
         return Status::ok();
       }));
       PLANNER_RETURN_IF_ERROR(compute_one(desc(OpKind::kActivation, 2 * t, t), false, [&] {
-        dev_.gelu_backward(x.f32(), dy.f32(), n, dx.f32());
+        ++call;
+        dev_.gelu_backward(at(x), at(dy), n, at(dx));
         return Status::ok();
       }));
       PLANNER_RETURN_IF_ERROR(compute_one(desc(OpKind::kElementwise, 2 * t, t), false, [&] {
-        dev_.add(x.f32(), dy.f32(), n, y.f32());
+        ++call;
+        dev_.add(at(x), at(dy), n, at(y));
         return Status::ok();
       }));
       OpDesc adam = desc(OpKind::kOptimizerStep, kAdamBytesEachWay * n, kAdamBytesEachWay * n);
@@ -293,7 +310,8 @@ class Bench {
       std::int64_t step = 0;
       const AdamConfig config;
       PLANNER_RETURN_IF_ERROR(compute_one(adam, false, [&] {
-        dev_.adam_step(config, ++step, n, 1.0f, dy.f32(), p.f32(), m1.f32(), m2.f32());
+        ++call;
+        dev_.adam_step(config, ++step, n, 1.0f, at(dy), at(p), at(m1), at(m2));
         return Status::ok();
       }));
     }
