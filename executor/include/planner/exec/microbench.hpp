@@ -8,8 +8,9 @@
 // first `compute_ranks` ranks (each on its own core, as the ranks of a run compute side by side);
 // the others wait. Collectives run over the first g ranks for every group size g from 2 to the
 // world size, every rank of the group timing the same iterations; the slowest rank's time counts.
-// Send/recv is a ping-pong between ranks 0 and 1 (one message = half a round trip). Every wait is
-// bounded by `timeout_s`.
+// Send/recv is a ping-pong between ranks 0 and 1 (one message = half a round trip). Memory-bound
+// kernels rotate through copies of their arrays (32 MiB of each) so that they read memory, not the
+// cache, as in a training step. Every wait is bounded by `timeout_s`.
 #pragma once
 
 #include <cstdint>
