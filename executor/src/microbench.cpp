@@ -112,6 +112,12 @@ class Bench {
     return s / static_cast<double>(iterations);
   }
 
+  // Copies of a kernel's arrays (`bytes` per copy) that cover kColdBytes.
+  static std::int64_t cold_copies(std::int64_t bytes) {
+    return std::clamp<std::int64_t>(kColdBytes / std::max<std::int64_t>(1, bytes), 1,
+                                    kMaxColdCopies);
+  }
+
   std::int64_t iterations_for(double one) const {
     if (one <= 0) return kMaxIterations;
     return std::clamp<std::int64_t>(std::llround(o_.target_s / one), 1, kMaxIterations);
@@ -155,9 +161,13 @@ class Bench {
   }
 
   Status gemm(const GemmShape& g) {
-    PLANNER_ASSIGN_OR_RETURN(DeviceBuffer a, filled(dev_, g.m * g.k, "gemm A"));
-    PLANNER_ASSIGN_OR_RETURN(DeviceBuffer bb, filled(dev_, g.k * g.n, "gemm B"));
-    PLANNER_ASSIGN_OR_RETURN(DeviceBuffer c, filled(dev_, g.m * g.n, "gemm C"));
+    // Cold operands, as the memory-bound kernels (memory_bound()): a training step's GEMMs find
+    // their activations and weights in memory, not in the cache of a repeated call.
+    const std::int64_t copies = cold_copies((g.m * g.k + g.k * g.n + g.m * g.n) * kF32);
+    std::int64_t call = 0;
+    PLANNER_ASSIGN_OR_RETURN(DeviceBuffer a, filled(dev_, g.m * g.k * copies, "gemm A"));
+    PLANNER_ASSIGN_OR_RETURN(DeviceBuffer bb, filled(dev_, g.k * g.n * copies, "gemm B"));
+    PLANNER_ASSIGN_OR_RETURN(DeviceBuffer c, filled(dev_, g.m * g.n * copies, "gemm C"));
     const std::int64_t lda = g.ta == Transpose::kNo ? g.k : g.m;
     const std::int64_t ldb = g.tb == Transpose::kNo ? g.n : g.k;
     OpDesc d;
@@ -170,7 +180,9 @@ class Bench {
     d.bytes_read = Bytes((g.m * g.k + g.k * g.n) * kF32);
     d.bytes_written = Bytes(g.m * g.n * kF32);
     return compute_one(d, false, [&] {
-      dev_.gemm(g.ta, g.tb, g.m, g.n, g.k, 1.0f, a.f32(), lda, bb.f32(), ldb, 0.0f, c.f32(), g.n);
+      const std::int64_t at = ++call % copies;
+      dev_.gemm(g.ta, g.tb, g.m, g.n, g.k, 1.0f, a.f32() + at * g.m * g.k, lda,
+                bb.f32() + at * g.k * g.n, ldb, 0.0f, c.f32() + at * g.m * g.n, g.n);
       return Status::ok();
     });
   }
@@ -249,8 +261,7 @@ class Bench {
       // Consecutive calls work on different copies of the large arrays, so that a kernel reads
       // its inputs from memory, as in a training step, not from the cache the previous call
       // filled (repeating one small buffer measured cache bandwidth, several times DRAM's).
-      const std::int64_t copies =
-          std::clamp<std::int64_t>(kColdBytes / (n * kF32), 1, kMaxColdCopies);
+      const std::int64_t copies = cold_copies(n * kF32);
       std::int64_t call = 0;
       auto at = [&](const DeviceBuffer& b) { return b.f32() + (call % copies) * n; };
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer x, filled(dev_, n * copies, "x"));
