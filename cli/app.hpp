@@ -28,11 +28,13 @@ struct CliContext {
 void add_json_flag(CLI::App* cmd, CliContext& ctx);
 
 void register_accuracy_command(CLI::App& app, CliContext& ctx);
+void register_calibrate_commands(CLI::App& app, CliContext& ctx);  // with the executor only
 void register_db_commands(CLI::App& app, CliContext& ctx);
 void register_exec_command(CLI::App& app, CliContext& ctx);  // with the executor only
 void register_gpu_commands(CLI::App& app, CliContext& ctx);
 void register_memory_command(CLI::App& app, CliContext& ctx);
 void register_model_commands(CLI::App& app, CliContext& ctx);
+void register_profile_commands(CLI::App& app, CliContext& ctx);
 void register_program_command(CLI::App& app, CliContext& ctx);
 void register_report_command(CLI::App& app, CliContext& ctx);
 void register_simulate_commands(CLI::App& app, CliContext& ctx);

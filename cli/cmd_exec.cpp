@@ -26,6 +26,7 @@
 #include "planner/exec/store_recorder.hpp"
 #include "planner/store/runs.hpp"
 #include "prediction.hpp"
+#include "profile_resolve.hpp"
 
 namespace planner::cli {
 namespace {
@@ -35,7 +36,8 @@ struct ExecArgs {
   std::int64_t steps = 20;
   std::int64_t warmup = 2;
   std::string backend = "cpu";
-  std::string launch;  // none | local | slurm; empty: decide from the environment
+  std::string profile;  // hardware profile of the stored prediction (default: the GPU's preset)
+  std::string launch;   // none | local | slurm; empty: decide from the environment
   int ranks = 0;
   double timeout_s = 60;
   double lr = 1e-3;
@@ -213,6 +215,7 @@ Result<std::vector<std::string>> rank_program(const CliContext& ctx, const ExecA
                                       std::to_string(a.bucket_elements),
                                       "--blas-threads",
                                       std::to_string(a.blas_threads)};
+  if (!a.profile.empty()) program.insert(program.end(), {"--profile", a.profile});
   if (a.checkpoint_every > 0 || a.resume) {
     program.insert(program.end(), {"--checkpoint-every", std::to_string(a.checkpoint_every),
                                    "--checkpoint-dir", absolute(a.checkpoint_dir)});
@@ -394,8 +397,12 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
   // run so that `planner report` can join it with the measurements on op id.
   std::optional<sim::SimResult> prediction;
   if (recorder) {
-    auto predicted = simulate_plan_for_exec(
-        plan, exec::runner_lower_options(options.runner, plan.training.precision));
+    auto profile = resolve_profile(a.profile, plan.gpu, a.db);
+    auto predicted =
+        profile ? simulate_plan_for_exec(
+                      plan, exec::runner_lower_options(options.runner, plan.training.precision),
+                      &*profile)
+                : Result<sim::SimResult>(profile.status());
     if (predicted) {
       prediction = std::move(predicted).value();
     } else {
@@ -528,6 +535,9 @@ void register_exec_command(CLI::App& app, CliContext& ctx) {
                   "Backend: cpu (MPI + OpenBLAS) or cuda (one NVIDIA GPU per rank, NCCL; in "
                   "builds with the CUDA toolkit)")
       ->capture_default_str();
+  cmd->add_option("--profile", a->profile,
+                  "Hardware profile of the prediction stored with the run (a preset, a file or a "
+                  "profile planner calibrate stored; default: the GPU's preset)");
   cmd->add_option("--launch", a->launch,
                   "none: started by mpirun/srun already; local: start mpirun here; slurm: submit "
                   "an sbatch job running srun (default: none under an MPI launcher, else local)");

@@ -25,6 +25,7 @@
 #include "planner/store/runs.hpp"
 #include "planner/topo/topology_catalog.hpp"
 #include "prediction.hpp"
+#include "profile_resolve.hpp"
 
 namespace planner::cli {
 namespace {
@@ -45,34 +46,6 @@ struct SimulateArgs {
   int top = 10;
   DbOptions db;
 };
-
-bool is_path(const std::string& s) {
-  return s.find('/') != std::string::npos || s.ends_with(".json");
-}
-
-// A profile by preset name, file path, or name in the database (profiles `planner calibrate`
-// stores: their parameters JSON is a profile document). Empty: the preset for the GPU, else one
-// derived from its datasheet.
-Result<HardwareProfile> resolve_profile(const SimulateArgs& args, const GpuSpec& gpu) {
-  if (args.profile.empty()) {
-    if (const HardwareProfile* p = builtin_profile_for(gpu)) return *p;
-    return derive_profile(gpu);
-  }
-  if (is_path(args.profile)) {
-    PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(args.profile));
-    return sim::parse_profile(text, args.profile);
-  }
-  auto preset = builtin_profile(args.profile);
-  if (preset || args.db.disabled || !std::filesystem::exists(args.db.path)) return preset;
-  PLANNER_ASSIGN_OR_RETURN(store::Database db, open_existing_db(args.db));
-  auto stored = store::get_profile(db, args.profile);
-  if (!stored) {
-    return Status::not_found(preset.status().message() + "; no profile \"" + args.profile +
-                             "\" in " + args.db.path + " either");
-  }
-  return sim::parse_profile(stored->parameters_json,
-                            "profile \"" + args.profile + "\" in " + args.db.path);
-}
 
 struct Setup {
   Plan plan;
@@ -360,7 +333,8 @@ Status record(const SimulateArgs& args, const Setup& setup, const sim::SimResult
 
 Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(Setup setup, resolve_setup(ctx, args));
-  PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile, resolve_profile(args, setup.plan.gpu));
+  PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile,
+                           resolve_profile(args.profile, setup.plan.gpu, args.db));
   PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
                            topo::Cluster::build(setup.topology, setup.nodes));
 

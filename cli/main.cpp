@@ -65,8 +65,10 @@ int main(int argc, char** argv) {
     planner::cli::register_topology_commands(app, ctx);
     planner::cli::register_db_commands(app, ctx);
     planner::cli::register_report_command(app, ctx);
+    planner::cli::register_profile_commands(app, ctx);
 #ifdef PLANNER_HAVE_EXECUTOR
     planner::cli::register_exec_command(app, ctx);
+    planner::cli::register_calibrate_commands(app, ctx);
 #endif
 
     try {

@@ -58,7 +58,8 @@ std::vector<store::OpPrediction> predicted_ops(const sim::SimResult& r) {
   return ops;
 }
 
-Result<sim::SimResult> simulate_plan_for_exec(const Plan& plan, const LowerOptions& lower) {
+Result<sim::SimResult> simulate_plan_for_exec(const Plan& plan, const LowerOptions& lower,
+                                              const HardwareProfile* profile) {
   topo::TopologySpec topology;
   if (!plan.cluster.topology.empty()) {
     PLANNER_ASSIGN_OR_RETURN(topology, topo::resolve_topology(plan.cluster.topology));
@@ -73,8 +74,10 @@ Result<sim::SimResult> simulate_plan_for_exec(const Plan& plan, const LowerOptio
   input.plan = plan;
   input.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
   const HardwareProfile* preset = builtin_profile_for(plan.gpu);
-  input.profile = std::make_shared<const HardwareProfile>(
-      preset != nullptr ? *preset : derive_profile(plan.gpu));
+  input.profile =
+      std::make_shared<const HardwareProfile>(profile != nullptr  ? *profile
+                                              : preset != nullptr ? *preset
+                                                                  : derive_profile(plan.gpu));
   input.options.ranks = RankSubset::kAll;
   input.options.run.keep_op_times = true;
   input.options.lower = lower;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planner/core/gpu_spec.hpp"
+#include "planner/core/hardware_profile.hpp"
 #include "planner/core/lowering.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/status.hpp"
@@ -28,8 +29,10 @@ std::vector<store::OpPrediction> predicted_ops(const sim::SimResult& result);
 
 // Simulates one step of `plan` on every rank, lowered with `lower` (the executor's options, so
 // that op ids match its measurements), on the plan's topology (cluster.topology, else the preset
-// with its GPU) with the GPU's hardware profile, keeping every op's timing.
-Result<sim::SimResult> simulate_plan_for_exec(const Plan& plan, const LowerOptions& lower);
+// with its GPU) with `profile` (default: the GPU's built-in hardware profile), keeping every op's
+// timing.
+Result<sim::SimResult> simulate_plan_for_exec(const Plan& plan, const LowerOptions& lower,
+                                              const HardwareProfile* profile = nullptr);
 
 // Stores `result` for `plan` in `run`: the simulated step metrics and, when it was simulated,
 // every predicted op, in one transaction.

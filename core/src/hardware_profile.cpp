@@ -56,10 +56,30 @@ std::string lower(std::string_view s) {
 }
 
 constexpr RealRange kFraction{0.0, 1.0, true, "a fraction in (0, 1]"};
+// Link and algorithm efficiencies: achieved over nominal bandwidth. Presets stay at or below 1;
+// a calibrated profile may exceed 1 where the topology understates a link (the cpu-host
+// topology's shared-memory bandwidth is one machine's measurement, not this one's). Beyond 16
+// the topology, not the profile, is wrong.
+constexpr RealRange kEfficiency{0.0, 16.0, true,
+                                "a ratio of achieved to nominal bandwidth in (0, 16]"};
 constexpr RealRange kPositive{0.0, 1e9, true};
 constexpr RealRange kNonNegative{0.0, 1e9, false};
 
 const char* const kClassNames[] = {"nvlink", "pcie", "network"};
+
+bool memory_bound_kind(OpKind kind) {
+  switch (kind) {
+    case OpKind::kNorm:
+    case OpKind::kActivation:
+    case OpKind::kElementwise:
+    case OpKind::kEmbedding:
+    case OpKind::kSoftmaxCrossEntropy:
+    case OpKind::kOptimizerStep:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // Reads the array `key` of `parent`, calling each(element object) for every valid element;
 // `what` describes an element for the type error ("{m, n, efficiency}").
@@ -89,7 +109,7 @@ void read_link(JsonObject& o, LinkProfile& link, bool need_kind,
       choices += (choices.empty() ? "" : ", ") + std::string(k);
     o.error("kind", "unknown link kind \"" + link.kind + "\" (choices: " + choices + ")");
   }
-  o.read("efficiency", link.efficiency, Need::kRequired, kFraction);
+  o.read("efficiency", link.efficiency, Need::kRequired, kEfficiency);
   double us = 0;
   if (o.read("latency_us", us, Need::kOptional, kNonNegative)) link.latency = microseconds(us);
   o.read("source", link.source, Need::kRequired);
@@ -150,10 +170,31 @@ void read_compute(JsonObject& c, ComputeProfile& out) {
     out.memory_bandwidth = GBps(v);
   }
   c.read("memory_source", out.memory_source, Need::kRequired);
+  if (const Json* bound = c.child("memory_bound_GBps", Need::kOptional)) {
+    JsonObject b(*bound, c.pointer_of("memory_bound_GBps"), c.diagnostics());
+    if (b.valid()) {
+      for (const auto& [kind, name] : EnumTraits<OpKind>::kNames) {
+        if (!b.has(name)) continue;
+        if (!memory_bound_kind(kind)) {
+          b.error(name,
+                  "not a memory-bound op kind (expected one of norm, activation, "
+                  "elementwise, embedding, softmax_ce, optimizer)");
+          continue;
+        }
+        double gbps = 0;
+        if (b.read(name, gbps, Need::kRequired, {0.001, 1e6, false, "GB/s"})) {
+          out.memory_bound[static_cast<std::size_t>(kind)] = GBps(gbps);
+        }
+      }
+      b.finish();
+    }
+    c.read("memory_bound_source", out.memory_bound_source, Need::kRequired);
+  }
   if (c.read("kernel_overhead_us", v, Need::kRequired, {0.0, 1e6, false, "microseconds"})) {
     out.kernel_overhead = microseconds(v);
   }
   c.read("kernel_overhead_source", out.kernel_overhead_source, Need::kRequired);
+  c.read("host_cores", out.host_cores, Need::kOptional, {0, 1 << 20});
   c.read("comm_slowdown", out.comm_slowdown, Need::kRequired,
          {0.0, 0.9, false, "a fraction of compute throughput, e.g. 0.12"});
   c.read("comm_slowdown_source", out.comm_slowdown_source, Need::kRequired);
@@ -217,12 +258,12 @@ void read_network(JsonObject& n, NetworkProfile& out, std::span<const std::strin
     JsonObject e(*a, n.pointer_of("algorithm_efficiency"), n.diagnostics());
     if (e.valid()) {
       AlgorithmEfficiency& x = out.algorithm_efficiency;
-      e.read("ring", x.ring, Need::kRequired, kFraction);
-      e.read("tree", x.tree, Need::kRequired, kFraction);
-      e.read("hierarchical", x.hierarchical, Need::kRequired, kFraction);
+      e.read("ring", x.ring, Need::kRequired, kEfficiency);
+      e.read("tree", x.tree, Need::kRequired, kEfficiency);
+      e.read("hierarchical", x.hierarchical, Need::kRequired, kEfficiency);
       e.read("nvls", x.nvls, Need::kRequired, {0.0, 1.0, false, "0 when unavailable"});
-      e.read("all_to_all", x.all_to_all, Need::kRequired, kFraction);
-      e.read("p2p", x.p2p, Need::kRequired, kFraction);
+      e.read("all_to_all", x.all_to_all, Need::kRequired, kEfficiency);
+      e.read("p2p", x.p2p, Need::kRequired, kEfficiency);
       e.finish();
     }
   }
@@ -267,6 +308,16 @@ bool read_profile_fields(JsonObject& obj, HardwareProfile& p,
   obj.read("gpus", p.gpus, Need::kRequired);
   obj.read("description", p.description, Need::kOptional);
   obj.read("source", p.source, Need::kRequired);
+  if (const Json* prov = obj.child("provenance", Need::kOptional)) {
+    JsonObject po(*prov, obj.pointer_of("provenance"), obj.diagnostics());
+    if (po.valid()) {
+      for (const auto& [key, value] : prov->items()) {
+        std::string text;
+        if (po.read(key, text, Need::kRequired, true)) p.provenance[key] = text;
+      }
+      po.finish();
+    }
+  }
   if (const Json* c = obj.child("compute", Need::kRequired)) {
     JsonObject co(*c, obj.pointer_of("compute"), diag);
     if (co.valid()) read_compute(co, p.compute);
@@ -309,6 +360,16 @@ Json to_json(const HardwareProfile& p) {
                   {"host_memory_bandwidth_GBps", to_GBps(c.host_memory_bandwidth)},
                   {"pcie_copy_GBps", to_GBps(c.pcie_copy_bandwidth)},
                   {"host_source", c.host_source}};
+  Json bound = Json::object();
+  for (const auto& [kind, name] : EnumTraits<OpKind>::kNames) {
+    const Bandwidth b = c.memory_bound[static_cast<std::size_t>(kind)];
+    if (b.raw() > 0) bound[std::string(name)] = to_GBps(b);
+  }
+  if (c.host_cores > 0) compute["host_cores"] = c.host_cores;
+  if (!bound.empty()) {
+    compute["memory_bound_GBps"] = bound;
+    compute["memory_bound_source"] = c.memory_bound_source;
+  }
   const NetworkProfile& n = p.network;
   Json links = Json::array();
   for (const LinkProfile& l : n.links)
@@ -339,6 +400,7 @@ Json to_json(const HardwareProfile& p) {
   Json out = {{"name", p.name}, {"gpus", p.gpus}};
   if (!p.description.empty()) out["description"] = p.description;
   out["source"] = p.source;
+  if (!p.provenance.empty()) out["provenance"] = p.provenance;
   out["compute"] = compute;
   out["network"] = network;
   return out;

@@ -116,7 +116,7 @@ Time ComputeModel::op_time(const OpDesc& d, bool backward) const {
   }
   const Bytes traffic = d.bytes_read + d.bytes_written;
   if (d.stream == Stream::kHost) return traffic / c.host_memory_bandwidth;
-  return memory_time(traffic) + c.kernel_overhead;
+  return traffic / c.memory_bandwidth_for(d.kind) + c.kernel_overhead;
 }
 
 }  // namespace planner::sim

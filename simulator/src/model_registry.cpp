@@ -5,7 +5,7 @@
 namespace planner::sim {
 namespace {
 
-constexpr std::array<ModelInfo, 20> kModels{{
+constexpr std::array<ModelInfo, 22> kModels{{
     {"engine", "discrete-event",
      "integer-picosecond clock; binary-heap event queue ordered by (time, insertion sequence); "
      "lazy cancel; one engine per simulation",
@@ -40,6 +40,17 @@ constexpr std::array<ModelInfo, 20> kModels{{
      "while a collective or message moves data on a GPU, its compute runs at (1 - comm_slowdown)",
      "NCCL kernels occupy SMs (one block per channel); copy engines (host copies) do not",
      "profile comm_slowdown (Transformer Engine's SM budget for overlapped communication)"},
+    {"compute", "core-sharing",
+     "CPU ranks of one host (profile host_cores > 0): when more of them compute at once than the "
+     "host has cores, each computes at cores / computing ranks (processor sharing)",
+     "waiting ranks sleep instead of spinning (the cpu backend's bounded waits); only simulated "
+     "ranks count (simulate every rank, --full, for an oversubscribed host)",
+     "profile host_cores (planner calibrate records the host's cores)"},
+    {"compute", "memory-bound-per-kind",
+     "a calibrated profile's measured bandwidth for a memory-bound op kind (memory_bound_GBps) "
+     "replaces memory_bandwidth for that kind",
+     "CPU kernels such as GeLU and Adam are bound by arithmetic, not by DRAM",
+     "planner calibrate's fit to the measured norm, activation, residual-add and Adam kernels"},
     {"compute", "host",
      "offloaded optimizer and parameter-server work: bytes / host memory bandwidth; host<->device "
      "copies: bytes / PCIe copy bandwidth",

@@ -75,6 +75,7 @@ struct RankState {
   Time work_since;
   double work_rate = 1;
   EventId compute_event = kNoEvent;
+  int host = -1;    // node whose cores the rank shares (profile host_cores > 0), else -1
   int sm_comm = 0;  // collectives and messages moving data on this rank
   // Time accounting.
   std::array<int, kCommBuckets.size()> inflight{};
@@ -127,6 +128,8 @@ class Runner {
   static void account(RankState& s, Time now);
   void set_sm_comm(RankState& s, int delta);
   void schedule_compute(std::uint32_t ri);
+  // Reschedules the computing ranks of `host` after the number computing there changed.
+  void reshare_host(int host);
   void arrive_collective(std::uint32_t ri, std::uint32_t i);
   void arrive_p2p(std::uint32_t ri, std::uint32_t i);
   // A send or receive whose peer was not simulated: it moves data at once.
@@ -153,6 +156,7 @@ class Runner {
   CollectivePlanner planner_;
   std::optional<Symmetry> symmetry_;
   std::vector<RankState> ranks_;
+  std::vector<int> host_computing_;       // ranks computing per node (profile host_cores > 0)
   std::vector<std::int32_t> rank_index_;  // global rank -> index in ranks_, or -1
   std::vector<int> group_simulated_;      // simulated members per group
   std::deque<std::pair<std::uint32_t, std::uint32_t>> ready_;
@@ -222,6 +226,12 @@ Status Runner::setup() {
     RankState& s = ranks_[ri];
     s.prog = &r;
     s.gpu = ctx_.gpu_of_rank[static_cast<std::size_t>(r.rank())];
+    if (ctx_.profile->compute.host_cores > 0) {
+      s.host = ctx_.cluster->node_of(s.gpu);
+      if (static_cast<std::size_t>(s.host) >= host_computing_.size()) {
+        host_computing_.resize(static_cast<std::size_t>(s.host) + 1, 0);
+      }
+    }
     const std::size_t n = r.size();
     s.waiting.resize(n);
     s.state.assign(n, 0);
@@ -273,9 +283,21 @@ void Runner::schedule_compute(std::uint32_t ri) {
       std::max(0.0, s.work_left - s.work_rate * static_cast<double>((now - s.work_since).raw()));
   s.work_since = now;
   s.work_rate = s.sm_comm > 0 ? 1.0 - ctx_.profile->compute.comm_slowdown : 1.0;
+  if (s.host >= 0) {
+    // Processor sharing: the ranks computing on a host split its cores evenly.
+    const int computing = host_computing_[static_cast<std::size_t>(s.host)];
+    const int cores = ctx_.profile->compute.host_cores;
+    if (computing > cores) s.work_rate *= static_cast<double>(cores) / computing;
+  }
   engine_.cancel(s.compute_event);
   s.compute_event =
       engine_.schedule(now + Time(std::llround(s.work_left / s.work_rate)), kComputeDone, ri);
+}
+
+void Runner::reshare_host(int host) {
+  for (std::uint32_t ri = 0; ri < ranks_.size(); ++ri) {
+    if (ranks_[ri].host == host && ranks_[ri].computing != kNone) schedule_compute(ri);
+  }
 }
 
 void Runner::set_sm_comm(RankState& s, int delta) {
@@ -340,7 +362,12 @@ void Runner::issue(std::uint32_t ri, std::uint32_t i) {
     s.work_since = now;
     s.work_rate = 1.0;
     s.compute_event = kNoEvent;
-    schedule_compute(ri);
+    if (s.host >= 0) {
+      ++host_computing_[static_cast<std::size_t>(s.host)];
+      reshare_host(s.host);
+    } else {
+      schedule_compute(ri);
+    }
   } else {
     account(s);
     s.start[i] = now;
@@ -625,6 +652,10 @@ Result<ProgramRun> Runner::run() {
         account(s);
         s.computing = kNone;
         s.compute_event = kNoEvent;
+        if (s.host >= 0) {
+          --host_computing_[static_cast<std::size_t>(s.host)];
+          reshare_host(s.host);
+        }
         complete(e.a, i);
         break;
       }

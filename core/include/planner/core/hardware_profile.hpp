@@ -12,6 +12,9 @@
 //
 // JSON document (kind "profile"); units are in the key names:
 //   name, gpus [GPU preset names this profile describes], description, source
+//   provenance {key: text}            optional, for measured profiles: how and where it was
+//                                     measured ("host", "backend", "device", "date", "planner",
+//                                     "mpi", "driver", "nccl", "command", ...)
 //   compute {
 //     sm_count                        streaming multiprocessors (compute units on AMD)
 //     gemm {<precision>: {tflops, source}}   asymptotic GEMM rate per precision (dense)
@@ -26,6 +29,14 @@
 //     lost while a
 //                                           communication kernel runs on the same GPU
 //     host_memory_bandwidth_GBps, pcie_copy_GBps, host_source   offloaded optimizer and copies
+//     host_cores                      optional, CPU hosts: cores the ranks of a node share;
+//                                     ranks computing at once beyond it split them evenly
+//     memory_bound_GBps {<op kind>: GB/s}, memory_bound_source   optional (calibrated profiles):
+//                                     the measured bandwidth of one kind of memory-bound op
+//                                     ("norm", "activation", "elementwise", "embedding",
+//                                     "softmax_ce", "optimizer") in place of memory_bandwidth_GBps
+//                                     (CPU kernels such as GeLU are bound by arithmetic, not
+//                                     memory)
 //   }
 //   network {
 //     links [{kind, efficiency, latency_us, source}]   per topology link kind ("nvlink4",
@@ -45,6 +56,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,6 +66,7 @@
 #include "planner/core/enums.hpp"
 #include "planner/core/gpu_spec.hpp"
 #include "planner/core/json_reader.hpp"
+#include "planner/core/program.hpp"
 #include "planner/core/status.hpp"
 #include "planner/core/units.hpp"
 
@@ -87,8 +100,14 @@ struct ComputeProfile {
   std::string attention_source;
   Bandwidth memory_bandwidth;
   std::string memory_source;
+  // Measured bandwidth per memory-bound op kind (zero: use memory_bandwidth), indexed by OpKind.
+  std::array<Bandwidth, EnumTraits<OpKind>::kNames.size()> memory_bound{};
+  std::string memory_bound_source;
   Time kernel_overhead;
   std::string kernel_overhead_source;
+  // CPU hosts: the cores the ranks of one node share (0: every rank has its own device). When
+  // more ranks of a node compute at once, they split the cores evenly (processor sharing).
+  int host_cores = 0;
   double comm_slowdown = 0.0;
   std::string comm_slowdown_source;
   Bandwidth host_memory_bandwidth;
@@ -96,6 +115,11 @@ struct ComputeProfile {
   std::string host_source;
 
   const GemmRate& gemm_rate(Precision p) const { return gemm[static_cast<std::size_t>(p)]; }
+  // The bandwidth memory-bound ops of `kind` run at: memory_bound's entry, else memory_bandwidth.
+  Bandwidth memory_bandwidth_for(OpKind kind) const {
+    const Bandwidth b = memory_bound[static_cast<std::size_t>(kind)];
+    return b.raw() > 0 ? b : memory_bandwidth;
+  }
 };
 
 struct LinkProfile {
@@ -139,6 +163,7 @@ struct HardwareProfile {
   std::vector<std::string> gpus;
   std::string description;
   std::string source;
+  std::map<std::string, std::string> provenance;  // measured profiles: host, backend, date, ...
   ComputeProfile compute;
   NetworkProfile network;
 

@@ -20,7 +20,9 @@
 //               score element). Backward: the four GEMMs (dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
 //               dK = dSᵀ·Q) and the dropout and softmax gradients (kUnfusedBackwardScorePasses).
 //   memory-bound norms, activations, residual adds, embedding, loss, router top-k and the
-//               optimizer on the GPU: (bytes read + written) / HBM bandwidth + overhead.
+//               optimizer on the GPU: (bytes read + written) / HBM bandwidth + overhead; a
+//               calibrated profile's bandwidth for the op kind (memory_bound_GBps) replaces the
+//               HBM bandwidth for that kind.
 //   host        ops on the host stream (offloaded optimizer, parameter-server aggregation): bytes /
 //               host memory bandwidth.
 //   copies      host↔device copies: bytes / PCIe copy bandwidth.

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The calibration loop on this machine (issue 9): calibrate the cpu backend from microbenchmarks
+# only, then for six plans of gpt-tiny (scripts/calibration-plans/*.json) predict the step time
+# with the calibrated profile and execute the plan, and compare the prediction with the measured
+# median step time. The executed runs are not used for the fit: a true prediction.
+#
+#   scripts/calibration-loop.sh [--planner PATH] [--db PATH] [--steps N] [--warmup N]
+#                               [--tolerance PERCENT] [--ranks N]
+#
+# Prints the table (plan, predicted, measured median, error) and, for a plan that misses, the
+# per-op-kind join of predicted and measured time (planner report) to show which op kind is
+# mispredicted. Exits 1 when any plan misses the tolerance (default 10 %), 2 on bad usage.
+# Timing-sensitive: run it on a quiet machine (it prints the load average before and after).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+planner="${PLANNER:-$here/../build/bin/planner}"
+db=""
+steps=10
+warmup=2
+tolerance=10
+ranks=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --planner) planner="$2"; shift 2 ;;
+    --db) db="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --tolerance) tolerance="$2"; shift 2 ;;
+    --ranks) ranks="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "calibration-loop.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [[ ! -x "$planner" ]]; then
+  echo "calibration-loop.sh: no planner binary at $planner (build it, or give --planner)" >&2
+  exit 2
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+[[ -n "$db" ]] || db="$work/calibration.db"
+profile="calibration-loop"
+plans=(dp2 tp2 pp2-1f1b pp2-interleaved tp2-pp2 dp4-zero1)
+
+# Open MPI's shared memory without cross-memory attach (containers without ptrace refuse it), as
+# the mpi tests run; calibration and runs see the same transport either way.
+export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+
+echo "load before: $(uptime)"
+echo "== calibrating the cpu backend from microbenchmarks (profile $profile in $db)"
+"$planner" calibrate --backend cpu ${ranks:+-n "$ranks"} --name "$profile" --db "$db"
+
+echo
+echo "== predicting and executing ${#plans[@]} plans ($steps measured steps after $warmup warm-up)"
+rows=()
+missed=()
+for name in "${plans[@]}"; do
+  plan="$here/calibration-plans/$name.json"
+  "$planner" exec "$plan" --steps $((steps + warmup)) --warmup "$warmup" --profile "$profile" \
+    --db "$db" --json > "$work/$name.json" 2> "$work/$name.log" || {
+    cat "$work/$name.log" >&2
+    echo "calibration-loop.sh: planner exec $name failed" >&2
+    exit 1
+  }
+  # The prediction planner exec stored before running (the simulator on every rank with the
+  # calibrated profile), and the median of the measured steps, joined by planner report.
+  run=$(jq -r '.run' "$work/$name.json")
+  "$planner" report "$run" --db "$db" --json > "$work/$name.report.json"
+  predicted=$(jq -r '.predicted_step_time_s' "$work/$name.report.json")
+  measured=$(jq -r '.measured_step_time_s' "$work/$name.report.json")
+  error=$(awk -v p="$predicted" -v m="$measured" 'BEGIN { printf "%.1f", (p - m) / m * 100 }')
+  miss=$(awk -v e="$error" -v t="$tolerance" 'BEGIN { print (e < -t || e > t) ? 1 : 0 }')
+  rows+=("$(printf '%-16s %12.2f %14.2f %9s %%  %s' "$name" \
+    "$(awk -v v="$predicted" 'BEGIN { print v * 1e3 }')" \
+    "$(awk -v v="$measured" 'BEGIN { print v * 1e3 }')" "$error" \
+    "$([[ $miss == 1 ]] && echo "MISS (run $run)" || echo "ok (run $run)")")")
+  [[ $miss == 1 ]] && missed+=("$name:$run")
+done
+
+echo
+printf '%-16s %12s %14s %11s\n' "plan" "predicted ms" "measured ms" "error"
+for row in "${rows[@]}"; do echo "$row"; done
+echo
+echo "load after: $(uptime)"
+if [[ ${#missed[@]} -gt 0 ]]; then
+  for m in "${missed[@]}"; do
+    echo
+    echo "== ${m%%:*} missed by more than $tolerance %: predicted vs measured by op kind"
+    "$planner" report "${m##*:}" --db "$db" || true
+  done
+  echo "calibration-loop.sh: ${#missed[@]} of ${#plans[@]} plans missed $tolerance %" >&2
+  exit 1
+fi
+echo "all ${#plans[@]} plans within $tolerance %"
