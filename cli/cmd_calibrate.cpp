@@ -435,7 +435,9 @@ Result<std::vector<CalibrationPoint>> run_points(const CliContext& ctx, store::D
       inputs["bucket_elements"].is_number_integer()) {
     ro.bucket_elements = inputs["bucket_elements"].get<std::int64_t>();
   }
-  PLANNER_ASSIGN_OR_RETURN(StepProgram program, lower(plan, exec::runner_lower_options(ro)));
+  PLANNER_ASSIGN_OR_RETURN(
+      StepProgram program,
+      lower(plan, exec::runner_lower_options(ro, plan.training.precision)));
   PLANNER_ASSIGN_OR_RETURN(std::vector<store::StepMeasurement> steps,
                            store::get_measured_steps(db, run));
   std::map<std::int64_t, bool> warmup;

@@ -19,6 +19,7 @@
 
 #include "app.hpp"
 #include "db_options.hpp"
+#include "profile_resolve.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
 #include "planner/core/loaders.hpp"
@@ -52,6 +53,7 @@ constexpr double kProgressRedrawS = 0.1;
 
 struct SweepArgs {
   std::string spec;
+  std::string profile;
   std::vector<std::string> models;
   std::vector<std::string> gpus;
   std::string topology;
@@ -227,6 +229,12 @@ Result<sim::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& 
     PLANNER_ASSIGN_OR_RETURN(req, request_from_flags(ctx, a));
   }
   PLANNER_RETURN_IF_ERROR(apply_common_flags(ctx, a, req));
+  if (!a.profile.empty()) {
+    for (sim::SweepScenario& sc : req.scenarios) {
+      PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile, resolve_profile(a.profile, sc.gpu, a.db));
+      sc.profile = std::make_shared<const HardwareProfile>(std::move(profile));
+    }
+  }
   return req;
 }
 
@@ -732,6 +740,9 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
           std::string(kDefaultModel) + " on " + std::to_string(kDefaultGpus) + " " + kDefaultGpu +
           " GPUs)");
   auto a = std::make_shared<SweepArgs>();
+  cmd->add_option("--profile", a->profile,
+                  "Hardware profile for every scenario: a preset, a profile file or a profile "
+                  "planner calibrate stored in --db (default: each GPU's preset)");
   cmd->add_option("--spec", a->spec, "A sweep document (models x clusters x GPU counts)")
       ->type_name("FILE");
   cmd->add_option(

@@ -322,7 +322,7 @@ class Bench {
       const AdamConfig config;
       PLANNER_RETURN_IF_ERROR(compute_one(adam, false, [&] {
         ++call;
-        dev_.adam_step(config, ++step, n, 1.0f, at(dy), at(p), at(m1), at(m2));
+        dev_.adam_step(config, ++step, n, 1.0f, at(dy), at(p), at(m1), at(m2), nullptr);
         return Status::ok();
       }));
     }

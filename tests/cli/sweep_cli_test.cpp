@@ -173,5 +173,32 @@ TEST(SweepCli, TwoSweepsWritingOneDatabaseBothLand) {
   }
 }
 
+// --profile predicts with another hardware profile: the H100 preset with half its GEMM rates makes
+// the best plan's estimated step slower, and the result names the profile it used.
+TEST(SweepCli, ProfileReplacesThePreset) {
+  TempDir dir;
+  nlohmann::json profile = nlohmann::json::parse(testing::slurp(
+      std::string(PLANNER_SOURCE_DIR) + "/core/presets/profiles/h100-sxm5-80gb.json"));
+  profile["name"] = "h100-half-gemm";
+  for (auto& [precision, rate] : profile["compute"]["gemm"].items())
+    rate["tflops"] = rate["tflops"].get<double>() / 2;
+  const std::string file = dir.file("half.json");
+  testing::write_file(file, profile.dump());
+
+  const CommandResult preset = run_planner(small({"--json", "--no-db", "--top-k", "0"}));
+  const CommandResult half =
+      run_planner(small({"--json", "--no-db", "--top-k", "0", "--profile", file}));
+  ASSERT_EQ(preset.exit_code, 0) << preset.err;
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+  const auto a = nlohmann::json::parse(preset.out), b = nlohmann::json::parse(half.out);
+  EXPECT_EQ(b["scenarios"][0]["profile"], "h100-half-gemm");
+  EXPECT_GT(b["ranking"][0]["estimate"]["step_time_s"].get<double>(),
+            a["ranking"][0]["estimate"]["step_time_s"].get<double>() * 1.2);
+
+  const CommandResult missing = run_planner(small({"--no-db", "--profile", "no-such-profile"}));
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "no-such-profile")) << missing.err;
+}
+
 }  // namespace
 }  // namespace planner
