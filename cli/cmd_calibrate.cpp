@@ -435,9 +435,8 @@ Result<std::vector<CalibrationPoint>> run_points(const CliContext& ctx, store::D
       inputs["bucket_elements"].is_number_integer()) {
     ro.bucket_elements = inputs["bucket_elements"].get<std::int64_t>();
   }
-  PLANNER_ASSIGN_OR_RETURN(
-      StepProgram program,
-      lower(plan, exec::runner_lower_options(ro, plan.training.precision)));
+  PLANNER_ASSIGN_OR_RETURN(StepProgram program,
+                           lower(plan, exec::runner_lower_options(ro, plan.training.precision)));
   PLANNER_ASSIGN_OR_RETURN(std::vector<store::StepMeasurement> steps,
                            store::get_measured_steps(db, run));
   std::map<std::int64_t, bool> warmup;
@@ -605,12 +604,9 @@ Status calibrate_command(const CliContext& ctx, CalibrateArgs a) {
     }
     return from_runs(ctx, a);
   }
-  if (auto st = exec::check_backend_name(a.backend); !st.is_ok()) {
-    if (a.backend == "cuda") {
-      return Status(st.code(), "cuda backend not built/no GPU: " + std::string(st.message()));
-    }
-    return st;
-  }
+  // Before any rank starts: an unknown name is bad input; cuda in a build without it, or on a
+  // machine without a GPU, is a runtime failure that says which.
+  PLANNER_RETURN_IF_ERROR(exec::check_backend_available(a.backend));
   PLANNER_RETURN_IF_ERROR(microbench_options(a).status());
   if (a.launch.empty()) a.launch = exec::launched_by_mpi() ? "none" : "local";
   if (a.launch != "none" && a.launch != "local") {

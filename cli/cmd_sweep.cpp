@@ -19,7 +19,6 @@
 
 #include "app.hpp"
 #include "db_options.hpp"
-#include "profile_resolve.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
 #include "planner/core/loaders.hpp"
@@ -31,6 +30,7 @@
 #include "planner/store/runs.hpp"
 #include "planner/store/sweeps.hpp"
 #include "planner/topo/topology_catalog.hpp"
+#include "profile_resolve.hpp"
 #ifdef PLANNER_HAVE_EXECUTOR
 #include "planner/exec/mpi_world.hpp"
 #include "planner/exec/sweep_mpi.hpp"

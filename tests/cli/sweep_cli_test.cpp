@@ -185,9 +185,8 @@ TEST(SweepCli, ProfileReplacesThePreset) {
   const std::string file = dir.file("half.json");
   testing::write_file(file, profile.dump());
 
-  const CommandResult preset = run_planner(small({"--json", "--no-db", "--top-k", "0"}));
-  const CommandResult half =
-      run_planner(small({"--json", "--no-db", "--top-k", "0", "--profile", file}));
+  const CommandResult preset = run_planner(small({"--json", "--no-db"}));
+  const CommandResult half = run_planner(small({"--json", "--no-db", "--profile", file}));
   ASSERT_EQ(preset.exit_code, 0) << preset.err;
   ASSERT_EQ(half.exit_code, 0) << half.err;
   const auto a = nlohmann::json::parse(preset.out), b = nlohmann::json::parse(half.out);
