@@ -18,9 +18,8 @@ DocumentTypes all_document_types(const Catalog& catalog) {
   register_core_documents(types, catalog);
   topo::register_topology_documents(types);
   sim::register_profile_documents(types);
-  sim::register_sweep_documents(types, catalog, [](std::string_view name) {
-    return topo::resolve_topology(name);
-  });
+  sim::register_sweep_documents(types, catalog,
+                                [](std::string_view name) { return topo::resolve_topology(name); });
   return types;
 }
 

@@ -53,8 +53,7 @@ class HfReader {
     }
     const Json& v = root_.at(key);
     if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
-      diag_.add(pointer_to(key),
-                "expected a positive integer, got " + describe_json(v));
+      diag_.add(pointer_to(key), "expected a positive integer, got " + describe_json(v));
       return fallback;
     }
     return v.get<std::int64_t>();

@@ -57,8 +57,8 @@ Result<SimResult> simulate(const SimInput& input) {
 
   MemoryOptions memory = options.memory;
   if (options.run.attention == AttentionKernel::kUnfused) memory.flash_attention = false;
-  PLANNER_ASSIGN_OR_RETURN(out.memory, estimate_memory(plan.model, plan.training, plan.parallel,
-                                                       plan.gpu, memory));
+  PLANNER_ASSIGN_OR_RETURN(
+      out.memory, estimate_memory(plan.model, plan.training, plan.parallel, plan.gpu, memory));
   if (!out.memory.fits && options.check_memory) {
     out.out_of_memory = OutOfMemory{out.memory.peak_stage, out.memory.peak, out.memory.capacity};
     return out;

@@ -57,7 +57,8 @@ struct RunOptions {
   bool trace = false;  // build a Chrome trace-event JSON (implies keep_op_times)
   int critical_path_top = 10;
   // How attention ops are timed (compute_model.hpp): flash-style, or unfused with the s×s scores
-  // in HBM (frameworks before FlashAttention). simulate() also stores the scores in its memory check.
+  // in HBM (frameworks before FlashAttention). simulate() also stores the scores in its memory
+  // check.
   AttentionKernel attention = AttentionKernel::kFlash;
 };
 

@@ -38,7 +38,7 @@ struct SimOptions {
   RunOptions run;
   bool check_memory = true;
   MemoryOptions memory;  // with run.attention unfused, the scores are stored (flash_attention off)
-  LowerOptions lower;  // bucket size, fp32 gradients, clipping (its `ranks` is ignored)
+  LowerOptions lower;    // bucket size, fp32 gradients, clipping (its `ranks` is ignored)
 };
 
 struct SimInput {
