@@ -28,6 +28,7 @@ packages=(
   libxkbcommon-dev libvulkan-dev libgl-dev
   fonts-dejavu-core xvfb xauth
   slurm-wlm slurmctld slurmd
+  jq
 )
 
 missing=()
