@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -13,11 +15,18 @@
 namespace planner::exec {
 namespace {
 
-// Polls in a row before a waiting rank starts to sleep between polls, and the sleep. A poll is a
-// few hundred nanoseconds; ~200 polls with sched_yield cover the typical latency of a shared-memory
-// message, after which a waiting rank gives its core to the others for 50 us at a time.
+// How a waiting rank polls. Nonblocking MPI moves data only inside MPI calls (a large message
+// advances one fragment pipeline per poll), so a rank that yields or sleeps between polls slows the
+// transfer itself: a 64 MiB all-reduce on 2 ranks reached 20-30% of MPI_Allreduce's bus bandwidth
+// with yields and sleeps after 200 polls, 77-95% busy-polling (bench_exec, 2-core host under load).
+// With a core per rank a waiting rank therefore busy-polls, as Open MPI's blocking calls do, for
+// about kBusyPolls polls (a fraction of a second), then sleeps: it waits on a straggler or a hang.
+// With more ranks than cores on the host (tests run 8 ranks on 2) it yields for kSpinPolls polls,
+// then sleeps, so that the rank it waits for can run.
+constexpr int kBusyPolls = 1'000'000;
 constexpr int kSpinPolls = 200;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
+std::atomic<bool> g_host_oversubscribed{true};  // until the world knows its ranks per host
 
 // Variables launchers set in every rank's environment: Open MPI, MPICH/Hydra (PMI), PMIx, and
 // srun's job steps (SLURM_STEP_ID: a batch script has SLURM_PROCID but no step of its own).
@@ -78,7 +87,9 @@ Status wait_request(MPI_Request* request, Deadline deadline, std::string_view wh
 }
 
 void pause_between_polls(int polls) {
-  if (polls < kSpinPolls) {
+  if (!g_host_oversubscribed.load(std::memory_order_relaxed)) {
+    if (polls >= kBusyPolls) std::this_thread::sleep_for(kPollSleep);
+  } else if (polls < kSpinPolls) {
     sched_yield();
   } else {
     std::this_thread::sleep_for(kPollSleep);
@@ -143,6 +154,9 @@ Status describe(MpiWorld::Impl& impl) {
   MPI_Comm_rank(local, &impl.local_rank);
   MPI_Comm_size(local, &impl.local_size);
   MPI_Comm_free(&local);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  g_host_oversubscribed.store(static_cast<unsigned>(impl.local_size) > cores,
+                              std::memory_order_relaxed);
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
   MPI_Get_processor_name(name, &len);

@@ -32,9 +32,10 @@ class AsyncWork {
 // kTimeout "<what> did not complete within <timeout_s> s". Never calls abort() on success.
 Status wait_bounded(AsyncWork& work, Deadline deadline, std::string_view what, double timeout_s);
 
-// The pause between two polls of a wait, `polls` being the polls so far: first it yields the core,
-// later it sleeps, so that ranks oversubscribing cores (tests run 8 ranks on 2) let the rank they
-// wait for run.
+// The pause between two polls of a wait, `polls` being the polls so far. With a core per rank on
+// the host: none (busy polling keeps nonblocking MPI transfers moving) for a fraction of a second,
+// then a sleep. With more ranks than cores (tests run 8 ranks on 2): first it yields the core,
+// later it sleeps, so that the rank it waits for can run.
 void pause_between_polls(int polls);
 
 }  // namespace planner::exec
