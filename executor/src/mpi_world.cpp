@@ -24,6 +24,9 @@ namespace {
 // With more ranks than cores on the host (tests run 8 ranks on 2) it yields for kSpinPolls polls,
 // then sleeps, so that the rank it waits for can run.
 constexpr int kBusyPolls = 1'000'000;
+// coll_libnbc_iallreduce_algorithm: 0 ignore (libnbc chooses), 1 ring, 2 binomial, 3 rabenseifner,
+// 4 recursive doubling (ompi_info --param coll libnbc --level 9).
+constexpr const char* kLibnbcRingAllreduce = "1";
 constexpr int kSpinPolls = 200;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
 std::atomic<bool> g_host_oversubscribed{true};  // until the world knows its ranks per host
@@ -171,6 +174,11 @@ Result<std::unique_ptr<MpiWorld>> MpiWorld::init(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // Open MPI's nonblocking all-reduce (coll/libnbc) picks binomial or recursive doubling by
+    // default, which reach 65-79% of MPI_Allreduce's busbw at 64 MiB on 2 ranks; its ring reaches
+    // 100% (bench_exec on a quiet 2-core host; the executor's all-reduces are gradient buckets and
+    // tensor-parallel activations, bandwidth-bound). Read by MPI_Init; a user's setting wins.
+    ::setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", kLibnbcRingAllreduce, 0);
     int provided = 0;
     PLANNER_RETURN_IF_ERROR(
         mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread"));
