@@ -235,6 +235,12 @@ Json fit_json(const sim::FitReport& fit) {
 Result<std::optional<store::RunId>> store_profile(
     const CalibrateArgs& a, const HardwareProfile& profile,
     const std::vector<store::CalibrationSample>& samples, const Json& inputs) {
+  // A fit can leave the ranges a profile document allows (a topology that understates a link):
+  // store only what simulate, sweep and exec can read back.
+  const std::string text = to_json_text(profile);
+  if (auto back = sim::parse_profile(text, "the fitted profile \"" + profile.name + "\""); !back) {
+    return Status::runtime(back.status().message() + "; nothing stored");
+  }
   PLANNER_ASSIGN_OR_RETURN(std::optional<store::Database> db, open_recording_db(a.db));
   if (!db) return std::optional<store::RunId>();
   store::NewRun run;
@@ -245,12 +251,11 @@ Result<std::optional<store::RunId>> store_profile(
   store::NewProfile np;
   np.name = profile.name;
   np.description = profile.description;
-  np.parameters_json = to_json_text(profile);
+  np.parameters_json = text;
   np.provenance = Json(profile.provenance).dump();
   np.run = id;
-  PLANNER_ASSIGN_OR_RETURN(store::ProfileId pid,
-                           store::put_profile(*db, np, samples, store::ProfileWrite::kReplace));
-  (void)pid;
+  PLANNER_RETURN_IF_ERROR(
+      store::put_profile(*db, np, samples, store::ProfileWrite::kReplace).status());
   PLANNER_RETURN_IF_ERROR(store::finish_run(*db, id));
   return std::optional<store::RunId>(id);
 }

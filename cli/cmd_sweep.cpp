@@ -14,6 +14,8 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -230,9 +232,15 @@ Result<sim::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& 
   }
   PLANNER_RETURN_IF_ERROR(apply_common_flags(ctx, a, req));
   if (!a.profile.empty()) {
+    // Resolved once per GPU type: scenarios of one GPU share the profile.
+    std::map<std::string, std::shared_ptr<const HardwareProfile>> by_gpu;
     for (sim::SweepScenario& sc : req.scenarios) {
-      PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile, resolve_profile(a.profile, sc.gpu, a.db));
-      sc.profile = std::make_shared<const HardwareProfile>(std::move(profile));
+      std::shared_ptr<const HardwareProfile>& profile = by_gpu[sc.gpu.name];
+      if (!profile) {
+        PLANNER_ASSIGN_OR_RETURN(HardwareProfile p, resolve_profile(a.profile, sc.gpu, a.db));
+        profile = std::make_shared<const HardwareProfile>(std::move(p));
+      }
+      sc.profile = profile;
     }
   }
   return req;
