@@ -205,7 +205,8 @@ bool CollectivePlanner::applicable(Algorithm a, OpKind kind, std::span<const int
 }
 
 std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpKind kind,
-                                                                std::span<const int> gpus) {
+                                                                std::span<const int> gpus,
+                                                                bool aggregated) {
   const int n = static_cast<int>(gpus.size());
   const double dn = n;
   std::vector<Shape> out;
@@ -321,9 +322,28 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
     case Algorithm::kP2p:
       break;
   }
-  for (Shape& s : out)
-    aggregate_uses(s.uses);
+  if (aggregated) {
+    for (Shape& s : out)
+      aggregate(s.uses);
+  }
   return out;
+}
+
+void CollectivePlanner::aggregate(std::vector<LinkUse>& uses) {
+  if (count_.size() != fabric_->capacity.size()) count_.assign(fabric_->capacity.size(), 0);
+  touched_.clear();
+  for (const LinkUse& u : uses) {
+    auto& c = count_[static_cast<std::size_t>(u.resource)];
+    if (c == 0) touched_.push_back(u.resource);
+    c += u.count;
+  }
+  std::sort(touched_.begin(), touched_.end());
+  uses.clear();
+  for (std::int32_t r : touched_) {
+    auto& c = count_[static_cast<std::size_t>(r)];
+    uses.push_back({r, c});
+    c = 0;
+  }
 }
 
 Time CollectivePlanner::phase_latency(const Shape& s, const ProtocolProfile& proto, bool first) {
@@ -482,7 +502,7 @@ std::vector<CostLine> CollectivePlanner::cost_lines(OpKind kind, std::span<const
     std::vector<std::vector<Shape>> more;
     for (const std::vector<int>& image : images) {
       if (image.size() != gpus.size() || !applicable(a, kind, image)) continue;
-      more.push_back(shapes(a, kind, image));
+      more.push_back(shapes(a, kind, image, /*aggregated=*/false));
       if (more.back().size() != parts.size()) more.pop_back();
     }
     std::vector<double> share(parts.size());
@@ -559,7 +579,7 @@ CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const
   if (!best) return CommPlan{};
   for (const std::vector<int>& copy : copies) {
     if (copy.size() != gpus.size() || !applicable(best->algorithm, kind, copy)) continue;
-    std::vector<Shape> parts = shapes(best->algorithm, kind, copy);
+    std::vector<Shape> parts = shapes(best->algorithm, kind, copy, /*aggregated=*/false);
     if (parts.size() != best->phases.size()) continue;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       auto& uses = best->phases[i].uses;
@@ -569,7 +589,7 @@ CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const
   }
   if (best->copies > 0) {
     for (CommPhase& phase : best->phases)
-      aggregate_uses(phase.uses);
+      aggregate(phase.uses);
   }
   return std::move(*best);
 }
@@ -589,7 +609,7 @@ CommPlan CollectivePlanner::p2p(int src, int dst, Bytes bytes,
     add_path(a, b, 0, 1, extra);
   auto& uses = best->phases.front().uses;
   uses.insert(uses.end(), extra.uses.begin(), extra.uses.end());
-  aggregate_uses(uses);
+  aggregate(uses);
   best->copies = static_cast<int>(copies.size());
   return std::move(*best);
 }

@@ -25,10 +25,14 @@ Network::Network(std::vector<double> capacity, Engine& engine, std::uint32_t don
     : capacity_(std::move(capacity)),
       engine_(&engine),
       done_kind_(done_kind),
-      on_link_(capacity_.size()),
+      slot_(capacity_.size()),
+      crowd_(capacity_.size()),
       link_stamp_(capacity_.size(), 0),
       rem_(capacity_.size(), 0.0),
-      cnt_(capacity_.size(), 0) {}
+      cnt_(capacity_.size(), 0) {
+  for (std::size_t r = 0; r < capacity_.size(); ++r)
+    slot_[r].capacity = capacity_[r];
+}
 
 TransferId Network::start(const std::vector<LinkUse>& uses, double bytes, std::uint64_t owner) {
   TransferId id = 0;
@@ -43,10 +47,13 @@ TransferId Network::start(const std::vector<LinkUse>& uses, double bytes, std::u
     fixed_.push_back(0);
   }
   Transfer& t = transfers_[id];
-  t = Transfer{};
   t.uses = &uses;
+  t.merged.clear();
+  t.shared.clear();
   t.remaining = std::max(bytes, 0.0);
+  t.rate = 0;
   t.updated = engine_->now();
+  t.event = kNoEvent;
   t.owner = owner;
   t.active = true;
   ++active_;
@@ -56,26 +63,106 @@ TransferId Network::start(const std::vector<LinkUse>& uses, double bytes, std::u
     t.event = engine_->schedule(engine_->now(), done_kind_, id);
     return id;
   }
-  bool shared = false;
-  for (const LinkUse& u : uses) {
-    auto& list = on_link_[static_cast<std::size_t>(u.resource)];
-    // A resource listed twice in `uses` finds this transfer already at the end of its list.
-    if (!list.empty()) {
-      if (list.back() == id) t.distinct_uses = false;
-      shared = true;
-    }
-    list.push_back(id);
-  }
-  if (shared || !t.distinct_uses) {
-    solve_from(uses);
+  if (attach(id)) {
+    next_stamp();
+    transfer_stamp_[id] = stamp_;
+    comp_.assign(1, id);
+    solve_seeded();
     return id;
   }
   // No other transfer on any of its resources: the component is this transfer and its uses.
   comp_.assign(1, id);
-  count_solve(uses.size());
-  new_rate_[id] = alone_rate(uses);
+  count_solve(0);
+  new_rate_[id] = t.alone;
   apply_rates();
   return id;
+}
+
+bool Network::occupy(TransferId id, const LinkUse& u) {
+  Slot& s = slot_[static_cast<std::size_t>(u.resource)];
+  if (s.n == 0) {
+    s.id = id;
+    s.count = u.count;
+    s.n = 1;
+    return false;
+  }
+  auto& crowd = crowd_[static_cast<std::size_t>(u.resource)];
+  if (s.n == 1) {
+    crowd.assign(1, {s.id, s.count});
+    transfers_[s.id].shared.push_back({u.resource, s.count});
+  }
+  crowd.push_back({id, u.count});
+  ++s.n;
+  transfers_[id].shared.push_back(u);
+  return true;
+}
+
+bool Network::release(TransferId id, std::int32_t resource) {
+  Slot& s = slot_[static_cast<std::size_t>(resource)];
+  if (s.n == 0) return false;
+  if (s.n == 1) {
+    if (s.id != id) return false;
+    s.n = 0;
+    return true;
+  }
+  auto& crowd = crowd_[static_cast<std::size_t>(resource)];
+  const auto it =
+      std::find_if(crowd.begin(), crowd.end(), [id](const OnLink& o) { return o.id == id; });
+  if (it == crowd.end()) return false;
+  *it = crowd.back();
+  crowd.pop_back();
+  if (--s.n == 1) {
+    // The one transfer left there no longer shares the resource.
+    s.id = crowd.front().id;
+    s.count = crowd.front().count;
+    crowd.clear();
+    auto& other = transfers_[s.id].shared;
+    const auto at = std::find_if(other.begin(), other.end(),
+                                 [&](const LinkUse& o) { return o.resource == resource; });
+    if (at != other.end()) {
+      *at = other.back();
+      other.pop_back();
+    }
+  }
+  return true;
+}
+
+bool Network::attach(TransferId id) {
+  Transfer& t = transfers_[id];
+  const std::vector<LinkUse>& uses = *t.uses;
+  bool shared = false;
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    const LinkUse& u = uses[i];
+    const Slot& s = slot_[static_cast<std::size_t>(u.resource)];
+    const bool repeated =
+        s.n == 1 ? s.id == id
+                 : s.n > 1 && crowd_[static_cast<std::size_t>(u.resource)].back().id == id;
+    if (repeated) {
+      // A resource listed twice: take this transfer off again and use its uses aggregated.
+      for (std::size_t j = 0; j < i; ++j)
+        release(id, uses[j].resource);
+      t.shared.clear();
+      t.merged = uses;
+      aggregate_uses(t.merged);
+      shared = false;
+      for (const LinkUse& m : t.merged)
+        shared = occupy(id, m) || shared;
+      break;
+    }
+    shared = occupy(id, u) || shared;
+  }
+  t.alone = std::numeric_limits<double>::infinity();
+  t.alone_at = -1;
+  for (const LinkUse& u : uses_of(t)) {
+    if (u.count <= 0) continue;
+    const double level =
+        slot_[static_cast<std::size_t>(u.resource)].capacity / static_cast<double>(u.count);
+    if (level < t.alone || (level == t.alone && u.resource < t.alone_at)) {
+      t.alone = level;
+      t.alone_at = u.resource;
+    }
+  }
+  return shared;
 }
 
 std::uint64_t Network::finish(TransferId id) {
@@ -84,44 +171,27 @@ std::uint64_t Network::finish(TransferId id) {
   t.active = false;
   --active_;
   const std::uint64_t owner = t.owner;
-  bool shared = false;
-  for (const LinkUse& u : *t.uses) {
-    auto& list = on_link_[static_cast<std::size_t>(u.resource)];
-    const auto it = std::find(list.begin(), list.end(), id);
-    if (it != list.end()) {
-      *it = list.back();
-      list.pop_back();
+  for (const LinkUse& u : uses_of(t))
+    release(id, u.resource);
+  // The transfers left on its shared resources seed the component to re-solve; a transfer that
+  // shared no resource leaves an empty component: no rate changes.
+  if (!t.shared.empty() && std::isfinite(t.rate)) {
+    next_stamp();
+    comp_.clear();
+    for (const LinkUse& u : t.shared) {
+      for_each_on(u.resource, [&](TransferId o, std::int32_t) {
+        if (transfer_stamp_[o] != stamp_) {
+          transfer_stamp_[o] = stamp_;
+          comp_.push_back(o);
+        }
+      });
     }
-    shared = shared || !list.empty();
+    if (!comp_.empty()) solve_seeded();
   }
-  // A transfer that shared no resource leaves an empty component: no rate changes.
-  if (shared && std::isfinite(t.rate)) solve_from(*t.uses);
+  t.shared.clear();
   free_.push_back(id);
   return owner;
 }
-
-namespace {
-
-// Sorts `items`, the indices whose `stamps` equal `stamp`, ascending. A large component is
-// rebuilt by one scan over the stamps (linear) instead of a comparison sort: the same order.
-template <class T>
-void sort_marked(std::vector<T>& items, const std::vector<std::uint32_t>& stamps,
-                 std::uint32_t stamp) {
-  const std::size_t n = items.size();
-  std::size_t log_n = 1;
-  while ((std::size_t{1} << log_n) < n)
-    ++log_n;
-  if (n * log_n < stamps.size()) {
-    std::sort(items.begin(), items.end());
-    return;
-  }
-  items.clear();
-  for (std::size_t i = 0; i < stamps.size(); ++i) {
-    if (stamps[i] == stamp) items.push_back(static_cast<T>(i));
-  }
-}
-
-}  // namespace
 
 void Network::count_solve(std::size_t links) {
   ++stats_.solves;
@@ -129,52 +199,35 @@ void Network::count_solve(std::size_t links) {
   stats_.largest_component = std::max(stats_.largest_component, comp_.size());
 }
 
-// A transfer alone (each resource listed once) fills its tightest resource: the single
-// progressive-filling step, whose level is the smallest capacity / count over its uses (the same
-// quotient, bit for bit, as solve_component()).
-double Network::alone_rate(const std::vector<LinkUse>& uses) const {
-  double level = std::numeric_limits<double>::infinity();
-  for (const LinkUse& u : uses) {
-    if (u.count <= 0) continue;
-    level = std::min(
-        level, capacity_[static_cast<std::size_t>(u.resource)] / static_cast<double>(u.count));
-  }
-  return level;
-}
-
-// Collects the transfers connected to the seed links through shared links, then recomputes them.
-void Network::solve_from(std::span<const LinkUse> seeds) {
+void Network::next_stamp() {
   if (++stamp_ == 0) {
     std::fill(link_stamp_.begin(), link_stamp_.end(), 0);
     std::fill(transfer_stamp_.begin(), transfer_stamp_.end(), 0);
     stamp_ = 1;
   }
+}
+
+void Network::solve_seeded() {
   comp_links_.clear();
-  comp_.clear();
-  auto visit_link = [&](std::int32_t l) {
-    const auto li = static_cast<std::size_t>(l);
-    if (link_stamp_[li] == stamp_) return;
-    link_stamp_[li] = stamp_;
-    comp_links_.push_back(l);
-    for (TransferId t : on_link_[li]) {
-      if (transfer_stamp_[t] != stamp_) {
-        transfer_stamp_[t] = stamp_;
-        comp_.push_back(t);
-      }
-    }
-  };
-  for (const LinkUse& u : seeds)
-    visit_link(u.resource);
   for (std::size_t i = 0; i < comp_.size(); ++i) {
-    for (const LinkUse& u : *transfers_[comp_[i]].uses)
-      visit_link(u.resource);
+    for (const LinkUse& u : transfers_[comp_[i]].shared) {
+      const auto li = static_cast<std::size_t>(u.resource);
+      if (link_stamp_[li] == stamp_) continue;
+      link_stamp_[li] = stamp_;
+      comp_links_.push_back(u.resource);
+      for_each_on(u.resource, [&](TransferId o, std::int32_t) {
+        if (transfer_stamp_[o] != stamp_) {
+          transfer_stamp_[o] = stamp_;
+          comp_.push_back(o);
+        }
+      });
+    }
   }
-  if (comp_.empty()) return;
   count_solve(comp_links_.size());
-  if (comp_.size() == 1 && transfers_[comp_.front()].distinct_uses) {
-    new_rate_[comp_.front()] = alone_rate(*transfers_[comp_.front()].uses);
+  if (comp_.size() == 1) {
+    new_rate_[comp_.front()] = transfers_[comp_.front()].alone;
   } else {
-    sort_marked(comp_, transfer_stamp_, stamp_);
+    std::sort(comp_.begin(), comp_.end());
     solve_component();
   }
   apply_rates();
@@ -187,35 +240,39 @@ void Network::solve_component() {
   }
   for (TransferId t : comp_) {
     fixed_[t] = 0;
-    for (const LinkUse& u : *transfers_[t].uses)
+    for (const LinkUse& u : transfers_[t].shared)
       cnt_[static_cast<std::size_t>(u.resource)] += u.count;
   }
   std::size_t unfixed = comp_.size();
   while (unfixed > 0) {
     double level = std::numeric_limits<double>::infinity();
     std::int32_t bottleneck = -1;
-    for (std::int32_t l : comp_links_) {
-      const auto li = static_cast<std::size_t>(l);
-      if (cnt_[li] <= 0) continue;
-      const double share = rem_[li] / static_cast<double>(cnt_[li]);
-      // Ties go to the lowest resource index, whatever order the component was collected in.
+    // Ties go to the lowest resource index, whatever order the component was collected in.
+    auto consider = [&](double share, std::int32_t l) {
       if (share < level || (share == level && l < bottleneck)) {
         level = share;
         bottleneck = l;
       }
+    };
+    for (std::int32_t l : comp_links_) {
+      const auto li = static_cast<std::size_t>(l);
+      if (cnt_[li] > 0) consider(rem_[li] / static_cast<double>(cnt_[li]), l);
+    }
+    for (TransferId t : comp_) {
+      if (!fixed_[t]) consider(transfers_[t].alone, transfers_[t].alone_at);
     }
     assert(bottleneck >= 0);
-    for (TransferId t : on_link_[static_cast<std::size_t>(bottleneck)]) {
-      if (fixed_[t]) continue;
-      fixed_[t] = 1;
-      new_rate_[t] = level;
+    for_each_on(bottleneck, [&](TransferId o, std::int32_t) {
+      if (fixed_[o]) return;
+      fixed_[o] = 1;
+      new_rate_[o] = level;
       --unfixed;
-      for (const LinkUse& u : *transfers_[t].uses) {
+      for (const LinkUse& u : transfers_[o].shared) {
         const auto li = static_cast<std::size_t>(u.resource);
         rem_[li] = std::max(0.0, rem_[li] - level * u.count);
         cnt_[li] -= u.count;
       }
-    }
+    });
   }
 }
 

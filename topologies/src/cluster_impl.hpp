@@ -1,6 +1,7 @@
 // Cluster's internals, shared by cluster.cpp (building) and routing.cpp (paths).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -76,9 +77,12 @@ struct Cluster::Impl {
   std::vector<std::int64_t> link_cost;  // per directed link (route cost)
   SwitchGraph switch_graph;
 
-  // Per-destination-leaf distance tables (cost to reach the leaf from every switch), lazily built.
+  // Per-destination-leaf distance tables (cost to reach the leaf from every switch), lazily built
+  // under the mutex; `table_of` (per switch) publishes a built table so that route walks on many
+  // threads read it without locking.
   mutable std::mutex tables_mutex;
   mutable std::unordered_map<int, std::unique_ptr<const std::vector<std::int64_t>>> tables;
+  mutable std::unique_ptr<std::atomic<const std::vector<std::int64_t>*>[]> table_of;
 
   const std::vector<std::int64_t>& table_to(int leaf) const;
   void fabric_route(int from_leaf, int to_leaf, std::uint64_t hash, std::vector<LinkId>& out) const;

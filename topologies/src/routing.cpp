@@ -29,6 +29,9 @@ const T& pick(const std::vector<T>& options, std::uint64_t hash, Stage stage) {
 }  // namespace
 
 const std::vector<std::int64_t>& Cluster::Impl::table_to(int leaf) const {
+  std::atomic<const std::vector<std::int64_t>*>& published =
+      table_of[static_cast<std::size_t>(leaf)];
+  if (const auto* table = published.load(std::memory_order_acquire)) return *table;
   std::lock_guard<std::mutex> lock(tables_mutex);
   auto it = tables.find(leaf);
   if (it != tables.end()) return *it->second;
@@ -43,6 +46,7 @@ const std::vector<std::int64_t>& Cluster::Impl::table_to(int leaf) const {
           .distance_inf(kUnreachable));
   const std::vector<std::int64_t>& out = *dist;
   tables.emplace(leaf, std::move(dist));
+  published.store(&out, std::memory_order_release);
   return out;
 }
 

@@ -117,7 +117,12 @@ class CollectivePlanner {
   // The bottleneck per-flow share of the union of `uses` (counts summed per resource).
   double loaded_share(const std::vector<const std::vector<LinkUse>*>& uses);
   bool applicable(Algorithm a, OpKind kind, std::span<const int> gpus) const;
-  std::vector<Shape> shapes(Algorithm a, OpKind kind, std::span<const int> gpus);
+  // The phases of `a` over `gpus`; their uses aggregated by resource (sorted, counts merged)
+  // unless `aggregated` is false (callers that merge or sum the uses themselves).
+  std::vector<Shape> shapes(Algorithm a, OpKind kind, std::span<const int> gpus,
+                            bool aggregated = true);
+  // aggregate_uses() in linear time with the scratch counts (resources are dense indices).
+  void aggregate(std::vector<LinkUse>& uses);
   double efficiency(Algorithm a) const;
   CommPlan build(Algorithm a, int protocol, OpKind kind, Bytes bytes, std::span<const int> gpus);
   void add_path(int src, int dst, std::uint64_t channel, int count, Shape& shape);
@@ -129,7 +134,7 @@ class CollectivePlanner {
   std::vector<Time> link_latency_;  // topology + profile latency per link
   std::vector<std::uint8_t> link_class_;
   std::vector<topo::LinkId> path_;   // scratch for add_path()
-  std::vector<std::int32_t> count_;  // scratch for loaded_share(), by resource
+  std::vector<std::int32_t> count_;  // scratch for loaded_share() and aggregate(), by resource
   std::vector<std::int32_t> touched_;
   int simple_protocol_ = 0;
 };
