@@ -348,7 +348,7 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
   // Scale-out fabric.
   m->switch_base = static_cast<DeviceId>(dev.size());
   m->num_switches = layout.leaves + layout.spines + layout.cores;
-  m->table_of = std::make_unique<std::atomic<const std::vector<std::int64_t>*>[]>(
+  m->table_of = std::make_unique<std::atomic<const Impl::RouteTable*>[]>(
       static_cast<std::size_t>(m->num_switches));
   for (int i = 0; i < layout.leaves; ++i)
     dev.push_back({DeviceKind::kLeaf, -1, i, -1});

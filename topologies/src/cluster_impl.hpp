@@ -77,14 +77,20 @@ struct Cluster::Impl {
   std::vector<std::int64_t> link_cost;  // per directed link (route cost)
   SwitchGraph switch_graph;
 
-  // Per-destination-leaf distance tables (cost to reach the leaf from every switch), lazily built
+  // Per destination leaf: every switch's cost to reach it and its on-route links (the indices
+  // into sw_adj of the links whose far end is that much closer, in sw_adj order), lazily built
   // under the mutex; `table_of` (per switch) publishes a built table so that route walks on many
   // threads read it without locking.
+  struct RouteTable {
+    std::vector<std::int64_t> dist;
+    std::vector<std::int32_t> offsets;  // CSR over switches into `next`
+    std::vector<std::int32_t> next;
+  };
   mutable std::mutex tables_mutex;
-  mutable std::unordered_map<int, std::unique_ptr<const std::vector<std::int64_t>>> tables;
-  mutable std::unique_ptr<std::atomic<const std::vector<std::int64_t>*>[]> table_of;
+  mutable std::unordered_map<int, std::unique_ptr<const RouteTable>> tables;
+  mutable std::unique_ptr<std::atomic<const RouteTable*>[]> table_of;
 
-  const std::vector<std::int64_t>& table_to(int leaf) const;
+  const RouteTable& table_to(int leaf) const;
   void fabric_route(int from_leaf, int to_leaf, std::uint64_t hash, std::vector<LinkId>& out) const;
 };
 

@@ -28,24 +28,39 @@ const T& pick(const std::vector<T>& options, std::uint64_t hash, Stage stage) {
 
 }  // namespace
 
-const std::vector<std::int64_t>& Cluster::Impl::table_to(int leaf) const {
-  std::atomic<const std::vector<std::int64_t>*>& published =
-      table_of[static_cast<std::size_t>(leaf)];
-  if (const auto* table = published.load(std::memory_order_acquire)) return *table;
+const Cluster::Impl::RouteTable& Cluster::Impl::table_to(int leaf) const {
+  std::atomic<const RouteTable*>& published = table_of[static_cast<std::size_t>(leaf)];
+  if (const RouteTable* table = published.load(std::memory_order_acquire)) return *table;
   std::lock_guard<std::mutex> lock(tables_mutex);
   auto it = tables.find(leaf);
   if (it != tables.end()) return *it->second;
 
-  auto dist = std::make_unique<std::vector<std::int64_t>>(static_cast<std::size_t>(num_switches),
-                                                          kUnreachable);
+  auto table = std::make_unique<RouteTable>();
+  std::vector<std::int64_t>& dist = table->dist;
+  dist.assign(static_cast<std::size_t>(num_switches), kUnreachable);
   boost::dijkstra_shortest_paths(
       switch_graph, static_cast<std::size_t>(leaf),
       boost::weight_map(boost::get(&SwitchEdge::cost, switch_graph))
           .distance_map(boost::make_iterator_property_map(
-              dist->begin(), boost::get(boost::vertex_index, switch_graph)))
+              dist.begin(), boost::get(boost::vertex_index, switch_graph)))
           .distance_inf(kUnreachable));
-  const std::vector<std::int64_t>& out = *dist;
-  tables.emplace(leaf, std::move(dist));
+  table->offsets.assign(static_cast<std::size_t>(num_switches) + 1, 0);
+  for (int at = 0; at < num_switches; ++at) {
+    const auto begin = static_cast<std::size_t>(sw_offsets[static_cast<std::size_t>(at)]);
+    const auto end = static_cast<std::size_t>(sw_offsets[static_cast<std::size_t>(at) + 1]);
+    const std::int64_t here = dist[static_cast<std::size_t>(at)];
+    for (std::size_t i = begin; i < end && at != leaf; ++i) {
+      const auto& [id, to] = sw_adj[i];
+      const std::int64_t there = dist[static_cast<std::size_t>(to)];
+      if (there != kUnreachable && there + link_cost[static_cast<std::size_t>(id)] == here) {
+        table->next.push_back(static_cast<std::int32_t>(i));
+      }
+    }
+    table->offsets[static_cast<std::size_t>(at) + 1] =
+        static_cast<std::int32_t>(table->next.size());
+  }
+  const RouteTable& out = *table;
+  tables.emplace(leaf, std::move(table));
   published.store(&out, std::memory_order_release);
   return out;
 }
@@ -53,30 +68,17 @@ const std::vector<std::int64_t>& Cluster::Impl::table_to(int leaf) const {
 void Cluster::Impl::fabric_route(int from_leaf, int to_leaf, std::uint64_t hash,
                                  std::vector<LinkId>& out) const {
   if (from_leaf == to_leaf) return;
-  const std::vector<std::int64_t>& dist = table_to(to_leaf);
+  const RouteTable& table = table_to(to_leaf);
   int at = from_leaf;
   for (std::uint64_t hop = 0; at != to_leaf; ++hop) {
-    const auto begin = static_cast<std::size_t>(sw_offsets[at]);
-    const auto end = static_cast<std::size_t>(sw_offsets[static_cast<std::size_t>(at) + 1]);
-    const std::int64_t here = dist[at];
-    auto on_route = [&](std::size_t i) {
-      const auto& [id, to] = sw_adj[i];
-      const std::int64_t there = dist[to];
-      return there != kUnreachable && there + link_cost[id] == here;
-    };
-    std::uint64_t candidates = 0;
-    for (std::size_t i = begin; i < end; ++i)
-      candidates += on_route(i) ? 1 : 0;
+    const auto begin = static_cast<std::size_t>(table.offsets[static_cast<std::size_t>(at)]);
+    const auto candidates =
+        static_cast<std::uint64_t>(table.offsets[static_cast<std::size_t>(at) + 1]) - begin;
     if (candidates == 0) return;  // unreachable: build() rules this out
-    std::uint64_t choice = mix_hash(hash, salt(Stage::kFabricHop, hop)) % candidates;
-    for (std::size_t i = begin; i < end; ++i) {
-      if (!on_route(i)) continue;
-      if (choice-- == 0) {
-        out.push_back(sw_adj[i].first);
-        at = sw_adj[i].second;
-        break;
-      }
-    }
+    const std::uint64_t choice = mix_hash(hash, salt(Stage::kFabricHop, hop)) % candidates;
+    const auto& [id, to] = sw_adj[static_cast<std::size_t>(table.next[begin + choice])];
+    out.push_back(id);
+    at = to;
   }
 }
 
