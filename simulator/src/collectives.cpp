@@ -482,6 +482,30 @@ double CollectivePlanner::loaded_share(const std::vector<const std::vector<LinkU
   return share;
 }
 
+const std::vector<CollectivePlanner::ImageUses>& CollectivePlanner::image_uses(
+    Algorithm a, OpKind kind, std::size_t size, std::span<const std::vector<int>> images) {
+  const bool same_images =
+      std::equal(images.begin(), images.end(), memo_images_.begin(), memo_images_.end(),
+                 [](const std::vector<int>& x, const std::vector<int>& y) { return x == y; });
+  if (!same_images) {
+    memo_images_.assign(images.begin(), images.end());
+    memo_shapes_.clear();
+  }
+  for (const auto& [algorithm, shaped] : memo_shapes_) {
+    if (algorithm == a) return shaped;
+  }
+  std::vector<ImageUses> out;
+  for (const std::vector<int>& image : images) {
+    if (image.size() != size || !applicable(a, kind, image)) continue;
+    ImageUses phases;
+    for (Shape& part : shapes(a, kind, image, /*aggregated=*/false))
+      phases.push_back(std::move(part.uses));
+    out.push_back(std::move(phases));
+  }
+  memo_shapes_.emplace_back(a, std::move(out));
+  return memo_shapes_.back().second;
+}
+
 std::vector<CostLine> CollectivePlanner::cost_lines(OpKind kind, std::span<const int> gpus,
                                                     std::span<const std::vector<int>> images) {
   std::vector<CostLine> out;
@@ -499,17 +523,13 @@ std::vector<CostLine> CollectivePlanner::cost_lines(OpKind kind, std::span<const
     const auto it =
         std::find_if(shaped.begin(), shaped.end(), [&](const auto& x) { return x.first == a; });
     const std::vector<Shape>& parts = it->second;
-    std::vector<std::vector<Shape>> more;
-    for (const std::vector<int>& image : images) {
-      if (image.size() != gpus.size() || !applicable(a, kind, image)) continue;
-      more.push_back(shapes(a, kind, image, /*aggregated=*/false));
-      if (more.back().size() != parts.size()) more.pop_back();
-    }
+    const std::vector<ImageUses>& more = image_uses(a, kind, gpus.size(), images);
     std::vector<double> share(parts.size());
     for (std::size_t i = 0; i < parts.size(); ++i) {
       std::vector<const std::vector<LinkUse>*> uses{&parts[i].uses};
-      for (const auto& m : more)
-        uses.push_back(&m[i].uses);
+      for (const auto& m : more) {
+        if (m.size() == parts.size()) uses.push_back(&m[i]);
+      }
       share[i] = loaded_share(uses);
     }
     for (CostLine& line : out) {

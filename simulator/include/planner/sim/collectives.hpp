@@ -114,6 +114,14 @@ class CollectivePlanner {
   std::vector<Shape> p2p_shapes(int src, int dst);
   // Lines of `parts` alone (loaded = alone until cost_lines() loads them).
   void add_lines(Algorithm a, const std::vector<Shape>& parts, std::vector<CostLine>& out) const;
+  // Per phase, the uses (unaggregated) of `a` over one image.
+  using ImageUses = std::vector<std::vector<LinkUse>>;
+  // The uses of `a` over each image of `size` members it applies to. For one algorithm they do
+  // not depend on the collective's kind (a ring's paths are the same for all-reduce, all-gather
+  // and reduce-scatter): memoised per algorithm for the last images asked about, which
+  // cost_lines() gets once per kind.
+  const std::vector<ImageUses>& image_uses(Algorithm a, OpKind kind, std::size_t size,
+                                           std::span<const std::vector<int>> images);
   // The bottleneck per-flow share of the union of `uses` (counts summed per resource).
   double loaded_share(const std::vector<const std::vector<LinkUse>*>& uses);
   bool applicable(Algorithm a, OpKind kind, std::span<const int> gpus) const;
@@ -137,6 +145,8 @@ class CollectivePlanner {
   std::vector<std::int32_t> count_;  // scratch for loaded_share() and aggregate(), by resource
   std::vector<std::int32_t> touched_;
   int simple_protocol_ = 0;
+  std::vector<std::vector<int>> memo_images_;  // image_uses()' memo
+  std::vector<std::pair<Algorithm, std::vector<ImageUses>>> memo_shapes_;
 };
 
 }  // namespace planner::sim
