@@ -95,7 +95,7 @@ struct Instance {
 
 struct CachedPlan {
   CommPlan plan;
-  std::uint32_t use = 0;
+  std::uint32_t use = kNone;  // index into the collective uses, from the first instance on
 };
 
 struct PairHash {
@@ -138,8 +138,18 @@ class Runner {
   void start_phase(std::uint32_t id);
   void finish_instance(std::uint32_t id);
   std::uint32_t new_instance(TimeBucket axis);
-  const CachedPlan& collective_plan(const Op& op);
-  const CachedPlan& p2p_plan(int src, int dst, const OpDesc& d);
+  CachedPlan& collective_plan(const Op& op);
+  CachedPlan& p2p_plan(int src, int dst, const OpDesc& d);
+  // The plan of every collective and message of the program, built before the run so that
+  // compress_plans() sees every resource use the network will get.
+  void build_plans();
+  // Keeps one resource of every class of resources crossed by exactly the same phases with the
+  // same counts (the smallest capacity, lowest index on ties) in the phases' uses: the others
+  // carry the same transfers at the same counts, so their constraint is never tighter and the
+  // bottleneck they would tie on freezes the same transfers. The max-min rates are unchanged;
+  // the network walks fewer resources (a pipeline send's background copies cross every copy's
+  // GPU, PCIe and NIC links, which nothing else but the same phases crosses).
+  void compress_plans();
   std::uint32_t usage(TimeBucket axis, OpKind kind, const CommPlan& plan, int size);
   Time compute_time(const Op& op);
   void drain();
@@ -432,7 +442,7 @@ std::uint32_t Runner::usage(TimeBucket axis, OpKind kind, const CommPlan& plan, 
   return static_cast<std::uint32_t>(uses_.size() - 1);
 }
 
-const CachedPlan& Runner::collective_plan(const Op& op) {
+CachedPlan& Runner::collective_plan(const Op& op) {
   const std::pair<std::uint64_t, std::uint64_t> key{static_cast<std::uint64_t>(op.group), op.desc};
   auto& slot = plans_[key];
   if (slot) return *slot;
@@ -451,11 +461,10 @@ const CachedPlan& Runner::collective_plan(const Op& op) {
   }
   slot = std::make_unique<CachedPlan>();
   slot->plan = planner_.collective(d.kind, d.comm_bytes, gpus, copies);
-  slot->use = usage(bucket_of(d.stream), d.kind, slot->plan, static_cast<int>(gpus.size()));
   return *slot;
 }
 
-const CachedPlan& Runner::p2p_plan(int src, int dst, const OpDesc& d) {
+CachedPlan& Runner::p2p_plan(int src, int dst, const OpDesc& d) {
   const std::pair<std::uint64_t, std::uint64_t> key{
       (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
           static_cast<std::uint32_t>(dst) | (std::uint64_t{1} << 63),
@@ -473,8 +482,93 @@ const CachedPlan& Runner::p2p_plan(int src, int dst, const OpDesc& d) {
   slot = std::make_unique<CachedPlan>();
   slot->plan = planner_.p2p(ctx_.gpu_of_rank[static_cast<std::size_t>(src)],
                             ctx_.gpu_of_rank[static_cast<std::size_t>(dst)], d.comm_bytes, copies);
-  slot->use = usage(bucket_of(d.stream), OpKind::kSend, slot->plan, 2);
   return *slot;
+}
+
+void Runner::build_plans() {
+  for (const RankState& s : ranks_) {
+    for (std::size_t i = 0; i < s.prog->size(); ++i) {
+      const Op& op = s.prog->op(i);
+      const OpDesc& d = program_.desc(op);
+      if (is_collective(d.kind)) {
+        collective_plan(op);
+      } else if (is_p2p(d.kind) && op.peer >= 0 &&
+                 static_cast<std::size_t>(op.peer) < ctx_.gpu_of_rank.size()) {
+        if (d.kind == OpKind::kSend) {
+          p2p_plan(s.prog->rank(), op.peer, d);
+        } else {
+          p2p_plan(op.peer, s.prog->rank(), d);
+        }
+      }
+    }
+  }
+}
+
+void Runner::compress_plans() {
+  std::vector<std::vector<LinkUse>*> phases;
+  for (auto& [key, plan] : plans_) {
+    for (CommPhase& phase : plan->plan.phases)
+      phases.push_back(&phase.uses);
+  }
+  // Per resource, the (phase, count) pairs crossing it, in phase order (CSR).
+  const std::size_t resources = fabric_.capacity.size();
+  std::vector<std::uint32_t> offset(resources + 1, 0);
+  for (const auto* uses : phases) {
+    for (const LinkUse& u : *uses)
+      ++offset[static_cast<std::size_t>(u.resource) + 1];
+  }
+  for (std::size_t r = 0; r < resources; ++r)
+    offset[r + 1] += offset[r];
+  std::vector<std::pair<std::uint32_t, std::int32_t>> crossing(offset.back());
+  std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
+  for (std::uint32_t p = 0; p < phases.size(); ++p) {
+    for (const LinkUse& u : *phases[p])
+      crossing[fill[static_cast<std::size_t>(u.resource)]++] = {p, u.count};
+  }
+  auto entries = [&](std::int32_t r) {
+    const auto* first = crossing.data() + offset[static_cast<std::size_t>(r)];
+    return std::span<const std::pair<std::uint32_t, std::int32_t>>(
+        first, crossing.data() + offset[static_cast<std::size_t>(r) + 1]);
+  };
+  struct Keyed {
+    std::uint64_t hash;
+    std::int32_t resource;
+  };
+  std::vector<Keyed> keyed;
+  for (std::size_t r = 0; r < resources; ++r) {
+    if (offset[r + 1] == offset[r]) continue;
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (const auto& [p, c] : entries(static_cast<std::int32_t>(r))) {
+      h ^= (static_cast<std::uint64_t>(p) << 32 | static_cast<std::uint32_t>(c)) +
+           0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    }
+    keyed.push_back({h, static_cast<std::int32_t>(r)});
+  }
+  // Equal lists side by side; within a class the representative first.
+  std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
+    if (a.hash != b.hash) return a.hash < b.hash;
+    const auto ea = entries(a.resource), eb = entries(b.resource);
+    if (!std::equal(ea.begin(), ea.end(), eb.begin(), eb.end())) {
+      return std::lexicographical_compare(ea.begin(), ea.end(), eb.begin(), eb.end());
+    }
+    const double ca = fabric_.capacity[static_cast<std::size_t>(a.resource)];
+    const double cb = fabric_.capacity[static_cast<std::size_t>(b.resource)];
+    return ca != cb ? ca < cb : a.resource < b.resource;
+  });
+  std::vector<char> keep(resources, 0);
+  bool dropped = false;
+  for (std::size_t i = 0; i < keyed.size(); ++i) {
+    const bool same_class =
+        i > 0 && keyed[i].hash == keyed[i - 1].hash &&
+        std::ranges::equal(entries(keyed[i].resource), entries(keyed[i - 1].resource));
+    keep[static_cast<std::size_t>(keyed[i].resource)] = same_class ? 0 : 1;
+    dropped = dropped || same_class;
+  }
+  if (!dropped) return;
+  for (auto* uses : phases) {
+    std::erase_if(*uses,
+                  [&](const LinkUse& u) { return !keep[static_cast<std::size_t>(u.resource)]; });
+  }
 }
 
 void Runner::arrive_collective(std::uint32_t ri, std::uint32_t i) {
@@ -485,7 +579,12 @@ void Runner::arrive_collective(std::uint32_t ri, std::uint32_t i) {
   std::uint32_t id = 0;
   if (it == pending_.end()) {
     id = new_instance(bucket_of(program_.desc(op).stream));
-    const CachedPlan& plan = collective_plan(op);
+    CachedPlan& plan = collective_plan(op);
+    const OpDesc& d = program_.desc(op);
+    if (plan.use == kNone) {
+      plan.use = usage(bucket_of(d.stream), d.kind, plan.plan,
+                       static_cast<int>(program_.group(op.group).ranks.size()));
+    }
     instances_[id].plan = &plan.plan;
     instances_[id].use = plan.use;
     it = pending_.emplace(key, id).first;
@@ -543,7 +642,8 @@ void Runner::arrive_p2p(std::uint32_t ri, std::uint32_t i) {
   instances_[id].members.push_back(it->second);
   instances_[id].members.emplace_back(ri, i);
   posted_.erase(it);
-  const CachedPlan& plan = p2p_plan(src, dst, d);
+  CachedPlan& plan = p2p_plan(src, dst, d);
+  if (plan.use == kNone) plan.use = usage(bucket_of(d.stream), OpKind::kSend, plan.plan, 2);
   instances_[id].plan = &plan.plan;
   instances_[id].use = plan.use;
   start_instance(id);
@@ -556,8 +656,9 @@ void Runner::arrive_p2p_alone(std::uint32_t ri, std::uint32_t i) {
   const bool send = d.kind == OpKind::kSend;
   const std::uint32_t id = new_instance(bucket_of(d.stream));
   instances_[id].members.emplace_back(ri, i);
-  const CachedPlan& plan =
+  CachedPlan& plan =
       send ? p2p_plan(s.prog->rank(), op.peer, d) : p2p_plan(op.peer, s.prog->rank(), d);
+  if (plan.use == kNone) plan.use = usage(bucket_of(d.stream), OpKind::kSend, plan.plan, 2);
   instances_[id].plan = &plan.plan;
   instances_[id].use = plan.use;
   start_instance(id);
@@ -637,6 +738,8 @@ Status Runner::stalled() const {
 
 Result<ProgramRun> Runner::run() {
   PLANNER_RETURN_IF_ERROR(setup());
+  build_plans();
+  compress_plans();
   for (std::uint32_t ri = 0; ri < ranks_.size(); ++ri) {
     for (const auto& ops : ranks_[ri].stream_ops) {
       if (!ops.empty()) ready_.emplace_back(ri, ops.front());
