@@ -57,6 +57,11 @@ std::size_t comm_slot(TimeBucket b) {
                                   kCommBuckets.begin());
 }
 
+struct CachedPlan {
+  CommPlan plan;
+  std::uint32_t use = kNone;  // index into the collective uses, from the first instance on
+};
+
 struct RankState {
   const RankProgram* prog = nullptr;
   int gpu = 0;
@@ -66,6 +71,7 @@ struct RankState {
   std::vector<std::uint32_t> rdep_offsets;
   std::vector<std::uint32_t> rdeps;
   std::vector<std::uint8_t> state;  // 0 pending, 1 issued, 2 done
+  std::vector<CachedPlan*> plan;    // per op: its collective's or message's plan, else null
   std::vector<Time> issue, start, end;
   std::vector<std::uint64_t> pred;
   std::size_t done = 0;
@@ -91,11 +97,6 @@ struct Instance {
   TimeBucket axis = TimeBucket::kTp;
   Time started;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // (rank index, op)
-};
-
-struct CachedPlan {
-  CommPlan plan;
-  std::uint32_t use = kNone;  // index into the collective uses, from the first instance on
 };
 
 struct PairHash {
@@ -486,19 +487,18 @@ CachedPlan& Runner::p2p_plan(int src, int dst, const OpDesc& d) {
 }
 
 void Runner::build_plans() {
-  for (const RankState& s : ranks_) {
+  for (RankState& s : ranks_) {
+    s.plan.assign(s.prog->size(), nullptr);
     for (std::size_t i = 0; i < s.prog->size(); ++i) {
       const Op& op = s.prog->op(i);
       const OpDesc& d = program_.desc(op);
       if (is_collective(d.kind)) {
-        collective_plan(op);
+        s.plan[i] = &collective_plan(op);
       } else if (is_p2p(d.kind) && op.peer >= 0 &&
                  static_cast<std::size_t>(op.peer) < ctx_.gpu_of_rank.size()) {
-        if (d.kind == OpKind::kSend) {
-          p2p_plan(s.prog->rank(), op.peer, d);
-        } else {
-          p2p_plan(op.peer, s.prog->rank(), d);
-        }
+        // The plan arrive_p2p() and arrive_p2p_alone() use: the message src -> dst.
+        s.plan[i] = d.kind == OpKind::kSend ? &p2p_plan(s.prog->rank(), op.peer, d)
+                                            : &p2p_plan(op.peer, s.prog->rank(), d);
       }
     }
   }
@@ -579,7 +579,7 @@ void Runner::arrive_collective(std::uint32_t ri, std::uint32_t i) {
   std::uint32_t id = 0;
   if (it == pending_.end()) {
     id = new_instance(bucket_of(program_.desc(op).stream));
-    CachedPlan& plan = collective_plan(op);
+    CachedPlan& plan = *ranks_[ri].plan[i];
     const OpDesc& d = program_.desc(op);
     if (plan.use == kNone) {
       plan.use = usage(bucket_of(d.stream), d.kind, plan.plan,
@@ -642,7 +642,7 @@ void Runner::arrive_p2p(std::uint32_t ri, std::uint32_t i) {
   instances_[id].members.push_back(it->second);
   instances_[id].members.emplace_back(ri, i);
   posted_.erase(it);
-  CachedPlan& plan = p2p_plan(src, dst, d);
+  CachedPlan& plan = *s.plan[i];
   if (plan.use == kNone) plan.use = usage(bucket_of(d.stream), OpKind::kSend, plan.plan, 2);
   instances_[id].plan = &plan.plan;
   instances_[id].use = plan.use;
@@ -653,11 +653,9 @@ void Runner::arrive_p2p_alone(std::uint32_t ri, std::uint32_t i) {
   const RankState& s = ranks_[ri];
   const Op& op = s.prog->op(i);
   const OpDesc& d = program_.desc(op);
-  const bool send = d.kind == OpKind::kSend;
   const std::uint32_t id = new_instance(bucket_of(d.stream));
   instances_[id].members.emplace_back(ri, i);
-  CachedPlan& plan =
-      send ? p2p_plan(s.prog->rank(), op.peer, d) : p2p_plan(op.peer, s.prog->rank(), d);
+  CachedPlan& plan = *s.plan[i];
   if (plan.use == kNone) plan.use = usage(bucket_of(d.stream), OpKind::kSend, plan.plan, 2);
   instances_[id].plan = &plan.plan;
   instances_[id].use = plan.use;
