@@ -70,8 +70,9 @@ struct RankState {
   std::vector<std::uint32_t> waiting;
   std::vector<std::uint32_t> rdep_offsets;
   std::vector<std::uint32_t> rdeps;
-  std::vector<std::uint8_t> state;  // 0 pending, 1 issued, 2 done
-  std::vector<CachedPlan*> plan;    // per op: its collective's or message's plan, else null
+  std::vector<std::uint8_t> state;   // 0 pending, 1 issued, 2 done
+  std::vector<CachedPlan*> plan;     // per op: its collective's or message's plan, else null
+  std::vector<std::int32_t> mirror;  // per op: its mirror (a message to an unsimulated peer), or -1
   std::vector<Time> issue, start, end;
   std::vector<std::uint64_t> pred;
   std::size_t done = 0;
@@ -187,7 +188,7 @@ class Runner {
     bool send_started = false;
     std::uint32_t waiting_recv = kNone;
   };
-  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, Mirror, PairHash> mirror_;
+  std::vector<Mirror> mirrors_;
 };
 
 Status Runner::setup() {
@@ -222,11 +223,18 @@ Status Runner::setup() {
     symmetry_ = std::move(s);
   }
   duration_cache_.assign(program_.descs().size() * 2, Time(-1));
+  // Mirrors: one per (rank, tag) of a send to an unsimulated peer, found by every message of
+  // that rank and tag with an unsimulated peer.
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::int32_t, PairHash> mirror_of;
   for (std::size_t ri = 0; ri < ranks.size(); ++ri) {
     for (const Op& op : ranks[ri].ops()) {
       if (program_.desc(op).kind == OpKind::kSend && op.peer < program_.total_ranks() &&
-          rank_index_[static_cast<std::size_t>(op.peer)] < 0) {
-        mirror_.emplace(std::make_pair(ri, std::uint64_t{op.tag}), Mirror{});
+          rank_index_[static_cast<std::size_t>(op.peer)] < 0 &&
+          mirror_of
+              .emplace(std::make_pair(ri, std::uint64_t{op.tag}),
+                       static_cast<std::int32_t>(mirrors_.size()))
+              .second) {
+        mirrors_.emplace_back();
       }
     }
   }
@@ -244,6 +252,13 @@ Status Runner::setup() {
       }
     }
     const std::size_t n = r.size();
+    s.mirror.assign(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = r.op(i);
+      if (!is_p2p(program_.desc(op).kind)) continue;
+      const auto m = mirror_of.find({ri, op.tag});
+      if (m != mirror_of.end()) s.mirror[i] = m->second;
+    }
     s.waiting.resize(n);
     s.state.assign(n, 0);
     s.issue.assign(n, Time(0));
@@ -573,27 +588,33 @@ void Runner::compress_plans() {
 
 void Runner::arrive_collective(std::uint32_t ri, std::uint32_t i) {
   const Op& op = ranks_[ri].prog->op(i);
-  const std::pair<std::uint64_t, std::uint64_t> key{static_cast<std::uint64_t>(op.group),
-                                                    op.id.raw()};
-  auto it = pending_.find(key);
-  std::uint32_t id = 0;
-  if (it == pending_.end()) {
-    id = new_instance(bucket_of(program_.desc(op).stream));
-    CachedPlan& plan = *ranks_[ri].plan[i];
+  const int simulated = group_simulated_[static_cast<std::size_t>(op.group)];
+  auto open_instance = [&] {
     const OpDesc& d = program_.desc(op);
+    const std::uint32_t id = new_instance(bucket_of(d.stream));
+    CachedPlan& plan = *ranks_[ri].plan[i];
     if (plan.use == kNone) {
       plan.use = usage(bucket_of(d.stream), d.kind, plan.plan,
                        static_cast<int>(program_.group(op.group).ranks.size()));
     }
     instances_[id].plan = &plan.plan;
     instances_[id].use = plan.use;
-    it = pending_.emplace(key, id).first;
-  } else {
-    id = it->second;
+    return id;
+  };
+  if (simulated == 1) {
+    // The only simulated member: nobody to wait for.
+    const std::uint32_t id = open_instance();
+    instances_[id].members.emplace_back(ri, i);
+    start_instance(id);
+    return;
   }
+  const std::pair<std::uint64_t, std::uint64_t> key{static_cast<std::uint64_t>(op.group),
+                                                    op.id.raw()};
+  auto it = pending_.find(key);
+  if (it == pending_.end()) it = pending_.emplace(key, open_instance()).first;
+  const std::uint32_t id = it->second;
   instances_[id].members.emplace_back(ri, i);
-  if (static_cast<int>(instances_[id].members.size()) ==
-      group_simulated_[static_cast<std::size_t>(op.group)]) {
+  if (static_cast<int>(instances_[id].members.size()) == simulated) {
     pending_.erase(it);
     start_instance(id);
   }
@@ -611,9 +632,8 @@ void Runner::arrive_p2p(std::uint32_t ri, std::uint32_t i) {
   if (!peer_simulated) {
     // The peer is symmetric to this rank: its send to us happens when our own send with the same
     // tag (to our other neighbour) happens. A receive waits for that send when the rank has one.
-    const auto mirror = mirror_.find({ri, op.tag});
-    if (mirror != mirror_.end()) {
-      Mirror& m = mirror->second;
+    if (s.mirror[i] >= 0) {
+      Mirror& m = mirrors_[static_cast<std::size_t>(s.mirror[i])];
       if (send) {
         m.send_started = true;
         if (m.waiting_recv != kNone) {
