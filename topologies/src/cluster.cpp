@@ -234,13 +234,6 @@ std::int64_t route_cost(const LinkSpec& link) {
   return link.latency.raw() + (bytes(kRouteReferenceBytes) / link.bandwidth).raw();
 }
 
-std::uint64_t mix_hash(std::uint64_t hash, std::uint64_t salt) {
-  std::uint64_t z = hash ^ (salt * 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 Cluster::Cluster(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Cluster::Cluster(Cluster&&) noexcept = default;
 Cluster& Cluster::operator=(Cluster&&) noexcept = default;
