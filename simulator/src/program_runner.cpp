@@ -111,6 +111,8 @@ class Runner {
   Runner(const StepProgram& program, const RunContext& ctx)
       : program_(program),
         ctx_(ctx),
+        keep_(ctx.options.keep_op_times || ctx.options.trace),
+        track_(ctx.options.critical_path),
         compute_(*ctx.profile, ctx.options.attention),
         owned_fabric_(ctx.fabric != nullptr
                           ? Fabric{}
@@ -160,6 +162,8 @@ class Runner {
 
   const StepProgram& program_;
   const RunContext& ctx_;
+  const bool keep_;   // per-op issue and start times (for op timings or a trace)
+  const bool track_;  // per-op predecessors (for the critical path)
   Engine engine_;
   ComputeModel compute_;
   Fabric owned_fabric_;
@@ -261,10 +265,12 @@ Status Runner::setup() {
     }
     s.waiting.resize(n);
     s.state.assign(n, 0);
-    s.issue.assign(n, Time(0));
-    s.start.assign(n, Time(0));
+    if (keep_) {
+      s.issue.assign(n, Time(0));
+      s.start.assign(n, Time(0));
+    }
     s.end.assign(n, Time(0));
-    s.pred.assign(n, kNoPred);
+    if (track_) s.pred.assign(n, kNoPred);
     std::vector<std::uint32_t> counts(n + 1, 0);
     for (std::size_t i = 0; i < n; ++i) {
       s.stream_ops[static_cast<std::size_t>(program_.desc(r.op(i)).stream)].push_back(
@@ -358,23 +364,25 @@ void Runner::issue(std::uint32_t ri, std::uint32_t i) {
   const OpDesc& d = program_.desc(op);
   const Time now = engine_.now();
   s.state[i] = 1;
-  s.issue[i] = now;
-  // The op whose end released this one: the later of the stream predecessor and the deps.
-  const auto stream = static_cast<std::size_t>(d.stream);
-  std::uint64_t pred = kNoPred;
-  Time latest(-1);
-  if (s.head[stream] > 0) {
-    const std::uint32_t prev = s.stream_ops[stream][s.head[stream] - 1];
-    pred = pack(ri, prev);
-    latest = s.end[prev];
-  }
-  for (std::uint32_t dep : s.prog->deps(i)) {
-    if (s.end[dep] > latest) {
-      latest = s.end[dep];
-      pred = pack(ri, dep);
+  if (keep_) s.issue[i] = now;
+  if (track_) {
+    // The op whose end released this one: the later of the stream predecessor and the deps.
+    const auto stream = static_cast<std::size_t>(d.stream);
+    std::uint64_t pred = kNoPred;
+    Time latest(-1);
+    if (s.head[stream] > 0) {
+      const std::uint32_t prev = s.stream_ops[stream][s.head[stream] - 1];
+      pred = pack(ri, prev);
+      latest = s.end[prev];
     }
+    for (std::uint32_t dep : s.prog->deps(i)) {
+      if (s.end[dep] > latest) {
+        latest = s.end[dep];
+        pred = pack(ri, dep);
+      }
+    }
+    s.pred[i] = pred;
   }
-  s.pred[i] = pred;
 
   if (is_collective(d.kind)) {
     arrive_collective(ri, i);
@@ -383,7 +391,7 @@ void Runner::issue(std::uint32_t ri, std::uint32_t i) {
   } else if (d.stream == Stream::kCompute) {
     account(s);
     s.computing = i;
-    s.start[i] = now;
+    if (keep_) s.start[i] = now;
     s.work_left = static_cast<double>(compute_time(op).raw());
     s.work_since = now;
     s.work_rate = 1.0;
@@ -396,7 +404,7 @@ void Runner::issue(std::uint32_t ri, std::uint32_t i) {
     }
   } else {
     account(s);
-    s.start[i] = now;
+    if (keep_) s.start[i] = now;
     ++s.inflight[comm_slot(bucket_of(d.stream))];
     engine_.schedule(now + compute_time(op), kFixedDone, ri, i);
   }
@@ -690,8 +698,8 @@ void Runner::start_instance(std::uint32_t id) {
   const std::size_t slot = comm_slot(inst.axis);
   for (const auto& [ri, i] : inst.members) {
     RankState& s = ranks_[ri];
-    if (ri != lri || i != li) s.pred[i] = pack(lri, li);
-    s.start[i] = now;
+    if (track_ && (ri != lri || i != li)) s.pred[i] = pack(lri, li);
+    if (keep_) s.start[i] = now;
     account(s);
     ++s.inflight[slot];
     set_sm_comm(s, +1);
@@ -813,7 +821,7 @@ ProgramRun Runner::results() {
   ProgramRun out;
   for (const RankState& s : ranks_)
     out.makespan = std::max(out.makespan, s.finish);
-  const bool keep = ctx_.options.keep_op_times || ctx_.options.trace;
+  const bool keep = keep_;
   for (RankState& s : ranks_) {
     account(s, out.makespan);
     RankRun r;
@@ -835,9 +843,12 @@ ProgramRun Runner::results() {
   }
 
   // Critical path, walked back from the last op to finish.
+  std::size_t total_ops = 0;
+  for (const RankState& s : ranks_)
+    total_ops += s.prog->size();
   std::uint64_t cur = kNoPred;
   Time last(-1);
-  for (std::uint32_t ri = 0; ri < ranks_.size(); ++ri) {
+  for (std::uint32_t ri = 0; ri < ranks_.size() && track_; ++ri) {
     const RankState& s = ranks_[ri];
     for (std::uint32_t i = 0; i < s.prog->size(); ++i) {
       if (s.end[i] > last) {
@@ -848,9 +859,6 @@ ProgramRun Runner::results() {
   }
   std::map<std::uint32_t, PathEntry> by_label;
   std::size_t guard = 0;
-  std::size_t total_ops = 0;
-  for (const RankState& s : ranks_)
-    total_ops += s.prog->size();
   while (cur != kNoPred && guard++ <= total_ops) {
     const auto ri = static_cast<std::uint32_t>(cur >> 32);
     const auto i = static_cast<std::uint32_t>(cur);

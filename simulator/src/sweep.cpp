@@ -767,6 +767,7 @@ Result<std::optional<PlanMetrics>> simulate_one(const SweepSetup& setup, int sce
   in.options = setup.request().options.sim;
   in.options.run.keep_op_times = false;
   in.options.run.trace = false;
+  in.options.run.critical_path = false;  // the ranking reads step time and buckets only
   auto r = simulate(in);
   if (!r) return r.status();
   if (!r->simulated) return std::optional<PlanMetrics>();

@@ -55,6 +55,9 @@ struct RunOptions {
   bool balanced_fabric = true;  // pool equal-cost links (fabric.hpp); false: hashed ECMP routes
   bool keep_op_times = true;
   bool trace = false;  // build a Chrome trace-event JSON (implies keep_op_times)
+  // Walk the critical path (ProgramRun::critical_buckets and critical_path); off, they stay empty
+  // and the run keeps no per-op predecessors (a sweep ranks by step time alone).
+  bool critical_path = true;
   int critical_path_top = 10;
   // How attention ops are timed (compute_model.hpp): flash-style, or unfused with the s×s scores
   // in HBM (frameworks before FlashAttention). simulate() also stores the scores in its memory
