@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 
 #include "planner/sim/compute_model.hpp"
@@ -510,18 +511,38 @@ CachedPlan& Runner::p2p_plan(int src, int dst, const OpDesc& d) {
 }
 
 void Runner::build_plans() {
+  // The last plan per group: a rank's ops of one group mostly repeat one desc; and the last few
+  // messages' plans (a rank sends and receives with a few peers).
+  std::vector<std::pair<std::uint32_t, CachedPlan*>> last(program_.groups().size(), {0, nullptr});
+  using P2pKey = std::tuple<int, int, std::int64_t>;
+  std::array<std::pair<P2pKey, CachedPlan*>, 4> recent{};
+  std::size_t next_recent = 0;
   for (RankState& s : ranks_) {
     s.plan.assign(s.prog->size(), nullptr);
     for (std::size_t i = 0; i < s.prog->size(); ++i) {
       const Op& op = s.prog->op(i);
       const OpDesc& d = program_.desc(op);
       if (is_collective(d.kind)) {
-        s.plan[i] = &collective_plan(op);
+        auto& [desc, plan] = last[static_cast<std::size_t>(op.group)];
+        if (plan == nullptr || desc != op.desc) {
+          desc = op.desc;
+          plan = &collective_plan(op);
+        }
+        s.plan[i] = plan;
       } else if (is_p2p(d.kind) && op.peer >= 0 &&
                  static_cast<std::size_t>(op.peer) < ctx_.gpu_of_rank.size()) {
         // The plan arrive_p2p() and arrive_p2p_alone() use: the message src -> dst.
-        s.plan[i] = d.kind == OpKind::kSend ? &p2p_plan(s.prog->rank(), op.peer, d)
-                                            : &p2p_plan(op.peer, s.prog->rank(), d);
+        const bool send = d.kind == OpKind::kSend;
+        const int src = send ? s.prog->rank() : op.peer;
+        const int dst = send ? op.peer : s.prog->rank();
+        const P2pKey key{src, dst, d.comm_bytes.raw()};
+        auto hit = std::find_if(recent.begin(), recent.end(),
+                                [&](const auto& r) { return r.second && r.first == key; });
+        if (hit == recent.end()) {
+          hit = recent.begin() + static_cast<std::ptrdiff_t>(next_recent++ % recent.size());
+          *hit = {key, &p2p_plan(src, dst, d)};
+        }
+        s.plan[i] = hit->second;
       }
     }
   }
