@@ -634,4 +634,16 @@ CommPlan CollectivePlanner::p2p(int src, int dst, Bytes bytes,
   return std::move(*best);
 }
 
+std::shared_ptr<const CommPlan> PlanMemo::find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = plans_.find(key);
+  return it == plans_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const CommPlan> PlanMemo::insert(std::string key, CommPlan plan) {
+  auto stored = std::make_shared<const CommPlan>(std::move(plan));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return plans_.emplace(std::move(key), std::move(stored)).first->second;
+}
+
 }  // namespace planner::sim

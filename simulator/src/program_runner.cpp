@@ -58,6 +58,23 @@ std::size_t comm_slot(TimeBucket b) {
                                   kCommBuckets.begin());
 }
 
+void put_int(std::string& key, std::int64_t v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// A PlanMemo key: what a plan moves and over which GPUs (the caller appends the copies).
+std::string plan_key(char what, OpKind kind, Bytes bytes, std::span<const int> gpus,
+                     std::optional<Algorithm> forced) {
+  std::string key(1, what);
+  put_int(key, static_cast<std::int64_t>(kind));
+  put_int(key, bytes.raw());
+  put_int(key, forced ? static_cast<std::int64_t>(*forced) : -1);
+  put_int(key, static_cast<std::int64_t>(gpus.size()));
+  for (int g : gpus)
+    put_int(key, g);
+  return key;
+}
+
 struct CachedPlan {
   CommPlan plan;
   std::uint32_t use = kNone;  // index into the collective uses, from the first instance on
@@ -485,7 +502,21 @@ CachedPlan& Runner::collective_plan(const Op& op) {
     }
   }
   slot = std::make_unique<CachedPlan>();
+  std::string memo_key;
+  if (ctx_.plan_memo != nullptr) {
+    memo_key = plan_key('c', d.kind, d.comm_bytes, gpus, ctx_.options.algorithm);
+    for (const auto& c : copies) {
+      put_int(memo_key, -1);
+      for (int g : c)
+        put_int(memo_key, g);
+    }
+    if (const auto memo = ctx_.plan_memo->find(memo_key)) {
+      slot->plan = *memo;
+      return *slot;
+    }
+  }
   slot->plan = planner_.collective(d.kind, d.comm_bytes, gpus, copies);
+  if (ctx_.plan_memo != nullptr) ctx_.plan_memo->insert(std::move(memo_key), slot->plan);
   return *slot;
 }
 
@@ -505,8 +536,22 @@ CachedPlan& Runner::p2p_plan(int src, int dst, const OpDesc& d) {
     }
   }
   slot = std::make_unique<CachedPlan>();
-  slot->plan = planner_.p2p(ctx_.gpu_of_rank[static_cast<std::size_t>(src)],
-                            ctx_.gpu_of_rank[static_cast<std::size_t>(dst)], d.comm_bytes, copies);
+  const int pair[] = {ctx_.gpu_of_rank[static_cast<std::size_t>(src)],
+                      ctx_.gpu_of_rank[static_cast<std::size_t>(dst)]};
+  std::string memo_key;
+  if (ctx_.plan_memo != nullptr) {
+    memo_key = plan_key('p', OpKind::kSend, d.comm_bytes, pair, ctx_.options.algorithm);
+    for (const auto& [a, b] : copies) {
+      put_int(memo_key, a);
+      put_int(memo_key, b);
+    }
+    if (const auto memo = ctx_.plan_memo->find(memo_key)) {
+      slot->plan = *memo;
+      return *slot;
+    }
+  }
+  slot->plan = planner_.p2p(pair[0], pair[1], d.comm_bytes, copies);
+  if (ctx_.plan_memo != nullptr) ctx_.plan_memo->insert(std::move(memo_key), slot->plan);
   return *slot;
 }
 

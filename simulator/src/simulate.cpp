@@ -88,6 +88,7 @@ Result<SimResult> simulate(const SimInput& input) {
   ctx.profile = input.profile.get();
   ctx.parallel = &plan.parallel;
   ctx.fabric = input.fabric.get();
+  ctx.plan_memo = input.plan_memo.get();
   ctx.options = options.run;
   PLANNER_ASSIGN_OR_RETURN(ProgramRun run, run_program(program, ctx));
 

@@ -102,6 +102,7 @@ struct SweepSetup::Scenario {
   std::shared_ptr<const topo::Cluster> cluster;
   std::shared_ptr<const HardwareProfile> profile;
   std::shared_ptr<const Fabric> fabric;
+  std::shared_ptr<PlanMemo> plan_memo;  // plans shared by the scenario's simulations
   std::shared_ptr<Estimator> estimator;
   PricingOptions pricing;
   GpuPrice price;
@@ -321,6 +322,7 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     }
     sc.fabric = std::make_shared<const Fabric>(
         Fabric::build(*sc.cluster, *sc.profile, request.options.sim.run.balanced_fabric));
+    sc.plan_memo = std::make_shared<PlanMemo>();
     EstimatorInput ei;
     ei.model = in.model;
     ei.training = in.training;
@@ -764,6 +766,7 @@ Result<std::optional<PlanMetrics>> simulate_one(const SweepSetup& setup, int sce
   in.cluster = sc.cluster;
   in.profile = sc.profile;
   in.fabric = sc.fabric;
+  in.plan_memo = sc.plan_memo;
   in.options = setup.request().options.sim;
   in.options.run.keep_op_times = false;
   in.options.run.trace = false;

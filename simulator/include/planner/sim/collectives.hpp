@@ -37,9 +37,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "planner/core/hardware_profile.hpp"
@@ -147,6 +151,23 @@ class CollectivePlanner {
   int simple_protocol_ = 0;
   std::vector<std::vector<int>> memo_images_;  // image_uses()' memo
   std::vector<std::pair<Algorithm, std::vector<ImageUses>>> memo_shapes_;
+};
+
+// Collective and message plans shared by the simulations of a sweep on one cluster, hardware
+// profile and fabric: a plan with its background copies walks thousands of routes, and a sweep's
+// candidates share most of their groups. A plan is a pure function of its key (what it moves, over
+// which GPUs, with which copies), so a simulation gets the same plan whether or not it was
+// memoised. Thread-safe.
+class PlanMemo {
+ public:
+  // The plan stored under `key`, or nullptr.
+  std::shared_ptr<const CommPlan> find(const std::string& key) const;
+  // Stores `plan` under `key` unless a plan is there already; returns the stored plan.
+  std::shared_ptr<const CommPlan> insert(std::string key, CommPlan plan);
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const CommPlan>> plans_;
 };
 
 }  // namespace planner::sim

@@ -75,6 +75,9 @@ struct RunContext {
   // The cluster's network resources under `profile` with options.balanced_fabric; nullptr: built
   // here (callers that run many simulations on one cluster build it once).
   const Fabric* fabric = nullptr;
+  // Optional: plans shared with other simulations on the same cluster, profile and fabric (a
+  // sweep's); nullptr: every plan is built here.
+  PlanMemo* plan_memo = nullptr;
   RunOptions options;
 };
 

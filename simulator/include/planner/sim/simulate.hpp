@@ -49,6 +49,9 @@ struct SimInput {
   // simulations of a sweep (building it takes tens of milliseconds on 16,384 GPUs). Built per call
   // when empty.
   std::shared_ptr<const Fabric> fabric;
+  // Optional: collective plans shared by the simulations of a sweep on this cluster, profile and
+  // fabric (program_runner.hpp).
+  std::shared_ptr<PlanMemo> plan_memo;
   // GPU of every rank (workers, then parameter servers). Empty: default_gpu_of_rank().
   std::vector<int> gpu_of_rank;
   SimOptions options;
