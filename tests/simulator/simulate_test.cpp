@@ -223,6 +223,43 @@ TEST(Determinism, TraceIsByteIdenticalAcrossThreads) {
   }
 }
 
+// Simulations sharing a plan memo (as a sweep's do), on several threads, get the trace they get
+// alone; so does a different plan on the same memo (its plans differ by size or copies).
+TEST(Determinism, SharedPlanMemoChangesNothing) {
+  ParallelConfig a;
+  a.tp = 2;
+  a.pp = 2;
+  a.dp = 4;
+  a.sequence_parallel = true;
+  ParallelConfig b = a;
+  b.micro_batch_size = 2;
+  SimInput in_a = input_for("dgx-h100-superpod", 2, a, 16);
+  SimInput in_b = input_for("dgx-h100-superpod", 2, b, 16);
+  for (SimInput* in : {&in_a, &in_b}) {
+    in->options.run.trace = true;
+    in->options.ranks = RankSubset::kOnePerStage;
+  }
+  const std::string alone_a = simulate_ok(in_a).trace_json;
+  const std::string alone_b = simulate_ok(in_b).trace_json;
+  ASSERT_NE(alone_a, alone_b);
+  auto memo = std::make_shared<PlanMemo>();
+  in_a.plan_memo = memo;
+  in_b.plan_memo = memo;
+  EXPECT_EQ(simulate_ok(in_a).trace_json, alone_a);  // fills the memo
+  std::vector<std::string> traces(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    threads.emplace_back([&, t] {
+      auto r = simulate(t % 2 == 0 ? in_a : in_b);
+      if (r) traces[t] = std::move(r->trace_json);
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  for (std::size_t t = 0; t < traces.size(); ++t)
+    EXPECT_TRUE(traces[t] == (t % 2 == 0 ? alone_a : alone_b)) << "thread " << t;
+}
+
 // The trace is Chrome trace-event JSON: one process per rank, named tracks, micro-batch ids in
 // the op names.
 TEST(Trace, ProcessesTracksAndMicroBatches) {
