@@ -275,7 +275,7 @@ Status Runner::setup() {
     }
     const std::size_t n = r.size();
     s.mirror.assign(n, -1);
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < n && !mirrors_.empty(); ++i) {
       const Op& op = r.op(i);
       if (!is_p2p(program_.desc(op).kind)) continue;
       const auto m = mirror_of.find({ri, op.tag});
