@@ -247,17 +247,21 @@ Status Runner::setup() {
   duration_cache_.assign(program_.descs().size() * 2, Time(-1));
   // Mirrors: one per (rank, tag) of a send to an unsimulated peer, found by every message of
   // that rank and tag with an unsimulated peer.
-  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::int32_t, PairHash> mirror_of;
+  // Per rank: (tag, mirror) sorted by tag.
+  std::vector<std::vector<std::pair<std::uint32_t, std::int32_t>>> mirror_of(ranks.size());
   for (std::size_t ri = 0; ri < ranks.size(); ++ri) {
+    auto& tags = mirror_of[ri];
     for (const Op& op : ranks[ri].ops()) {
       if (program_.desc(op).kind == OpKind::kSend && op.peer < program_.total_ranks() &&
-          rank_index_[static_cast<std::size_t>(op.peer)] < 0 &&
-          mirror_of
-              .emplace(std::make_pair(ri, std::uint64_t{op.tag}),
-                       static_cast<std::int32_t>(mirrors_.size()))
-              .second) {
-        mirrors_.emplace_back();
+          rank_index_[static_cast<std::size_t>(op.peer)] < 0) {
+        tags.emplace_back(op.tag, 0);
       }
+    }
+    std::sort(tags.begin(), tags.end());
+    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+    for (auto& [tag, mirror] : tags) {
+      mirror = static_cast<std::int32_t>(mirrors_.size());
+      mirrors_.emplace_back();
     }
   }
 
@@ -275,11 +279,12 @@ Status Runner::setup() {
     }
     const std::size_t n = r.size();
     s.mirror.assign(n, -1);
-    for (std::size_t i = 0; i < n && !mirrors_.empty(); ++i) {
+    const auto& tags = mirror_of[ri];
+    for (std::size_t i = 0; i < n && !tags.empty(); ++i) {
       const Op& op = r.op(i);
       if (!is_p2p(program_.desc(op).kind)) continue;
-      const auto m = mirror_of.find({ri, op.tag});
-      if (m != mirror_of.end()) s.mirror[i] = m->second;
+      const auto m = std::lower_bound(tags.begin(), tags.end(), std::make_pair(op.tag, 0));
+      if (m != tags.end() && m->first == op.tag) s.mirror[i] = m->second;
     }
     s.waiting.resize(n);
     s.state.assign(n, 0);
