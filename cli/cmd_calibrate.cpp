@@ -370,13 +370,11 @@ Status rank_job(const CliContext& ctx, const CalibrateArgs& a, exec::MpiWorld& w
   fo.source = "planner calibrate: " + std::to_string(ms.size()) +
               " microbenchmarks on this host, fitted to the simulator's models (samples stored "
               "with the profile)";
+  // The cpu backend's ranks share this host's cores (the simulator's core-sharing model); GPU
+  // ranks each compute on their own device.
+  fo.host_cores = a.backend == "cpu" ? host_cores() : 0;
   PLANNER_ASSIGN_OR_RETURN(sim::FitReport fit,
                            sim::fit_profile(target->base, *target->cluster, points, fo));
-  // The ranks of a run share this host's cores (the simulator's core-sharing model).
-  fit.changes.push_back({"compute.host_cores", "cores",
-                         static_cast<double>(target->base.compute.host_cores),
-                         static_cast<double>(host_cores()), 0});
-  fit.profile.compute.host_cores = host_cores();
   fit.profile.provenance = {
       {"host", world.host()},
       {"backend", a.backend},

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "planner/exec/bounded_wait.hpp"
 #include "planner/exec/device_buffer.hpp"
 
 namespace planner::exec {
@@ -25,6 +26,14 @@ constexpr std::int64_t kAdamBytesEachWay = 12;
 // most kMaxColdCopies copies.
 constexpr std::int64_t kColdBytes = 32 * 1024 * 1024;
 constexpr std::int64_t kMaxColdCopies = 64;
+// Oversubscribed compute (more ranks than cores): wall time each rank's timed batch aims at, long
+// against the scheduler's time slices (a few ms) so that a batch sees many context switches, and
+// the number of batches (median kept).
+constexpr double kSharedTargetS = 0.04;
+constexpr int kSharedRepeats = 3;
+// The kernels measured oversubscribed: a transformer step's GEMM shapes, attention and
+// memory-bound kernels at a micro-batch's activation size (512 tokens).
+constexpr std::int64_t kSharedRows = 512;
 
 struct GemmShape {
   std::int64_t m, n, k;
@@ -34,7 +43,12 @@ struct GemmShape {
 // Shapes of a small transformer's projections (tokens x hidden x ffn), in the three forms the
 // runner calls: forward Y = X Wᵀ (NT), input gradient dX = dY W (NN), weight gradient dW = dYᵀ X
 // (TN).
-std::vector<GemmShape> gemm_grid(bool full) {
+std::vector<GemmShape> gemm_grid(bool full, bool shared) {
+  if (shared) {
+    return {{512, 384, 128, Transpose::kNo, Transpose::kYes},
+            {512, 128, 512, Transpose::kNo, Transpose::kNo},
+            {2048, 384, 512, Transpose::kYes, Transpose::kNo}};
+  }
   const std::vector<std::int64_t> ms = full ? std::vector<std::int64_t>{128, 512, 2048, 8192}
                                             : std::vector<std::int64_t>{128, 512, 2048};
   const std::vector<std::int64_t> ns = full ? std::vector<std::int64_t>{64, 256, 1024, 4096}
@@ -71,12 +85,37 @@ class Bench {
 
   Status run() {
     const int ranks = b_.world().size();
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int compute_ranks =
-        o_.compute_ranks > 0 ? std::min(o_.compute_ranks, ranks) : std::min(ranks, cores);
+        o_.compute_ranks > 0 ? std::min(o_.compute_ranks, ranks) : std::min(ranks, cores_);
+    const bool own_core = core_per_rank();
     if (o_.compute) {
-      if (b_.world().rank() < compute_ranks) PLANNER_RETURN_IF_ERROR(compute());
+      GroupRequest req;
+      req.axes = "calibration-compute";
+      if (b_.world().rank() < compute_ranks) {
+        for (int r = 0; r < compute_ranks; ++r)
+          req.ranks.push_back(r);
+      }
+      PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, b_.create_communicator(req));
+      if (comm) {
+        // The computing ranks have a core each (the others wait, yielding it); they start each
+        // kernel together, as the ranks of a run compute side by side.
+        set_core_per_rank(compute_ranks <= cores_);
+        sync_ = comm.get();
+        computing_ = compute_ranks;
+        const Status st = compute();
+        sync_ = nullptr;
+        set_core_per_rank(own_core);
+        PLANNER_RETURN_IF_ERROR(st);
+      }
       PLANNER_RETURN_IF_ERROR(barrier());
+      if (b_.world().local_size() > cores_ && o_.oversubscribed) {
+        // Every rank computes at once on fewer cores: the cost of sharing them.
+        shared_ = true;
+        computing_ = ranks;
+        PLANNER_RETURN_IF_ERROR(compute());
+        shared_ = false;
+        PLANNER_RETURN_IF_ERROR(barrier());
+      }
     }
     if (o_.collectives && ranks >= 2) PLANNER_RETURN_IF_ERROR(collectives());
     return barrier();
@@ -123,8 +162,62 @@ class Bench {
     return std::clamp<std::int64_t>(std::llround(o_.target_s / one), 1, kMaxIterations);
   }
 
+  // Every computing rank reaches this before any goes on.
+  Status sync(Communicator& comm) {
+    if (!sync_buf_) {
+      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::floats(dev_, 1, "sync"));
+      sync_buf_ = std::make_unique<DeviceBuffer>(std::move(buf));
+    }
+    PLANNER_ASSIGN_OR_RETURN(Ticket t, comm.all_reduce(sync_buf_->data(), 1, DType::kFloat32,
+                                                       ReduceOp::kSum, "calibration sync"));
+    PLANNER_RETURN_IF_ERROR(b_.wait(t, deadline()));
+    return b_.release_tickets();
+  }
+
+  // `value` of rank 0 on every rank (`comm`'s member 0).
+  Result<double> from_first(Communicator& comm, double value) {
+    PLANNER_ASSIGN_OR_RETURN(DeviceBuffer agree, DeviceBuffer::allocate(dev_, 8, "agree"));
+    PLANNER_RETURN_IF_ERROR(dev_.copy_from_host(agree.data(), &value, 8));
+    PLANNER_ASSIGN_OR_RETURN(Ticket t,
+                             comm.broadcast(agree.data(), 1, DType::kFloat64, 0, "agree"));
+    PLANNER_RETURN_IF_ERROR(b_.wait(t, deadline()));
+    PLANNER_RETURN_IF_ERROR(dev_.copy_to_host(&value, agree.data(), 8));
+    PLANNER_RETURN_IF_ERROR(b_.release_tickets());
+    return value;
+  }
+
+  // Oversubscribed: every rank of the world runs the same batch of calls at once; a call's time
+  // is the batch's wall time (from a common start until the last rank finished) over its calls,
+  // the median of kSharedRepeats batches.
+  Result<std::pair<double, std::int64_t>> measure_shared(const std::function<Status()>& body) {
+    Communicator& world = b_.world_communicator();
+    PLANNER_RETURN_IF_ERROR(sync(world));
+    PLANNER_ASSIGN_OR_RETURN(double first, timed(body, 1));
+    PLANNER_ASSIGN_OR_RETURN(
+        double agreed,
+        from_first(world, static_cast<double>(std::clamp<std::int64_t>(
+                              std::llround(kSharedTargetS / first), 1, kMaxIterations))));
+    const auto iterations = static_cast<std::int64_t>(agreed);
+    std::vector<double> times;
+    for (int r = 0; r < kSharedRepeats; ++r) {
+      PLANNER_RETURN_IF_ERROR(sync(world));
+      const Event start = dev_.record();
+      for (std::int64_t i = 0; i < iterations; ++i)
+        PLANNER_RETURN_IF_ERROR(body());
+      PLANNER_RETURN_IF_ERROR(sync(world));
+      const Event end = dev_.record();
+      PLANNER_RETURN_IF_ERROR(dev_.synchronize());
+      times.push_back((dev_.seconds(end) - dev_.seconds(start)) / static_cast<double>(iterations));
+      dev_.reset_events();
+    }
+    std::sort(times.begin(), times.end());
+    return std::pair{times[times.size() / 2], iterations};
+  }
+
   // Median of kRepeats timed batches, after an untimed call that also sizes the batches.
   Result<std::pair<double, std::int64_t>> measure(const std::function<Status()>& body) {
+    if (shared_) return measure_shared(body);
+    if (sync_ != nullptr) PLANNER_RETURN_IF_ERROR(sync(*sync_));
     PLANNER_ASSIGN_OR_RETURN(double first, timed(body, 1));
     const std::int64_t iterations = iterations_for(first);
     std::vector<double> times;
@@ -149,12 +242,13 @@ class Bench {
     CalibrationPoint p;
     p.desc = desc;
     p.backward = backward;
+    p.group_size = computing_;
     record(p, timing.first, timing.second);
     return Status::ok();
   }
 
   Status compute() {
-    for (const GemmShape& g : gemm_grid(o_.full_compute))
+    for (const GemmShape& g : gemm_grid(o_.full_compute, shared_))
       PLANNER_RETURN_IF_ERROR(gemm(g));
     PLANNER_RETURN_IF_ERROR(attention());
     return memory_bound();
@@ -195,6 +289,7 @@ class Bench {
                                                : std::vector<std::int64_t>{64, 128, 256};
     for (std::int64_t batch : {1, 4}) {
       for (std::int64_t seq : seqs) {
+        if (shared_ && (batch != 4 || seq != 128)) continue;
         AttentionShape sh;
         sh.batch = batch;
         sh.heads = kHeads;
@@ -253,8 +348,9 @@ class Bench {
   // with the bytes the lowering counts for them (forward and backward).
   Status memory_bound() {
     const std::vector<std::int64_t> rows_list =
-        o_.full_compute ? std::vector<std::int64_t>{64, 512, 4096, 32768}
-                        : std::vector<std::int64_t>{64, 512, 4096};
+        shared_           ? std::vector<std::int64_t>{kSharedRows}
+        : o_.full_compute ? std::vector<std::int64_t>{64, 512, 4096, 32768}
+                          : std::vector<std::int64_t>{64, 512, 4096};
     constexpr std::int64_t kDim = 256;
     for (std::int64_t rows : rows_list) {
       const std::int64_t n = rows * kDim;
@@ -338,10 +434,14 @@ class Bench {
   Status collectives() {
     const int world = b_.world().size();
     std::vector<int> sizes = o_.group_sizes;
+    // By default every group size whose ranks have a core each (larger groups on an
+    // oversubscribed host wait on the scheduler, not on the transport).
+    const int largest = b_.world().local_size() > cores_ ? std::max(2, cores_) : world;
     if (sizes.empty()) {
-      for (int g = 2; g <= world; ++g)
+      for (int g = 2; g <= std::min(world, largest); ++g)
         sizes.push_back(g);
     }
+    const bool own_core = core_per_rank();
     for (int g : sizes) {
       if (g < 2 || g > world) {
         return Status::invalid_input("group size " + std::to_string(g) +
@@ -355,13 +455,18 @@ class Bench {
       }
       PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, b_.create_communicator(req));
       if (comm) {
+        // The members poll as ranks of a run of g ranks on this host would.
+        set_core_per_rank(g <= cores_);
+        Status st = Status::ok();
         for (OpKind kind : kinds()) {
           if ((kind == OpKind::kSend || kind == OpKind::kRecv) && g != 2) continue;
-          for (std::int64_t bytes = o_.min_bytes; bytes <= o_.max_bytes;
+          for (std::int64_t bytes = o_.min_bytes; bytes <= o_.max_bytes && st.is_ok();
                bytes *= std::max(2, o_.size_factor)) {
-            PLANNER_RETURN_IF_ERROR(collective(*comm, kind, bytes));
+            st = collective(*comm, kind, bytes);
           }
         }
+        set_core_per_rank(own_core);
+        PLANNER_RETURN_IF_ERROR(st);
       }
       PLANNER_RETURN_IF_ERROR(barrier());
     }
@@ -455,7 +560,14 @@ class Bench {
   Device& dev_;
   const MicrobenchOptions& o_;
   const MeasurementSink& sink_;
+  const int cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The compute phase: the computing ranks' communicator (they start each kernel together), how
+  // many compute at once, and whether they are more than the host's cores.
+  Communicator* sync_ = nullptr;
+  int computing_ = 1;
+  bool shared_ = false;
   std::unique_ptr<DeviceBuffer> barrier_buf_;
+  std::unique_ptr<DeviceBuffer> sync_buf_;
   std::vector<Measurement> out_;
 };
 
