@@ -242,11 +242,25 @@ class Bench {
     return Status::ok();
   }
 
+  // The compute grid, o_.compute_sweeps times over; each kernel keeps its fastest sweep (other
+  // work on a shared machine only ever slows a kernel down, and it comes in bursts longer than
+  // one measurement but shorter than a sweep).
   Status compute() {
-    for (const GemmShape& g : gemm_grid(o_.full_compute, shared_))
-      PLANNER_RETURN_IF_ERROR(gemm(g));
-    PLANNER_RETURN_IF_ERROR(attention());
-    return memory_bound();
+    const std::size_t begin = out_.size();
+    for (int sweep = 0; sweep < std::max(1, o_.compute_sweeps); ++sweep) {
+      const std::size_t from = out_.size();
+      for (const GemmShape& g : gemm_grid(o_.full_compute, shared_))
+        PLANNER_RETURN_IF_ERROR(gemm(g));
+      PLANNER_RETURN_IF_ERROR(attention());
+      PLANNER_RETURN_IF_ERROR(memory_bound());
+      if (sweep == 0) continue;
+      for (std::size_t i = from; i < out_.size(); ++i) {
+        Measurement& kept = out_[begin + (i - from)];
+        if (out_[i].point.measured < kept.point.measured) kept = out_[i];
+      }
+      out_.resize(from);
+    }
+    return Status::ok();
   }
 
   Status gemm(const GemmShape& g) {

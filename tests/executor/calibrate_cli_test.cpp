@@ -37,7 +37,7 @@ TEST(CalibrateCli, TinyCalibrationStoresAFittedProfileWithSamples) {
   TempDir dir;
   const std::string db = dir.file("c.db");
   const CommandResult r = run_planner({"calibrate", "--backend", "cpu", "-n", "2", "--name", "tiny",
-                                       "--max-bytes", "1M", "--db", db, "--json"});
+                                       "--max-bytes", "1M", "--sweeps", "2", "--db", db, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out["profile"], "tiny");
@@ -99,7 +99,7 @@ TEST(CalibrateCli, OversubscribedHostMeasuresTheCostOfSharingCores) {
   const std::string db = dir.file("o.db");
   const CommandResult r =
       run_planner({"calibrate", "--backend", "cpu", "-n", std::to_string(cores + 1), "--name",
-                   "over", "--compute-only", "--db", db, "--json"});
+                   "over", "--compute-only", "--sweeps", "1", "--db", db, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto out = nlohmann::json::parse(r.out);
   bool fitted = false;

@@ -46,6 +46,9 @@ struct MicrobenchOptions {
   int compute_ranks = 0;
   // With more ranks on the host than cores: also measure compute with every rank at once.
   bool oversubscribed = true;
+  // Passes over the compute kernels; each keeps its fastest pass (robust to other work on the
+  // machine, which only slows kernels down).
+  int compute_sweeps = 3;
   // Wall time one timed batch aims at (iterations are chosen from a first, untimed run).
   double target_s = 0.005;
   double timeout_s = 60;
