@@ -221,7 +221,13 @@ class Bench {
       times.push_back(t);
     }
     std::sort(times.begin(), times.end());
-    return std::pair{times[times.size() / 2], iterations};
+    double median = times[times.size() / 2];
+    // A step waits for its slowest rank: the slowest computing rank's median counts (the
+    // ranks of one host do not compute equally fast; 6 % apart in runs on the 2-core host).
+    if (sync_ != nullptr) {
+      PLANNER_ASSIGN_OR_RETURN(median, max_over(*sync_, median));
+    }
+    return std::pair{median, iterations};
   }
 
   void record(CalibrationPoint point, double s, std::int64_t iterations) {
@@ -310,6 +316,10 @@ class Bench {
         sh.scale = kernels::cpu::attention_default_scale(kHeadDim);
         const std::int64_t elems = batch * seq * kHeads * kHeadDim;
         const std::int64_t rows = batch * seq * kHeads;
+        // As the runner's attention ops: the forward first splits the QKV projection's packed
+        // output (rows of q | k | v) into q and k, v; the backward zeroes the gradients it
+        // accumulates into (runner_layer.cpp).
+        PLANNER_ASSIGN_OR_RETURN(DeviceBuffer qkv, filled(dev_, 3 * elems, "attention qkv"));
         PLANNER_ASSIGN_OR_RETURN(DeviceBuffer q, filled(dev_, elems, "attention q"));
         PLANNER_ASSIGN_OR_RETURN(DeviceBuffer k, filled(dev_, elems, "attention k"));
         PLANNER_ASSIGN_OR_RETURN(DeviceBuffer v, filled(dev_, elems, "attention v"));
@@ -335,7 +345,13 @@ class Bench {
         d.flops = Flops(forward);
         d.bytes_read = Bytes(3 * qb);
         d.bytes_written = Bytes(qb + rows * kF32);
+        const std::int64_t width = kHeads * kHeadDim * kF32;  // bytes of one token's q
+        const std::int64_t tokens = batch * seq;
         PLANNER_RETURN_IF_ERROR(compute_one(d, false, [&] {
+          dev_.copy_2d(q.data(), width, qkv.data(), 3 * width, width, tokens);
+          dev_.copy_2d(k.data(), width, qkv.f32() + kHeads * kHeadDim, 3 * width, width, tokens);
+          dev_.copy_2d(v.data(), width, qkv.f32() + 2 * kHeads * kHeadDim, 3 * width, width,
+                       tokens);
           dev_.attention_forward(sh, q.f32(), k.f32(), v.f32(), o.f32(), lse.f32());
           return Status::ok();
         }));
@@ -344,6 +360,9 @@ class Bench {
         d.bytes_written = Bytes(3 * qb);
         PLANNER_RETURN_IF_ERROR(compute_one(d, true, [&] {
           dev_.attention_backward_delta(rows, kHeadDim, o.f32(), dout.f32(), delta.f32());
+          dev_.zero(dq.data(), qb);
+          dev_.zero(dk.data(), qb);
+          dev_.zero(dv.data(), qb);
           dev_.attention_backward(sh, q.f32(), k.f32(), v.f32(), dout.f32(), lse.f32(), delta.f32(),
                                   dq.f32(), dk.f32(), dv.f32());
           return Status::ok();
