@@ -52,6 +52,7 @@ struct CalibrateArgs {
   std::string name;
   std::string base;  // profile to start from (default: the backend's built-in profile)
   bool full = false;
+  int sweeps = 3;
   bool compute_only = false;
   bool collectives_only = false;
   std::vector<std::string> from_runs;
@@ -116,6 +117,7 @@ Result<std::vector<OpKind>> parse_ops(const std::vector<std::string>& ops) {
 Result<exec::MicrobenchOptions> microbench_options(const CalibrateArgs& a) {
   exec::MicrobenchOptions o;
   o.full_compute = a.full;
+  o.compute_sweeps = a.sweeps;
   o.timeout_s = a.timeout_s;
   o.compute = !a.bench && !a.collectives_only;
   o.collectives = !a.compute_only;
@@ -370,13 +372,11 @@ Status rank_job(const CliContext& ctx, const CalibrateArgs& a, exec::MpiWorld& w
   fo.source = "planner calibrate: " + std::to_string(ms.size()) +
               " microbenchmarks on this host, fitted to the simulator's models (samples stored "
               "with the profile)";
+  // The cpu backend's ranks share this host's cores (the simulator's core-sharing model); GPU
+  // ranks each compute on their own device.
+  fo.host_cores = a.backend == "cpu" ? host_cores() : 0;
   PLANNER_ASSIGN_OR_RETURN(sim::FitReport fit,
                            sim::fit_profile(target->base, *target->cluster, points, fo));
-  // The ranks of a run share this host's cores (the simulator's core-sharing model).
-  fit.changes.push_back({"compute.host_cores", "cores",
-                         static_cast<double>(target->base.compute.host_cores),
-                         static_cast<double>(host_cores()), 0});
-  fit.profile.compute.host_cores = host_cores();
   fit.profile.provenance = {
       {"host", world.host()},
       {"backend", a.backend},
@@ -536,6 +536,7 @@ Result<std::vector<std::string>> rank_program(const CliContext& ctx, const Calib
     if (!a.base.empty()) p.insert(p.end(), {"--base", a.base});
     if (a.compute_only) p.push_back("--compute-only");
     if (a.collectives_only) p.push_back("--collectives-only");
+    p.insert(p.end(), {"--sweeps", std::to_string(a.sweeps)});
   }
   p.insert(p.end(), {"--launch", "none", "--min-bytes", a.min_bytes, "--timeout",
                      std::to_string(a.timeout_s), "--outcome-file", outcome});
@@ -674,6 +675,11 @@ void register_calibrate_commands(CLI::App& app, CliContext& ctx) {
                   "(run ids or latest) instead of running microbenchmarks")
       ->type_name("RUN ...");
   cmd->add_flag("--compute-only", a->compute_only, "Measure compute only");
+  cmd->add_option("--sweeps", a->sweeps,
+                  "Passes over the compute kernels, each kernel keeping its fastest (other work "
+                  "on the machine only slows kernels down)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--collectives-only", a->collectives_only, "Measure collectives only");
   add_launch_options(cmd, *a);
   add_db_options(cmd, a->db);

@@ -116,6 +116,10 @@ Status show_command(const CliContext& ctx, const ProfileArgs& a) {
     if (b.raw() > 0) kv.add("  " + std::string(name), fmt(to_GBps(b), 2) + " GB/s");
   }
   kv.add("kernel overhead", fmt(to_microseconds(c.kernel_overhead), 2) + " us");
+  if (c.host_cores > 0) {
+    kv.add("host cores", std::to_string(c.host_cores) + ", oversubscribed efficiency " +
+                             fmt(c.oversubscribed_efficiency, 3));
+  }
   for (const LinkProfile& l : p.network.links) {
     kv.add("link " + l.kind, "efficiency " + fmt(l.efficiency, 3) + ", latency " +
                                  fmt(to_microseconds(l.latency), 2) + " us");

@@ -11,6 +11,8 @@
 # per-op-kind join of predicted and measured time (planner report) to show which op kind is
 # mispredicted. Exits 1 when any plan misses the tolerance (default 10 %), 2 on bad usage.
 # Timing-sensitive: run it on a quiet machine (it prints the load average before and after).
+# The calibration starts twice as many ranks as the host has cores (--ranks to change it), so that
+# it also measures what sharing the cores costs (two plans run 4 ranks on a 2-core host).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,7 +21,7 @@ db=""
 steps=10
 warmup=2
 tolerance=10
-ranks=""
+ranks="$(( 2 * $(nproc) ))"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --planner) planner="$2"; shift 2 ;;
@@ -28,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --warmup) warmup="$2"; shift 2 ;;
     --tolerance) tolerance="$2"; shift 2 ;;
     --ranks) ranks="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "calibration-loop.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -48,7 +50,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_cop
 
 echo "load before: $(uptime)"
 echo "== calibrating the cpu backend from microbenchmarks (profile $profile in $db)"
-"$planner" calibrate --backend cpu ${ranks:+-n "$ranks"} --name "$profile" --db "$db"
+"$planner" calibrate --backend cpu -n "$ranks" --name "$profile" --db "$db"
 
 echo
 echo "== predicting and executing ${#plans[@]} plans ($steps measured steps after $warmup warm-up)"

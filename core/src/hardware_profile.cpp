@@ -196,6 +196,10 @@ void read_compute(JsonObject& c, ComputeProfile& out) {
   }
   c.read("kernel_overhead_source", out.kernel_overhead_source, Need::kRequired);
   c.read("host_cores", out.host_cores, Need::kOptional, {0, 1 << 20});
+  if (c.read("oversubscribed_efficiency", out.oversubscribed_efficiency, Need::kOptional,
+             {0.0, 1.0, true, "a fraction of the cores' throughput, e.g. 0.85"})) {
+    c.read("oversubscribed_source", out.oversubscribed_source, Need::kRequired);
+  }
   c.read("comm_slowdown", out.comm_slowdown, Need::kRequired,
          {0.0, 0.9, false, "a fraction of compute throughput, e.g. 0.12"});
   c.read("comm_slowdown_source", out.comm_slowdown_source, Need::kRequired);
@@ -367,6 +371,10 @@ Json to_json(const HardwareProfile& p) {
     if (b.raw() > 0) bound[std::string(name)] = to_GBps(b);
   }
   if (c.host_cores > 0) compute["host_cores"] = c.host_cores;
+  if (c.oversubscribed_efficiency != 1.0 || !c.oversubscribed_source.empty()) {
+    compute["oversubscribed_efficiency"] = c.oversubscribed_efficiency;
+    compute["oversubscribed_source"] = c.oversubscribed_source;
+  }
   if (!bound.empty()) {
     compute["memory_bound_GBps"] = bound;
     compute["memory_bound_source"] = c.memory_bound_source;

@@ -99,6 +99,14 @@ void pause_between_polls(int polls) {
   }
 }
 
+void set_core_per_rank(bool own_core) {
+  g_host_oversubscribed.store(!own_core, std::memory_order_relaxed);
+}
+
+bool core_per_rank() {
+  return !g_host_oversubscribed.load(std::memory_order_relaxed);
+}
+
 bool launched_by_mpi() {
   for (const char* v : kLauncherVariables) {
     if (std::getenv(v) != nullptr) return true;

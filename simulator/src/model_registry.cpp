@@ -42,10 +42,12 @@ constexpr std::array<ModelInfo, 22> kModels{{
      "profile comm_slowdown (Transformer Engine's SM budget for overlapped communication)"},
     {"compute", "core-sharing",
      "CPU ranks of one host (profile host_cores > 0): when more of them compute at once than the "
-     "host has cores, each computes at cores / computing ranks (processor sharing)",
+     "host has cores, each computes at cores / computing ranks (processor sharing) times the "
+     "host's oversubscribed efficiency (context switches, caches refilled after each switch)",
      "waiting ranks sleep instead of spinning (the cpu backend's bounded waits); only simulated "
      "ranks count (simulate every rank, --full, for an oversubscribed host)",
-     "profile host_cores (planner calibrate records the host's cores)"},
+     "profile host_cores (planner calibrate records the host's cores) and "
+     "oversubscribed_efficiency (measured by planner calibrate with more ranks than cores)"},
     {"compute", "memory-bound-per-kind",
      "a calibrated profile's measured bandwidth for a memory-bound op kind (memory_bound_GBps) "
      "replaces memory_bandwidth for that kind",

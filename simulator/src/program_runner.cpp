@@ -339,10 +339,13 @@ void Runner::schedule_compute(std::uint32_t ri) {
   s.work_since = now;
   s.work_rate = s.sm_comm > 0 ? 1.0 - ctx_.profile->compute.comm_slowdown : 1.0;
   if (s.host >= 0) {
-    // Processor sharing: the ranks computing on a host split its cores evenly.
+    // Processor sharing: the ranks computing on a host split its cores evenly, less what
+    // switching between them costs (the profile's oversubscribed efficiency).
+    const ComputeProfile& c = ctx_.profile->compute;
     const int computing = host_computing_[static_cast<std::size_t>(s.host)];
-    const int cores = ctx_.profile->compute.host_cores;
-    if (computing > cores) s.work_rate *= static_cast<double>(cores) / computing;
+    if (computing > c.host_cores) {
+      s.work_rate *= static_cast<double>(c.host_cores) / computing * c.oversubscribed_efficiency;
+    }
   }
   engine_.cancel(s.compute_event);
   s.compute_event =

@@ -3,8 +3,10 @@
 // from an executed run reports what moved, and the cuda backend is refused cleanly in this build.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "planner/core/hardware_profile.hpp"
 #include "planner/store/profiles.hpp"
@@ -35,7 +37,7 @@ TEST(CalibrateCli, TinyCalibrationStoresAFittedProfileWithSamples) {
   TempDir dir;
   const std::string db = dir.file("c.db");
   const CommandResult r = run_planner({"calibrate", "--backend", "cpu", "-n", "2", "--name", "tiny",
-                                       "--max-bytes", "1M", "--db", db, "--json"});
+                                       "--max-bytes", "1M", "--sweeps", "2", "--db", db, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out["profile"], "tiny");
@@ -86,6 +88,45 @@ TEST(CalibrateCli, TinyCalibrationStoresAFittedProfileWithSamples) {
   EXPECT_TRUE(contains(f.out, "compute.gemm.fp32")) << f.out;
   EXPECT_TRUE(contains(f.out, "moved")) << f.out;
   EXPECT_TRUE(store::get_profile(*database, "tiny-refit"));
+}
+
+// More ranks than cores: the compute kernels are also measured with every rank at once, and the
+// fit gives the host's oversubscribed efficiency from them.
+TEST(CalibrateCli, OversubscribedHostMeasuresTheCostOfSharingCores) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (cores > 3) GTEST_SKIP() << "a host of " << cores << " cores: too many ranks to start";
+  TempDir dir;
+  const std::string db = dir.file("o.db");
+  const CommandResult r =
+      run_planner({"calibrate", "--backend", "cpu", "-n", std::to_string(cores + 1), "--name",
+                   "over", "--compute-only", "--sweeps", "1", "--db", db, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto out = nlohmann::json::parse(r.out);
+  bool fitted = false;
+  for (const auto& c : out["changes"]) {
+    if (c["name"] == "compute.oversubscribed_efficiency") {
+      fitted = true;
+      EXPECT_GT(c["points"].get<int>(), 0);
+      EXPECT_GT(c["after"].get<double>(), 0.0);
+      EXPECT_LE(c["after"].get<double>(), 1.0);
+    }
+  }
+  EXPECT_TRUE(fitted) << r.out;
+  auto database = store::Database::open(db);
+  ASSERT_TRUE(database);
+  auto stored = store::get_profile(*database, "over");
+  ASSERT_TRUE(stored) << stored.status().message();
+  auto profile = parse_profile(stored->parameters_json, "over");
+  ASSERT_TRUE(profile) << profile.status().message();
+  EXPECT_EQ(profile->compute.host_cores, static_cast<int>(cores));
+  EXPECT_FALSE(profile->compute.oversubscribed_source.empty());
+  auto samples = store::get_calibration_samples(*database, stored->id);
+  ASSERT_TRUE(samples);
+  std::set<int> sharing;
+  for (const store::CalibrationSample& s : *samples)
+    sharing.insert(s.group_size);
+  EXPECT_TRUE(sharing.contains(static_cast<int>(cores + 1)));
+  EXPECT_TRUE(sharing.contains(static_cast<int>(cores)));
 }
 
 TEST(CalibrateCli, BenchCollectivesPrintsNcclTestsColumns) {

@@ -193,6 +193,48 @@ TEST(Calibration, FitRecoversKnownParameters) {
   EXPECT_EQ(to_json(*again), to_json(fit->profile));
 }
 
+// Kernels run by 4 ranks on 2 cores at 0.8 of processor sharing's throughput: the fit leaves them
+// out of the compute rates and recovers the efficiency from them.
+TEST(Calibration, FitRecoversTheOversubscribedEfficiency) {
+  const auto cluster = testing::preset_cluster("cpu-host", 1);
+  HardwareProfile t = truth();
+  t.compute.host_cores = 2;
+  t.compute.oversubscribed_efficiency = 0.8;
+  std::vector<CalibrationPoint> pts = synthetic(t, *cluster);
+  for (CalibrationPoint& p : pts) {
+    if (!is_communication(p.desc.kind)) p.group_size = 2;
+  }
+  for (CalibrationPoint p : {gemm(512, 384, 128), gemm(2048, 384, 512), attention(128, false),
+                             memory(OpKind::kNorm, kMiB)}) {
+    p.group_size = 4;
+    p.measured = model_time(t, *cluster, p);
+    // Four ranks on two cores at 0.8: 2.5 times a kernel's time with a core of its own.
+    CalibrationPoint alone = p;
+    alone.group_size = 2;
+    EXPECT_NEAR(static_cast<double>(p.measured.raw()) /
+                    static_cast<double>(model_time(t, *cluster, alone).raw()),
+                2.5, 1e-6);
+    pts.push_back(p);
+  }
+  FitOptions o;
+  o.link_kind = "shared-memory";
+  o.host_cores = 2;
+  auto fit = fit_profile(cpu_preset(), *cluster, pts, o);
+  ASSERT_TRUE(fit) << fit.status().message();
+  const ComputeProfile& c = fit->profile.compute;
+  EXPECT_EQ(c.host_cores, 2);
+  EXPECT_NEAR(c.oversubscribed_efficiency, 0.8, 0.008);
+  EXPECT_NEAR(to_tflops_per_s(c.gemm_rate(Precision::kFp32).rate), 0.072, 0.00072);
+  EXPECT_NEAR(param(*fit, "compute.oversubscribed_efficiency"), 0.8, 0.008);
+  for (const FitQuality& q : fit->quality)
+    EXPECT_LT(q.max_abs_error, 0.01) << q.benchmark;
+  // Without oversubscribed points the efficiency stays the base's (ideal sharing).
+  std::erase_if(pts, [](const CalibrationPoint& p) { return p.group_size == 4; });
+  auto plain = fit_profile(cpu_preset(), *cluster, pts, o);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->profile.compute.oversubscribed_efficiency, 1.0);
+}
+
 TEST(Calibration, FitWithoutPointsFails) {
   const auto cluster = testing::preset_cluster("cpu-host", 1);
   FitOptions o;
@@ -220,9 +262,11 @@ TEST(Calibration, RanksSharingHostCoresComputeAtTheSharedRate) {
   in.plan.parallel.micro_batch_size = 2;
   in.cluster = testing::preset_cluster("cpu-host", 1);
   in.options.ranks = RankSubset::kAll;
+  double efficiency = 1.0;
   auto run = [&](int cores) {
     HardwareProfile p = cpu_preset();
     p.compute.host_cores = cores;
+    p.compute.oversubscribed_efficiency = efficiency;
     in.profile = std::make_shared<const HardwareProfile>(p);
     auto r = simulate(in);
     EXPECT_TRUE(r) << r.status().message();
@@ -232,6 +276,10 @@ TEST(Calibration, RanksSharingHostCoresComputeAtTheSharedRate) {
   const Time shared = run(2);
   EXPECT_GT(alone, Time(0));
   EXPECT_NEAR(static_cast<double>(shared.raw()) / static_cast<double>(alone.raw()), 2.0, 0.01);
+  EXPECT_EQ(run(4), alone);
+  // Switching between the ranks costs a fifth of the cores' throughput: 2 / 0.8 = 2.5 times.
+  efficiency = 0.8;
+  EXPECT_NEAR(static_cast<double>(run(2).raw()) / static_cast<double>(alone.raw()), 2.5, 0.01);
   EXPECT_EQ(run(4), alone);
 }
 

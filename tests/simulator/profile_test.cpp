@@ -91,5 +91,34 @@ TEST(Profiles, BadDocumentsNameThePointer) {
             std::string::npos);
 }
 
+// A CPU host's oversubscribed efficiency: absent in presets (1, ideal sharing), round-trips with
+// its source, and must lie in (0, 1].
+TEST(Profiles, OversubscribedEfficiencyRoundTripsWithinBounds) {
+  HardwareProfile p = *builtin_profile("cpu-host");
+  EXPECT_EQ(p.compute.oversubscribed_efficiency, 1.0);
+  EXPECT_FALSE(to_json(p)["compute"].contains("oversubscribed_efficiency"));
+  p.compute.host_cores = 2;
+  p.compute.oversubscribed_efficiency = 0.85;
+  p.compute.oversubscribed_source = "measured";
+  const std::string text = to_json_text(p);
+  auto back = sim::parse_profile(text, "p.json");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->compute.oversubscribed_efficiency, 0.85);
+  EXPECT_EQ(back->compute.oversubscribed_source, "measured");
+  EXPECT_EQ(to_json(*back), to_json(p));
+  for (const char* bad : {"0.0", "1.5"}) {
+    std::string t = text;
+    const std::string from = "\"oversubscribed_efficiency\": 0.85";
+    const auto at = t.find(from);
+    ASSERT_NE(at, std::string::npos);
+    t.replace(at, from.size(), std::string("\"oversubscribed_efficiency\": ") + bad);
+    auto r = sim::parse_profile(t, "p.json");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.status().message().find("p.json: /compute/oversubscribed_efficiency"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace planner

@@ -31,6 +31,10 @@
 //     host_memory_bandwidth_GBps, pcie_copy_GBps, host_source   offloaded optimizer and copies
 //     host_cores                      optional, CPU hosts: cores the ranks of a node share;
 //                                     ranks computing at once beyond it split them evenly
+//     oversubscribed_efficiency, oversubscribed_source   optional, CPU hosts (default 1): the
+//                                     fraction of the cores' throughput left when more ranks
+//                                     compute at once than there are cores (context switches,
+//                                     caches refilled after each switch), in (0, 1]
 //     memory_bound_GBps {<op kind>: GB/s}, memory_bound_source   optional (calibrated profiles):
 //                                     the measured bandwidth of one kind of memory-bound op
 //                                     ("norm", "activation", "elementwise", "embedding",
@@ -108,6 +112,10 @@ struct ComputeProfile {
   // CPU hosts: the cores the ranks of one node share (0: every rank has its own device). When
   // more ranks of a node compute at once, they split the cores evenly (processor sharing).
   int host_cores = 0;
+  // CPU hosts: when more ranks of a node compute at once than host_cores, each runs at
+  // host_cores / computing · oversubscribed_efficiency of a core (1: ideal processor sharing).
+  double oversubscribed_efficiency = 1.0;
+  std::string oversubscribed_source;
   double comm_slowdown = 0.0;
   std::string comm_slowdown_source;
   Bandwidth host_memory_bandwidth;

@@ -38,4 +38,10 @@ Status wait_bounded(AsyncWork& work, Deadline deadline, std::string_view what, d
 // later it sleeps, so that the rank it waits for can run.
 void pause_between_polls(int polls);
 
+// Whether this process polls as a rank with a core of its own (busy polling) or as one of more
+// ranks than cores (yield, then sleep). MpiWorld sets it from the ranks and cores of the host;
+// the microbenchmarks set it for the ranks of a group that fits the cores while the others wait.
+void set_core_per_rank(bool own_core);
+bool core_per_rank();
+
 }  // namespace planner::exec

@@ -5,9 +5,14 @@
 //
 // Measuring (nccl-tests style): warm-up, then timed iterations between two device events; each
 // measurement is repeated kRepeats times and the median kept. Compute benchmarks run at once on the
-// first `compute_ranks` ranks (each on its own core, as the ranks of a run compute side by side);
-// the others wait. Collectives run over the first g ranks for every group size g from 2 to the
-// world size, every rank of the group timing the same iterations; the slowest rank's time counts.
+// first `compute_ranks` ranks (each on its own core, as the ranks of a run compute side by side,
+// starting each kernel together); the others wait. A compute point's group_size is the number of
+// ranks computing at once. When the host runs more ranks than it has cores (and `oversubscribed`),
+// a few kernels are then run by every rank at once, each point timed as the wall time of a common
+// batch over its calls (group_size = the world size): the cost of sharing the cores. Collectives
+// run over the first g ranks for every group size g from 2 to the world size (to the host's cores
+// when the host is oversubscribed), the members polling as ranks with a core each; every rank of
+// the group times the same iterations; the slowest rank's time counts.
 // Send/recv is a ping-pong between ranks 0 and 1 (one message = half a round trip). Memory-bound
 // kernels rotate through copies of their arrays (32 MiB of each) so that they read memory, not the
 // cache, as in a training step. Every wait is bounded by `timeout_s`.
@@ -39,6 +44,11 @@ struct MicrobenchOptions {
   std::vector<int> group_sizes;
   // Ranks running the compute benchmarks together; 0: min(world size, cores of the host).
   int compute_ranks = 0;
+  // With more ranks on the host than cores: also measure compute with every rank at once.
+  bool oversubscribed = true;
+  // Passes over the compute kernels; each keeps its fastest pass (robust to other work on the
+  // machine, which only slows kernels down).
+  int compute_sweeps = 3;
   // Wall time one timed batch aims at (iterations are chosen from a first, untimed run).
   double target_s = 0.005;
   double timeout_s = 60;

@@ -16,6 +16,11 @@
 // the GEMM rate per precision, gemm_k_overhead, the attention rates, memory_bandwidth (and a
 // bandwidth per memory-bound op kind, compute.memory_bound, for kinds measured), kernel_overhead.
 //
+// Oversubscription (CPU hosts, FitOptions::host_cores > 0): compute points whose group_size (the
+// ranks computing at once on the host) exceeds the host's cores are left out of the fit above.
+// Processor sharing predicts each of them at model time × group_size / cores; the host's
+// oversubscribed_efficiency is the median of that prediction over the measured time (at most 1).
+//
 // Network: a collective or send over `group_size` consecutive ranks of `cluster` (the first GPUs),
 // its time split by the collective planner with probe profiles into
 //     t = lat0 + base + steps · step_latency + W · v[algorithm]
@@ -65,6 +70,10 @@ struct FitOptions {
   // The topology link kind the collectives crossed (its efficiency and the step latency of its
   // class are fitted).
   std::string link_kind;
+  // Cores of the host the compute points were measured on (0: not a CPU host). Set as the
+  // profile's host_cores; compute points with more ranks computing at once fit its
+  // oversubscribed_efficiency.
+  int host_cores = 0;
   // Name, description and source of the fitted profile (kept from the base when empty).
   std::string name;
   std::string description;
@@ -83,7 +92,8 @@ struct FitReport {
 Result<FitReport> fit_profile(const HardwareProfile& base, const topo::Cluster& cluster,
                               std::span<const CalibrationPoint> points, const FitOptions& options);
 
-// The fitted model's time for a point (compute model or collective planner estimate).
+// The fitted model's time for a point (compute model or collective planner estimate); a compute
+// point with more ranks computing at once than the profile's host_cores runs at the shared rate.
 Time model_time(const HardwareProfile& profile, const topo::Cluster& cluster,
                 const CalibrationPoint& point);
 
