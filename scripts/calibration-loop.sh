@@ -5,9 +5,13 @@
 # median step time. The executed runs are not used for the fit: a true prediction.
 #
 #   scripts/calibration-loop.sh [--planner PATH] [--db PATH] [--steps N] [--warmup N]
-#                               [--tolerance PERCENT] [--ranks N]
+#                               [--tolerance PERCENT] [--ranks N] [--rounds N]
 #
-# Prints the table (plan, predicted, measured median, error) and, for a plan that misses, the
+# The whole loop (calibrate, then predict and execute every plan) runs --rounds times (default 3);
+# a plan's prediction and measurement are the medians over the rounds (a shared machine has slow
+# spells of tens of seconds that halve a single run's speed or a single calibration's rates).
+# Prints each round's table, the table of medians (plan, predicted, measured, error) and, for a
+# plan that misses, the
 # per-op-kind join of predicted and measured time (planner report) to show which op kind is
 # mispredicted. Exits 1 when any plan misses the tolerance (default 10 %), 2 on bad usage.
 # Timing-sensitive: run it on a quiet machine (it prints the load average before and after).
@@ -22,6 +26,7 @@ steps=10
 warmup=2
 tolerance=10
 ranks="$(( 2 * $(nproc) ))"
+rounds=3
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --planner) planner="$2"; shift 2 ;;
@@ -30,7 +35,8 @@ while [[ $# -gt 0 ]]; do
     --warmup) warmup="$2"; shift 2 ;;
     --tolerance) tolerance="$2"; shift 2 ;;
     --ranks) ranks="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "calibration-loop.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -41,53 +47,76 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 [[ -n "$db" ]] || db="$work/calibration.db"
-profile="calibration-loop"
 plans=(dp2 tp2 pp2-1f1b pp2-interleaved tp2-pp2 dp4-zero1)
 
 # Open MPI's shared memory without cross-memory attach (containers without ptrace refuse it), as
 # the mpi tests run; calibration and runs see the same transport either way.
 export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
 
-echo "load before: $(uptime)"
-echo "== calibrating the cpu backend from microbenchmarks (profile $profile in $db)"
-"$planner" calibrate --backend cpu -n "$ranks" --name "$profile" --db "$db"
+if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "calibration-loop.sh: --rounds takes a positive integer, not \"$rounds\"" >&2
+  exit 2
+fi
+ms() { awk -v v="$1" 'BEGIN { printf "%.2f", v * 1e3 }'; }
+# The median of the numbers given (the lower middle one of an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-echo
-echo "== predicting and executing ${#plans[@]} plans ($steps measured steps after $warmup warm-up)"
-rows=()
-missed=()
-for name in "${plans[@]}"; do
-  plan="$here/calibration-plans/$name.json"
-  "$planner" exec "$plan" --steps $((steps + warmup)) --warmup "$warmup" --profile "$profile" \
-    --db "$db" --json > "$work/$name.json" 2> "$work/$name.log" || {
-    cat "$work/$name.log" >&2
-    echo "calibration-loop.sh: planner exec $name failed" >&2
-    exit 1
-  }
-  # The prediction planner exec stored before running (the simulator on every rank with the
-  # calibrated profile), and the median of the measured steps, joined by planner report.
-  run=$(jq -r '.run' "$work/$name.json")
-  "$planner" report "$run" --db "$db" --json > "$work/$name.report.json"
-  predicted=$(jq -r '.predicted_step_time_s' "$work/$name.report.json")
-  measured=$(jq -r '.measured_step_time_s' "$work/$name.report.json")
-  error=$(awk -v p="$predicted" -v m="$measured" 'BEGIN { printf "%.1f", (p - m) / m * 100 }')
-  miss=$(awk -v e="$error" -v t="$tolerance" 'BEGIN { print (e < -t || e > t) ? 1 : 0 }')
-  rows+=("$(printf '%-16s %12.2f %14.2f %9s %%  %s' "$name" \
-    "$(awk -v v="$predicted" 'BEGIN { print v * 1e3 }')" \
-    "$(awk -v v="$measured" 'BEGIN { print v * 1e3 }')" "$error" \
-    "$([[ $miss == 1 ]] && echo "MISS (run $run)" || echo "ok (run $run)")")")
-  [[ $miss == 1 ]] && missed+=("$name:$run")
+echo "load before: $(uptime)"
+declare -A predicted measured runs
+for round in $(seq 1 "$rounds"); do
+  profile="calibration-loop-$round"
+  echo
+  echo "== round $round of $rounds: calibrating the cpu backend from microbenchmarks (profile $profile in $db)"
+  "$planner" calibrate --backend cpu -n "$ranks" --name "$profile" --db "$db"
+  echo "== round $round: predicting and executing ${#plans[@]} plans ($steps measured steps after $warmup warm-up)"
+  printf '%-16s %12s %14s\n' "plan" "predicted ms" "measured ms"
+  for name in "${plans[@]}"; do
+    plan="$here/calibration-plans/$name.json"
+    "$planner" exec "$plan" --steps $((steps + warmup)) --warmup "$warmup" --profile "$profile" \
+      --db "$db" --json > "$work/$name.json" 2> "$work/$name.log" || {
+      cat "$work/$name.log" >&2
+      echo "calibration-loop.sh: planner exec $name failed" >&2
+      exit 1
+    }
+    # The prediction planner exec stored before running (the simulator on every rank with the
+    # calibrated profile), and the median of the measured steps, joined by planner report.
+    run=$(jq -r '.run' "$work/$name.json")
+    "$planner" report "$run" --db "$db" --json > "$work/$name.report.json"
+    p=$(jq -r '.predicted_step_time_s' "$work/$name.report.json")
+    m=$(jq -r '.measured_step_time_s' "$work/$name.report.json")
+    predicted[$name]+="$p "
+    measured[$name]+="$m "
+    runs[$name]+="$m:$run "
+    printf '%-16s %12s %14s\n' "$name" "$(ms "$p")" "$(ms "$m")"
+  done
 done
 
 echo
+echo "== medians over $rounds rounds"
 printf '%-16s %12s %14s %11s\n' "plan" "predicted ms" "measured ms" "error"
-for row in "${rows[@]}"; do echo "$row"; done
+missed=()
+for name in "${plans[@]}"; do
+  # shellcheck disable=SC2086  # the lists are space-separated numbers
+  p=$(median ${predicted[$name]})
+  # shellcheck disable=SC2086
+  m=$(median ${measured[$name]})
+  # The run whose measurement is the median, for the per-op report.
+  run=""
+  for pair in ${runs[$name]}; do
+    [[ "${pair%%:*}" == "$m" ]] && run="${pair##*:}"
+  done
+  error=$(awk -v p="$p" -v m="$m" 'BEGIN { printf "%.1f", (p - m) / m * 100 }')
+  miss=$(awk -v e="$error" -v t="$tolerance" 'BEGIN { print (e < -t || e > t) ? 1 : 0 }')
+  printf '%-16s %12s %14s %9s %%  %s\n' "$name" "$(ms "$p")" "$(ms "$m")" "$error" \
+    "$([[ $miss == 1 ]] && echo "MISS (run $run)" || echo "ok (run $run)")"
+  [[ $miss == 1 ]] && missed+=("$name:$run")
+done
 echo
 echo "load after: $(uptime)"
 if [[ ${#missed[@]} -gt 0 ]]; then
   for m in "${missed[@]}"; do
     echo
-    echo "== ${m%%:*} missed by more than $tolerance %: predicted vs measured by op kind"
+    echo "== ${m%%:*} missed by more than $tolerance %: predicted vs measured by op kind (median run)"
     "$planner" report "${m##*:}" --db "$db" || true
   done
   echo "calibration-loop.sh: ${#missed[@]} of ${#plans[@]} plans missed $tolerance %" >&2
