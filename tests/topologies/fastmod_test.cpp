@@ -13,9 +13,14 @@ namespace {
 
 TEST(Fastmod, EqualsTheRemainder) {
   std::mt19937_64 rng(42);
-  const std::uint64_t edges[] = {0, 1, 2, 3, std::numeric_limits<std::uint64_t>::max(),
+  const std::uint64_t edges[] = {0,
+                                 1,
+                                 2,
+                                 3,
+                                 std::numeric_limits<std::uint64_t>::max(),
                                  std::numeric_limits<std::uint64_t>::max() - 1,
-                                 std::uint64_t{1} << 63, (std::uint64_t{1} << 32) - 1};
+                                 std::uint64_t{1} << 63,
+                                 (std::uint64_t{1} << 32) - 1};
   for (std::uint64_t d = 1; d <= 300; ++d) {
     const Uint128 m = fastmod_magic(d);
     for (std::uint64_t x : edges)
