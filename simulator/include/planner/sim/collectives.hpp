@@ -38,6 +38,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -159,8 +160,8 @@ class CollectivePlanner {
   std::vector<LinkUse> ring_uses_;
   std::array<Time, 3> ring_latency_{};
   std::size_t ring_channels_ = 1;
-  std::vector<std::vector<int>> memo_images_;  // image_uses()' memo
-  std::vector<std::pair<Algorithm, std::vector<ImageUses>>> memo_shapes_;
+  std::vector<std::vector<int>> memo_images_;                             // image_uses()' memo
+  std::deque<std::pair<Algorithm, std::vector<ImageUses>>> memo_shapes_;  // stable references
 };
 
 // Collective and message plans shared by the simulations of a sweep on one cluster, hardware
