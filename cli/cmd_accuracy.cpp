@@ -18,6 +18,7 @@
 #include "planner/store/plans.hpp"
 #include "planner/store/predictions.hpp"
 #include "planner/store/runs.hpp"
+#include "sim_json.hpp"
 
 namespace planner::cli {
 namespace {
@@ -73,9 +74,6 @@ Json report_json(const std::string& file, const sim::AccuracyReport& rep) {
       runs.push_back(std::move(j));
       continue;
     }
-    Json exposed = Json::object();
-    for (sim::TimeBucket b : sim::kCommBuckets)
-      exposed[std::string(to_string(b)) + "_s"] = r.exposed_s[static_cast<std::size_t>(b)];
     j["metric"] = std::string(to_string(r.metric));
     j["published"] = r.published;
     j["predicted"] = r.predicted;
@@ -96,7 +94,8 @@ Json report_json(const std::string& file, const sim::AccuracyReport& rep) {
     j["mfu"] = r.mfu;
     j["bubble_fraction"] = r.bubble_fraction;
     j["compute_s"] = r.exposed_s[static_cast<std::size_t>(sim::TimeBucket::kCompute)];
-    j["exposed_comm"] = exposed;
+    j["exposed_comm"] = exposed_comm_json(
+        [&](sim::TimeBucket b) { return r.exposed_s[static_cast<std::size_t>(b)]; });
     j["peak_memory_gib"] = r.peak_memory_gib;
     runs.push_back(std::move(j));
   }

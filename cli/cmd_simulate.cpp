@@ -26,6 +26,7 @@
 #include "planner/topo/topology_catalog.hpp"
 #include "prediction.hpp"
 #include "profile_resolve.hpp"
+#include "sim_json.hpp"
 
 namespace planner::cli {
 namespace {
@@ -149,9 +150,6 @@ Json result_json(const Setup& setup, const sim::SimResult& r) {
   }
   out["simulated"] = r.simulated;
   if (!r.simulated) return out;
-  Json exposed = Json::object();
-  for (sim::TimeBucket b : sim::kCommBuckets)
-    exposed[bucket_name(b) + "_s"] = to_seconds(r.exposed(b));
   Json critical = Json::array();
   for (const sim::PathEntry& e : r.critical_path) {
     critical.push_back({{"label", e.label},
@@ -186,7 +184,8 @@ Json result_json(const Setup& setup, const sim::SimResult& r) {
   out["bubble_fraction"] = r.bubble_fraction;
   out["schedule_bubble_fraction"] = r.schedule_bubble;
   out["compute_s"] = to_seconds(r.mean_buckets[0]);
-  out["exposed_comm"] = exposed;
+  out["exposed_comm"] =
+      exposed_comm_json([&](sim::TimeBucket b) { return to_seconds(r.exposed(b)); });
   out["stages"] = stages;
   out["critical_path"] = {{"time", critical_buckets}, {"top", critical}};
   out["collectives"] = collectives;

@@ -36,6 +36,7 @@
 #ifdef PLANNER_HAVE_EXECUTOR
 #include "planner/exec/mpi_world.hpp"
 #include "planner/exec/sweep_mpi.hpp"
+#include "sim_json.hpp"
 #endif
 
 namespace planner::cli {
@@ -341,16 +342,14 @@ std::string plan_label(const sim::RankedPlan& r) {
 }
 
 Json metrics_json(const sim::PlanMetrics& m) {
-  Json exposed = Json::object();
-  for (sim::TimeBucket b : sim::kCommBuckets)
-    exposed[std::string(to_string(b)) + "_s"] = to_seconds(m.exposed(b));
   return {{"step_time_s", to_seconds(m.step_time)},
           {"tokens_per_s", m.tokens_per_second},
           {"mfu", m.mfu},
           {"hfu", m.hfu},
           {"bubble_fraction", m.bubble_fraction},
           {"compute_s", to_seconds(m.exposed(sim::TimeBucket::kCompute))},
-          {"exposed_comm", exposed},
+          {"exposed_comm",
+           exposed_comm_json([&](sim::TimeBucket b) { return to_seconds(m.exposed(b)); })},
           {"peak_memory_bytes", m.peak_memory.raw()},
           {"hbm_bytes", m.capacity.raw()}};
 }
