@@ -22,16 +22,15 @@ void aggregate_uses(std::vector<LinkUse>& uses) {
 }
 
 Network::Network(std::vector<double> capacity, Engine& engine, std::uint32_t done_kind)
-    : capacity_(std::move(capacity)),
-      engine_(&engine),
+    : engine_(&engine),
       done_kind_(done_kind),
-      slot_(capacity_.size()),
-      crowd_(capacity_.size()),
-      link_stamp_(capacity_.size(), 0),
-      rem_(capacity_.size(), 0.0),
-      cnt_(capacity_.size(), 0) {
-  for (std::size_t r = 0; r < capacity_.size(); ++r)
-    slot_[r].capacity = capacity_[r];
+      slot_(capacity.size()),
+      crowd_(capacity.size()),
+      link_stamp_(capacity.size(), 0),
+      rem_(capacity.size(), 0.0),
+      cnt_(capacity.size(), 0) {
+  for (std::size_t r = 0; r < capacity.size(); ++r)
+    slot_[r].capacity = capacity[r];
 }
 
 TransferId Network::start(const std::vector<LinkUse>& uses, double bytes, std::uint64_t owner) {
@@ -235,7 +234,7 @@ void Network::solve_seeded() {
 
 void Network::solve_component() {
   for (std::int32_t l : comp_links_) {
-    rem_[static_cast<std::size_t>(l)] = capacity_[static_cast<std::size_t>(l)];
+    rem_[static_cast<std::size_t>(l)] = slot_[static_cast<std::size_t>(l)].capacity;
     cnt_[static_cast<std::size_t>(l)] = 0;
   }
   for (TransferId t : comp_) {

@@ -92,7 +92,8 @@ class Network {
   const std::vector<LinkUse>& uses_of(const Transfer& t) const {
     return t.merged.empty() ? *t.uses : t.merged;
   }
-  // Who is on a resource: `n` active transfers; the one (id, count) when n == 1, else crowd_.
+  // A resource's capacity and who is on it: `n` active transfers; the one (id, count) when
+  // n == 1, else crowd_.
   struct Slot {
     double capacity = 0;
     TransferId id = 0;
@@ -132,7 +133,6 @@ class Network {
   // Moves the component's transfers to new_rate_, rescheduling those whose rate changed.
   void apply_rates();
 
-  std::vector<double> capacity_;
   Engine* engine_;
   std::uint32_t done_kind_;
   std::vector<Transfer> transfers_;
