@@ -214,8 +214,10 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
     case Algorithm::kRing: {
       const auto islands = by_island(*cluster_, gpus);
       const std::size_t channels = islands.size() > 1 ? largest(islands) : 1;
+      const bool ar = kind == OpKind::kAllReduce;
       Shape s;
-      set_ring_size(kind, n, channels, s);
+      s.fraction = (ar ? 2.0 * (dn - 1) / dn : (dn - 1) / dn) / static_cast<double>(channels);
+      s.steps[0].count = ar ? 2 * (n - 1) : n - 1;
       std::vector<int> order;
       for (std::size_t c = 0; c < channels; ++c) {
         ring_order(islands, c, order);
@@ -342,35 +344,6 @@ void CollectivePlanner::aggregate(std::vector<LinkUse>& uses) {
     uses.push_back({r, c});
     c = 0;
   }
-}
-
-static_assert(std::tuple_size_v<decltype(StepGroup::max_latency)> == 3,
-              "ring_latency_ holds one latency per link class");
-
-void CollectivePlanner::set_ring_size(OpKind kind, int n, std::size_t channels, Shape& s) {
-  const double dn = n;
-  const bool ar = kind == OpKind::kAllReduce;
-  s.fraction = (ar ? 2.0 * (dn - 1) / dn : (dn - 1) / dn) / static_cast<double>(channels);
-  s.steps[0].count = ar ? 2 * (n - 1) : n - 1;
-}
-
-std::vector<CollectivePlanner::Shape> CollectivePlanner::ring_shapes(OpKind kind,
-                                                                     std::span<const int> gpus) {
-  const int n = static_cast<int>(gpus.size());
-  if (!std::ranges::equal(gpus, ring_gpus_)) {
-    std::vector<Shape> out = shapes(Algorithm::kRing, kind, gpus);
-    const auto islands = by_island(*cluster_, gpus);
-    ring_gpus_.assign(gpus.begin(), gpus.end());
-    ring_uses_ = out.front().uses;
-    ring_latency_ = out.front().steps.front().max_latency;
-    ring_channels_ = islands.size() > 1 ? largest(islands) : 1;
-    return out;
-  }
-  std::vector<Shape> out(1);
-  out.front().uses = ring_uses_;
-  out.front().steps.front().max_latency = ring_latency_;
-  set_ring_size(kind, n, ring_channels_, out.front());
-  return out;
 }
 
 Time CollectivePlanner::phase_latency(const Shape& s, const ProtocolProfile& proto, bool first) {
@@ -541,7 +514,7 @@ std::vector<CostLine> CollectivePlanner::cost_lines(OpKind kind, std::span<const
   std::vector<std::pair<Algorithm, std::vector<Shape>>> shaped;
   for (Algorithm a : kSelectionOrder) {
     if (forced ? a != *forced_ : !applicable(a, kind, gpus)) continue;
-    shaped.emplace_back(a, a == Algorithm::kRing ? ring_shapes(kind, gpus) : shapes(a, kind, gpus));
+    shaped.emplace_back(a, shapes(a, kind, gpus));
     add_lines(a, shaped.back().second, out);
   }
   if (images.empty()) return out;

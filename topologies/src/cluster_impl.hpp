@@ -48,20 +48,6 @@ struct SwitchEdge {
 using SwitchGraph =
     boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, SwitchEdge>;
 
-// x mod d without a division (Lemire, Kaser & Kurz, "Faster remainder by direct computation",
-// 2019): exact for every 64-bit x, with m = fastmod_magic(d) computed once per divisor d >= 1.
-__extension__ using Uint128 = unsigned __int128;
-inline Uint128 fastmod_magic(std::uint64_t d) {
-  return d <= 1 ? 0 : ~Uint128{0} / d + 1;
-}
-inline std::uint64_t fastmod(std::uint64_t x, Uint128 m, std::uint64_t d) {
-  if (d <= 1) return 0;
-  const Uint128 low = m * x;
-  const Uint128 bottom = ((low & ~std::uint64_t{0}) * d) >> 64;
-  const Uint128 top = (low >> 64) * d;
-  return static_cast<std::uint64_t>((bottom + top) >> 64);
-}
-
 struct Cluster::Impl {
   TopologySpec spec;
   int nodes = 0;
@@ -99,7 +85,6 @@ struct Cluster::Impl {
     std::vector<std::int64_t> dist;
     std::vector<std::int32_t> offsets;  // CSR over switches into `next`
     std::vector<std::int32_t> next;
-    std::vector<Uint128> magic;  // per switch: fastmod_magic(its number of on-route links)
   };
   mutable std::mutex tables_mutex;
   mutable std::unordered_map<int, std::unique_ptr<const RouteTable>> tables;

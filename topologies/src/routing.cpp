@@ -59,9 +59,6 @@ const Cluster::Impl::RouteTable& Cluster::Impl::table_to(int leaf) const {
     }
     table->offsets[static_cast<std::size_t>(at) + 1] =
         static_cast<std::int32_t>(table->next.size());
-    table->magic.push_back(
-        fastmod_magic(static_cast<std::uint64_t>(table->offsets[static_cast<std::size_t>(at) + 1] -
-                                                 table->offsets[static_cast<std::size_t>(at)])));
   }
   const RouteTable& out = *table;
   tables.emplace(leaf, std::move(table));
@@ -79,8 +76,7 @@ void Cluster::Impl::fabric_route(int from_leaf, int to_leaf, std::uint64_t hash,
     const auto candidates =
         static_cast<std::uint64_t>(table.offsets[static_cast<std::size_t>(at) + 1]) - begin;
     if (candidates == 0) return;  // unreachable: build() rules this out
-    const std::uint64_t choice = fastmod(mix_hash(hash, salt(Stage::kFabricHop, hop)),
-                                         table.magic[static_cast<std::size_t>(at)], candidates);
+    const std::uint64_t choice = mix_hash(hash, salt(Stage::kFabricHop, hop)) % candidates;
     const auto& [id, to] = sw_adj[static_cast<std::size_t>(table.next[begin + choice])];
     out.push_back(id);
     at = to;

@@ -135,11 +135,6 @@ class CollectivePlanner {
   // unless `aggregated` is false (callers that merge or sum the uses themselves).
   std::vector<Shape> shapes(Algorithm a, OpKind kind, std::span<const int> gpus,
                             bool aggregated = true);
-  // The ring's bytes per flow and step count for `kind` over n members in `channels` channels.
-  static void set_ring_size(OpKind kind, int n, std::size_t channels, Shape& s);
-  // shapes(kRing, kind, gpus), its routes memoised for the last group asked about (cost_lines()
-  // asks for all-reduce, all-gather and reduce-scatter over the same group in turn).
-  std::vector<Shape> ring_shapes(OpKind kind, std::span<const int> gpus);
   // aggregate_uses() in linear time with the scratch counts (resources are dense indices).
   void aggregate(std::vector<LinkUse>& uses);
   double efficiency(Algorithm a) const;
@@ -156,10 +151,6 @@ class CollectivePlanner {
   std::vector<std::int32_t> count_;  // scratch for loaded_share() and aggregate(), by resource
   std::vector<std::int32_t> touched_;
   int simple_protocol_ = 0;
-  std::vector<int> ring_gpus_;  // ring_shapes()' memo
-  std::vector<LinkUse> ring_uses_;
-  std::array<Time, 3> ring_latency_{};
-  std::size_t ring_channels_ = 1;
   std::vector<std::vector<int>> memo_images_;                             // image_uses()' memo
   std::deque<std::pair<Algorithm, std::vector<ImageUses>>> memo_shapes_;  // stable references
 };
