@@ -89,13 +89,8 @@ class Bench {
         o_.compute_ranks > 0 ? std::min(o_.compute_ranks, ranks) : std::min(ranks, cores_);
     const bool own_core = core_per_rank();
     if (o_.compute) {
-      GroupRequest req;
-      req.axes = "calibration-compute";
-      if (b_.world().rank() < compute_ranks) {
-        for (int r = 0; r < compute_ranks; ++r)
-          req.ranks.push_back(r);
-      }
-      PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, b_.create_communicator(req));
+      PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
+                               first_ranks("calibration-compute", compute_ranks));
       if (comm) {
         // The computing ranks have a core each (the others wait, yielding it); they start each
         // kernel together, as the ranks of a run compute side by side.
@@ -124,6 +119,17 @@ class Bench {
   std::vector<Measurement> take() { return std::move(out_); }
 
  private:
+  // A communicator over world ranks 0 .. n-1 (every rank calls it; the others get none).
+  Result<std::unique_ptr<Communicator>> first_ranks(std::string axes, int n) {
+    GroupRequest req;
+    req.axes = std::move(axes);
+    if (b_.world().rank() < n) {
+      for (int r = 0; r < n; ++r)
+        req.ranks.push_back(r);
+    }
+    return b_.create_communicator(req);
+  }
+
   Deadline deadline() const { return Deadline::after(o_.timeout_s); }
 
   Status barrier() {
@@ -475,13 +481,8 @@ class Bench {
         return Status::invalid_input("group size " + std::to_string(g) +
                                      ": expected 2 to the world size " + std::to_string(world));
       }
-      GroupRequest req;
-      req.axes = "calibration-" + std::to_string(g);
-      if (b_.world().rank() < g) {
-        for (int r = 0; r < g; ++r)
-          req.ranks.push_back(r);
-      }
-      PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, b_.create_communicator(req));
+      PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
+                               first_ranks("calibration-" + std::to_string(g), g));
       if (comm) {
         // The members poll as ranks of a run of g ranks on this host would.
         set_core_per_rank(g <= cores_);
