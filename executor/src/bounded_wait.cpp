@@ -5,7 +5,8 @@
 namespace planner::exec {
 
 Status wait_bounded(AsyncWork& work, Deadline deadline, std::string_view what, double timeout_s) {
-  for (int polls = 0;; ++polls) {
+  Poller poller;
+  for (;;) {
     Result<bool> done = work.done();
     Status failure = done.is_ok() ? work.health() : done.status();
     if (failure.is_ok() && *done) return Status::ok();
@@ -19,7 +20,7 @@ Status wait_bounded(AsyncWork& work, Deadline deadline, std::string_view what, d
       work.abort();
       return failure;
     }
-    pause_between_polls(polls);
+    poller.pause();
   }
 }
 

@@ -417,11 +417,12 @@ Result<bool> CpuBackend::test(Ticket ticket) {
 }
 
 Status CpuBackend::wait_until(const TicketState* ticket, Deadline deadline) {
-  for (int polls = 0;; ++polls) {
+  Poller poller;
+  for (;;) {
     PLANNER_RETURN_IF_ERROR(poll());
     if (ticket != nullptr ? ticket->done : active_.empty()) return Status::ok();
     if (deadline.passed()) return timeout(ticket != nullptr ? *ticket : tickets_[active_.front()]);
-    pause_between_polls(polls);
+    poller.pause();
   }
 }
 

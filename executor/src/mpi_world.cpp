@@ -1,10 +1,15 @@
 #include "planner/exec/mpi_world.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -15,14 +20,18 @@
 namespace planner::exec {
 namespace {
 
-// How a waiting rank polls. Nonblocking MPI moves data only inside MPI calls (a large message
-// advances one fragment pipeline per poll), so a rank that yields or sleeps between polls slows the
-// transfer itself: a 64 MiB all-reduce on 2 ranks reached 20-30% of MPI_Allreduce's bus bandwidth
-// with yields and sleeps after 200 polls, 77-95% busy-polling (bench_exec, 2-core host under load).
-// With a core per rank a waiting rank therefore busy-polls, as Open MPI's blocking calls do, for
-// about kBusyPolls polls (a fraction of a second), then sleeps: it waits on a straggler or a hang.
-// With more ranks than cores on the host (tests run 8 ranks on 2) it yields for kSpinPolls polls,
-// then sleeps, so that the rank it waits for can run.
+// How a waiting rank polls (Poller in bounded_wait.hpp). Nonblocking MPI moves data only inside
+// MPI calls (a large message advances one fragment pipeline per poll), so a rank that yields or
+// sleeps between polls slows the transfer itself: a 64 MiB all-reduce on 2 ranks reached 20-30% of
+// MPI_Allreduce's bus bandwidth with yields and sleeps after 200 polls, 77-95% busy-polling
+// (bench_exec, 2-core host under load). With a core per rank a waiting rank therefore busy-polls,
+// as Open MPI's blocking calls do, for about kBusyPolls polls (a fraction of a second), then
+// sleeps: it waits on a straggler or a hang. With more ranks than cores on the host it yields
+// between polls while fewer ranks compute than the host has cores, and otherwise yields for
+// kSpinPolls polls, then sleeps, so that the rank it waits for can run. Sleeping whenever all
+// ranks waited made a 4-rank ZeRO-1 step on 2 cores spend 26 ms per rank in its reduce-scatter
+// (1 ms predicted); yield-polling whenever they waited made the pipeline stage of a tp2 x pp2 step
+// that waits on the other take its cores (22 % slower steps).
 constexpr int kBusyPolls = 1'000'000;
 // coll_libnbc_iallreduce_algorithm: 0 ignore (libnbc chooses), 1 ring, 2 binomial, 3 rabenseifner,
 // 4 recursive doubling (ompi_info --param coll libnbc --level 9).
@@ -30,6 +39,18 @@ constexpr const char* kLibnbcRingAllreduce = "1";
 constexpr int kSpinPolls = 200;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
 std::atomic<bool> g_host_oversubscribed{true};  // until the world knows its ranks per host
+// The count of the job's ranks on this host that wait (shared memory; nullptr until shared).
+std::atomic<int*> g_host_waiting{nullptr};
+int g_host_ranks = 1;
+const unsigned g_cores = std::max(1u, std::thread::hardware_concurrency());
+
+// Whether a core of the host is free of computing ranks: fewer ranks than cores not waiting.
+bool core_free() {
+  int* waiting = g_host_waiting.load(std::memory_order_acquire);
+  if (waiting == nullptr) return false;
+  const int w = std::atomic_ref<int>(*waiting).load(std::memory_order_relaxed);
+  return g_host_ranks - w < static_cast<int>(g_cores);
+}
 
 // Variables launchers set in every rank's environment: Open MPI, MPICH/Hydra (PMI), PMIx, and
 // srun's job steps (SLURM_STEP_ID: a batch script has SLURM_PROCID but no step of its own).
@@ -77,7 +98,8 @@ double seconds_left(Deadline deadline) {
 
 Status wait_request(MPI_Request* request, Deadline deadline, std::string_view what,
                     double timeout_s) {
-  for (int polls = 0;; ++polls) {
+  Poller poller;
+  for (;;) {
     int done = 0;
     PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Test(request, &done, MPI_STATUS_IGNORE), what));
     if (done) return Status::ok();
@@ -85,18 +107,44 @@ Status wait_request(MPI_Request* request, Deadline deadline, std::string_view wh
       return Status::timeout(std::string(what) + " did not complete within " +
                              std::to_string(static_cast<long long>(timeout_s)) + " s");
     }
-    pause_between_polls(polls);
+    poller.pause();
   }
 }
 
-void pause_between_polls(int polls) {
+Poller::~Poller() {
+  if (counted_) {
+    std::atomic_ref<int>(*g_host_waiting.load(std::memory_order_acquire))
+        .fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Poller::pause() {
+  const int polls = polls_++;
   if (!g_host_oversubscribed.load(std::memory_order_relaxed)) {
     if (polls >= kBusyPolls) std::this_thread::sleep_for(kPollSleep);
-  } else if (polls < kSpinPolls) {
+    return;
+  }
+  if (!counted_) {
+    if (int* waiting = g_host_waiting.load(std::memory_order_acquire)) {
+      std::atomic_ref<int>(*waiting).fetch_add(1, std::memory_order_relaxed);
+      counted_ = true;
+    }
+  }
+  if (polls < kSpinPolls || core_free()) {
     sched_yield();
   } else {
     std::this_thread::sleep_for(kPollSleep);
   }
+}
+
+int host_waiting_ranks() {
+  int* waiting = g_host_waiting.load(std::memory_order_acquire);
+  return waiting == nullptr ? -1 : std::atomic_ref<int>(*waiting).load(std::memory_order_relaxed);
+}
+
+void share_host_waits(void* counter, int local_ranks) {
+  g_host_ranks = std::max(1, local_ranks);
+  g_host_waiting.store(static_cast<int*>(counter), std::memory_order_release);
 }
 
 void set_core_per_rank(bool own_core) {
@@ -175,6 +223,49 @@ Status describe(MpiWorld::Impl& impl) {
   return Status::ok();
 }
 
+// Shares a count of waiting ranks among this process's ranks on the host (Poller): the host's
+// first rank creates a shared memory object, the others map it, and it is unlinked once all have
+// (it lives until the last of them exits). Once per process; where it fails, ranks poll as if no
+// core were free.
+void share_waits_on_host(MPI_Comm base) {
+  if (g_host_waiting.load(std::memory_order_acquire) != nullptr) return;
+  MPI_Comm local = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS) {
+    return;
+  }
+  int local_rank = 0;
+  int local_size = 1;
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_size(local, &local_size);
+  std::array<char, 64> name{};
+  if (local_rank == 0) {
+    std::snprintf(name.data(), name.size(), "/planner-waits-%d-%llx", static_cast<int>(::getpid()),
+                  static_cast<unsigned long long>(Clock::now().time_since_epoch().count()));
+  }
+  void* mem = MAP_FAILED;
+  const auto map = [&](int flags) {
+    const int fd = ::shm_open(name.data(), flags, 0600);
+    if (fd < 0) return;
+    if ((flags & O_CREAT) == 0 || ::ftruncate(fd, sizeof(int)) == 0) {
+      mem = ::mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    ::close(fd);
+  };
+  if (local_rank == 0) {
+    map(O_CREAT | O_EXCL | O_RDWR);  // zero-filled
+    if (mem == MAP_FAILED) {
+      ::shm_unlink(name.data());
+      name[0] = '\0';
+    }
+  }
+  MPI_Bcast(name.data(), static_cast<int>(name.size()), MPI_CHAR, 0, local);
+  if (local_rank != 0 && name[0] != '\0') map(O_RDWR);
+  MPI_Barrier(local);
+  if (local_rank == 0 && name[0] != '\0') ::shm_unlink(name.data());
+  MPI_Comm_free(&local);
+  if (mem != MAP_FAILED) share_host_waits(mem, local_size);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<MpiWorld>> MpiWorld::init(int* argc, char*** argv) {
@@ -194,6 +285,7 @@ Result<std::unique_ptr<MpiWorld>> MpiWorld::init(int* argc, char*** argv) {
   }
   impl->base = MPI_COMM_WORLD;
   PLANNER_RETURN_IF_ERROR(describe(*impl));
+  share_waits_on_host(impl->base);
   return std::unique_ptr<MpiWorld>(new MpiWorld(std::move(impl)));
 }
 
@@ -269,7 +361,8 @@ Result<std::vector<std::optional<std::string>>> MpiWorld::gather(std::string_vie
                                       "MPI_Irecv"));
   }
   std::size_t open = n - 1;
-  for (int polls = 0; open > 0; ++polls) {
+  Poller poller;
+  while (open > 0) {
     for (std::size_t r = 1; r < n; ++r) {
       if (stage[r] == 2) continue;
       int done = 0;
@@ -292,7 +385,7 @@ Result<std::vector<std::optional<std::string>>> MpiWorld::gather(std::string_vie
       }
     }
     if (open == 0 || deadline.passed()) break;
-    pause_between_polls(polls);
+    poller.pause();
   }
   return out;
 }

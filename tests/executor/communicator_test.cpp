@@ -3,11 +3,14 @@
 // naming the call, its group and its purpose, and still completes once the peer takes part.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "planner/exec/backend.hpp"
+#include "planner/exec/bounded_wait.hpp"
 #include "planner/exec/mpi_world.hpp"
 
 namespace planner::exec {
@@ -131,6 +134,41 @@ TEST_F(Comm, WaitsAreBoundedAndNameTheCall) {
   }
   EXPECT_TRUE(backend_->wait_all(Deadline::after(30)).is_ok());
   EXPECT_TRUE(backend_->release_tickets().is_ok());
+}
+
+// With more ranks than cores, a rank counts itself in its host's count of waiting ranks while it
+// waits (the count decides whether waiting ranks yield-poll or sleep): the ranks' processes share
+// it, and a wait that ends takes itself out.
+TEST_F(Comm, WaitingRanksAreCountedOnTheHost) {
+  const bool own_core = core_per_rank();
+  set_core_per_rank(false);
+  ASSERT_GE(host_waiting_ranks(), 0) << "the count is not shared";
+  const auto count_becomes = [](int n) {
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    while (host_waiting_ranks() != n && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return host_waiting_ranks();
+  };
+  Communicator& p2p = backend_->world_communicator();
+  std::vector<float> buf = {0};
+  if (rank() == 1) {
+    auto r = p2p.recv(buf.data(), 1, DType::kFloat32, 0, 9, "recv");
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(wait(*r).is_ok());
+    EXPECT_EQ(buf[0], 5.0f);
+  } else {
+    // Rank 1's wait, seen from this process.
+    EXPECT_EQ(count_becomes(1), 1);
+    buf[0] = 5.0f;
+    auto s = p2p.send(buf.data(), 1, DType::kFloat32, 1, 9, "send");
+    ASSERT_TRUE(s);
+    EXPECT_TRUE(wait(*s).is_ok());
+    EXPECT_EQ(count_becomes(0), 0);
+  }
+  EXPECT_TRUE(backend_->release_tickets().is_ok());
+  set_core_per_rank(own_core);
+  ASSERT_TRUE(world_->broadcast("done", Deadline::after(30)));
 }
 
 TEST_F(Comm, WorldGathersAndBroadcasts) {

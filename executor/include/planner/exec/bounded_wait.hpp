@@ -27,16 +27,40 @@ class AsyncWork {
 };
 
 // Polls `work` (done(), then health()) until it completes, fails or the deadline passes, pausing
-// between polls as pause_between_polls does. On a failure it calls work.abort() once and returns
+// between polls as a Poller does. On a failure it calls work.abort() once and returns
 // the failure with context "<what>"; when the deadline passes it aborts likewise and returns
 // kTimeout "<what> did not complete within <timeout_s> s". Never calls abort() on success.
 Status wait_bounded(AsyncWork& work, Deadline deadline, std::string_view what, double timeout_s);
 
-// The pause between two polls of a wait, `polls` being the polls so far. With a core per rank on
-// the host: none (busy polling keeps nonblocking MPI transfers moving) for a fraction of a second,
-// then a sleep. With more ranks than cores (tests run 8 ranks on 2): first it yields the core,
-// later it sleeps, so that the rank it waits for can run.
-void pause_between_polls(int polls);
+// The pauses of one wait between its polls. With a core per rank on the host: none (busy polling
+// keeps nonblocking MPI transfers moving) for a fraction of a second, then a sleep. With more ranks
+// than cores (tests run 8 ranks on 2), nonblocking MPI still moves data only inside a poll, but a
+// polling rank takes a core from the ranks that compute. So a waiting rank yields the core between
+// polls while the host has a core no rank computes on (every rank of a data-parallel gradient
+// reduction waits in it: polling moves the data), and otherwise yields a few times, then sleeps,
+// so that the ranks it waits for can compute (a pipeline stage waiting on the other). A rank
+// counts as waiting on its host from its first pause until the wait ends (the ranks of a job on a
+// host share the count; without it, a rank counts every other rank as computing).
+class Poller {
+ public:
+  Poller() = default;
+  Poller(const Poller&) = delete;
+  Poller& operator=(const Poller&) = delete;
+  ~Poller();
+  // Call after a poll that found the wait unfinished.
+  void pause();
+
+ private:
+  int polls_ = 0;
+  bool counted_ = false;
+};
+
+// Shares the count of waiting ranks among the `local_ranks` ranks of a job on this host, at
+// `counter` (an int in memory every one of them maps; nullptr: not shared). MpiWorld sets it.
+void share_host_waits(void* counter, int local_ranks);
+
+// The job's ranks on this host that wait now, as Pollers count them; -1 when it is not shared.
+int host_waiting_ranks();
 
 // Whether this process polls as a rank with a core of its own (busy polling) or as one of more
 // ranks than cores (yield, then sleep). MpiWorld sets it from the ranks and cores of the host;
