@@ -31,7 +31,7 @@ namespace {
 // kSpinPolls polls, then sleeps, so that the rank it waits for can run. Sleeping whenever all
 // ranks waited made a 4-rank ZeRO-1 step on 2 cores spend 26 ms per rank in its reduce-scatter
 // (1 ms predicted); yield-polling whenever they waited made the pipeline stage of a tp2 x pp2 step
-// that waits on the other take its cores (22 % slower steps).
+// that waits on the other take its cores (its step 22 % slower than predicted).
 constexpr int kBusyPolls = 1'000'000;
 // coll_libnbc_iallreduce_algorithm: 0 ignore (libnbc chooses), 1 ring, 2 binomial, 3 rabenseifner,
 // 4 recursive doubling (ompi_info --param coll libnbc --level 9).
