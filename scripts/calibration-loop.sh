@@ -13,9 +13,9 @@
 # lowest; a calibration keeps each kernel's fastest sweep as well) against each plan's fastest run
 # (a run's measurement is its median step time over --steps steps). On this VM the other tenants
 # slow a rank's GEMMs by 1.5-2x for seconds at a time, invisibly to the guest (no steal time):
-# in noisy hours one run in three is hit, and now and then a whole calibration. A run lasts a
-# second or two, so it is hit or not: the median of a few runs is still hit, the fastest of eight
-# almost never. About 2.5 minutes.
+# in noisy hours about one run in three is hit, and now and then a whole calibration. A run lasts
+# a second or two, so it is hit or not: the median of a few runs is often hit, the fastest of
+# eight only when all eight are. About 2.5 minutes.
 # Prints each round's table, the table over the rounds (plan, predicted, fastest measured run,
 # error, and the median run with its error, for information) and, for a plan that misses, the
 # per-op-kind join of predicted and measured time (planner report) to show which op kind is

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "planner/exec/bounded_wait.hpp"
@@ -132,17 +133,7 @@ class Bench {
 
   Deadline deadline() const { return Deadline::after(o_.timeout_s); }
 
-  Status barrier() {
-    if (!barrier_buf_) {
-      PLANNER_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::floats(dev_, 1, "barrier"));
-      barrier_buf_ = std::make_unique<DeviceBuffer>(std::move(buf));
-    }
-    PLANNER_ASSIGN_OR_RETURN(
-        Ticket t, b_.world_communicator().all_reduce(barrier_buf_->data(), 1, DType::kFloat32,
-                                                     ReduceOp::kSum, "calibration barrier"));
-    PLANNER_RETURN_IF_ERROR(b_.wait(t, deadline()));
-    return b_.release_tickets();
-  }
+  Status barrier() { return sync(b_.world_communicator(), "calibration barrier"); }
 
   // Seconds per call of `body` over `iterations` calls, between two device events.
   Result<double> timed(const std::function<Status()>& body, std::int64_t iterations) {
@@ -168,14 +159,14 @@ class Bench {
     return std::clamp<std::int64_t>(std::llround(o_.target_s / one), 1, kMaxIterations);
   }
 
-  // Every computing rank reaches this before any goes on.
-  Status sync(Communicator& comm) {
+  // Every member of `comm` reaches this before any goes on (`what` names it in a timeout).
+  Status sync(Communicator& comm, std::string_view what = "calibration sync") {
     if (!sync_buf_) {
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::floats(dev_, 1, "sync"));
       sync_buf_ = std::make_unique<DeviceBuffer>(std::move(buf));
     }
-    PLANNER_ASSIGN_OR_RETURN(Ticket t, comm.all_reduce(sync_buf_->data(), 1, DType::kFloat32,
-                                                       ReduceOp::kSum, "calibration sync"));
+    PLANNER_ASSIGN_OR_RETURN(
+        Ticket t, comm.all_reduce(sync_buf_->data(), 1, DType::kFloat32, ReduceOp::kSum, what));
     PLANNER_RETURN_IF_ERROR(b_.wait(t, deadline()));
     return b_.release_tickets();
   }
@@ -595,7 +586,6 @@ class Bench {
   Communicator* sync_ = nullptr;
   int computing_ = 1;
   bool shared_ = false;
-  std::unique_ptr<DeviceBuffer> barrier_buf_;
   std::unique_ptr<DeviceBuffer> sync_buf_;
   std::vector<Measurement> out_;
 };

@@ -44,12 +44,11 @@ std::atomic<int*> g_host_waiting{nullptr};
 int g_host_ranks = 1;
 const unsigned g_cores = std::max(1u, std::thread::hardware_concurrency());
 
-// Whether a core of the host is free of computing ranks: fewer ranks than cores not waiting.
+// Whether a core of the host is free of computing ranks: fewer ranks than cores not waiting
+// (false while the count is not shared).
 bool core_free() {
-  int* waiting = g_host_waiting.load(std::memory_order_acquire);
-  if (waiting == nullptr) return false;
-  const int w = std::atomic_ref<int>(*waiting).load(std::memory_order_relaxed);
-  return g_host_ranks - w < static_cast<int>(g_cores);
+  const int waiting = host_waiting_ranks();
+  return waiting >= 0 && g_host_ranks - waiting < static_cast<int>(g_cores);
 }
 
 // Variables launchers set in every rank's environment: Open MPI, MPICH/Hydra (PMI), PMIx, and
@@ -198,45 +197,11 @@ std::string MpiWorld::library_version() {
 
 namespace {
 
-// Fills rank, size, the host and the host-local rank of `impl` from its base communicator.
-Status describe(MpiWorld::Impl& impl) {
-  PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Comm_rank(impl.base, &impl.rank), "MPI_Comm_rank"));
-  PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Comm_size(impl.base, &impl.size), "MPI_Comm_size"));
-  PLANNER_RETURN_IF_ERROR(
-      mpi_check(MPI_Comm_set_errhandler(impl.base, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"));
-  PLANNER_RETURN_IF_ERROR(
-      mpi_check(MPI_Comm_dup(impl.base, &impl.control), "MPI_Comm_dup (control channel)"));
-  MPI_Comm local = MPI_COMM_NULL;
-  PLANNER_RETURN_IF_ERROR(mpi_check(
-      MPI_Comm_split_type(impl.base, MPI_COMM_TYPE_SHARED, impl.rank, MPI_INFO_NULL, &local),
-      "MPI_Comm_split_type (ranks on this host)"));
-  MPI_Comm_rank(local, &impl.local_rank);
-  MPI_Comm_size(local, &impl.local_size);
-  MPI_Comm_free(&local);
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  g_host_oversubscribed.store(static_cast<unsigned>(impl.local_size) > cores,
-                              std::memory_order_relaxed);
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int len = 0;
-  MPI_Get_processor_name(name, &len);
-  impl.host.assign(name, static_cast<std::size_t>(len));
-  return Status::ok();
-}
-
-// Shares a count of waiting ranks among this process's ranks on the host (Poller): the host's
+// Shares a count of waiting ranks among the job's ranks on this host, `local` (Poller): the host's
 // first rank creates a shared memory object, the others map it, and it is unlinked once all have
-// (it lives until the last of them exits). Once per process; where it fails, ranks poll as if no
-// core were free.
-void share_waits_on_host(MPI_Comm base) {
-  if (g_host_waiting.load(std::memory_order_acquire) != nullptr) return;
-  MPI_Comm local = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS) {
-    return;
-  }
-  int local_rank = 0;
-  int local_size = 1;
-  MPI_Comm_rank(local, &local_rank);
-  MPI_Comm_size(local, &local_size);
+// (it lives until the last of them exits; only a first rank that dies in between leaves it
+// behind). Where it fails, ranks poll as if no core were free.
+void share_waits_on_host(MPI_Comm local, int local_rank, int local_size) {
   std::array<char, 64> name{};
   if (local_rank == 0) {
     std::snprintf(name.data(), name.size(), "/planner-waits-%d-%llx", static_cast<int>(::getpid()),
@@ -262,8 +227,36 @@ void share_waits_on_host(MPI_Comm base) {
   if (local_rank != 0 && name[0] != '\0') map(O_RDWR);
   MPI_Barrier(local);
   if (local_rank == 0 && name[0] != '\0') ::shm_unlink(name.data());
-  MPI_Comm_free(&local);
   if (mem != MAP_FAILED) share_host_waits(mem, local_size);
+}
+
+// Fills rank, size, the host and the host-local rank of `impl` from its base communicator; for
+// the first world (MpiWorld::init's, over MPI_COMM_WORLD; worlds split from it share it) also
+// shares the host's count of waiting ranks.
+Status describe(MpiWorld::Impl& impl, bool first_world) {
+  PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Comm_rank(impl.base, &impl.rank), "MPI_Comm_rank"));
+  PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Comm_size(impl.base, &impl.size), "MPI_Comm_size"));
+  PLANNER_RETURN_IF_ERROR(
+      mpi_check(MPI_Comm_set_errhandler(impl.base, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"));
+  PLANNER_RETURN_IF_ERROR(
+      mpi_check(MPI_Comm_dup(impl.base, &impl.control), "MPI_Comm_dup (control channel)"));
+  MPI_Comm local = MPI_COMM_NULL;
+  PLANNER_RETURN_IF_ERROR(mpi_check(
+      MPI_Comm_split_type(impl.base, MPI_COMM_TYPE_SHARED, impl.rank, MPI_INFO_NULL, &local),
+      "MPI_Comm_split_type (ranks on this host)"));
+  MPI_Comm_rank(local, &impl.local_rank);
+  MPI_Comm_size(local, &impl.local_size);
+  if (first_world && g_host_waiting.load(std::memory_order_acquire) == nullptr) {
+    share_waits_on_host(local, impl.local_rank, impl.local_size);  // once per process
+  }
+  MPI_Comm_free(&local);
+  g_host_oversubscribed.store(static_cast<unsigned>(impl.local_size) > g_cores,
+                              std::memory_order_relaxed);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  impl.host.assign(name, static_cast<std::size_t>(len));
+  return Status::ok();
 }
 
 }  // namespace
@@ -284,8 +277,7 @@ Result<std::unique_ptr<MpiWorld>> MpiWorld::init(int* argc, char*** argv) {
     impl->finalize = true;
   }
   impl->base = MPI_COMM_WORLD;
-  PLANNER_RETURN_IF_ERROR(describe(*impl));
-  share_waits_on_host(impl->base);
+  PLANNER_RETURN_IF_ERROR(describe(*impl, /*first_world=*/true));
   return std::unique_ptr<MpiWorld>(new MpiWorld(std::move(impl)));
 }
 
@@ -298,7 +290,7 @@ Result<std::unique_ptr<MpiWorld>> MpiWorld::split(int color) {
   auto impl = std::make_unique<Impl>();
   impl->base = comm;
   impl->owns_base = true;
-  PLANNER_RETURN_IF_ERROR(describe(*impl));
+  PLANNER_RETURN_IF_ERROR(describe(*impl, /*first_world=*/false));
   return std::unique_ptr<MpiWorld>(new MpiWorld(std::move(impl)));
 }
 

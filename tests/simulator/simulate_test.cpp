@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "planner/core/catalog.hpp"
 #include "planner/core/schedule.hpp"
@@ -156,6 +158,33 @@ SimResult simulate_ok(const SimInput& in) {
   return std::move(r).value();
 }
 
+// tp2 x pp2 x dp4 with sequence parallelism: the plan the determinism tests simulate.
+ParallelConfig tp2_pp2_dp4_sp() {
+  ParallelConfig p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 4;
+  p.sequence_parallel = true;
+  return p;
+}
+
+// Runs simulate(input(t)) for t = 0..n-1, each on its own thread, all at once; a failed one
+// gives an empty result.
+std::vector<SimResult> simulate_on_threads(int n,
+                                           const std::function<const SimInput&(int)>& input) {
+  std::vector<SimResult> out(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      auto r = simulate(input(t));
+      if (r) out[static_cast<std::size_t>(t)] = std::move(r).value();
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  return out;
+}
+
 // A symmetric cluster simulated through one rank per stage or one replica (with the other ranks'
 // traffic as background) agrees with simulating every rank.
 TEST(Representative, AgreesWithFullSimulation) {
@@ -191,46 +220,24 @@ TEST(Representative, AgreesWithFullSimulation) {
 
 // Same input, same result and byte-identical trace, on any thread and any number of threads.
 TEST(Determinism, TraceIsByteIdenticalAcrossThreads) {
-  ParallelConfig parallel;
-  parallel.tp = 2;
-  parallel.pp = 2;
-  parallel.dp = 4;
-  parallel.sequence_parallel = true;
-  SimInput in = input_for("dgx-h100-superpod", 2, parallel, 16);
+  SimInput in = input_for("dgx-h100-superpod", 2, tp2_pp2_dp4_sp(), 16);
   in.options.run.trace = true;
   in.options.ranks = RankSubset::kDataParallelReplica;
   const SimResult first = simulate_ok(in);
   ASSERT_FALSE(first.trace_json.empty());
   EXPECT_EQ(simulate_ok(in).trace_json, first.trace_json);
-  constexpr int kThreads = 4;
-  std::vector<std::string> traces(kThreads);
-  std::vector<Time> steps(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      auto r = simulate(in);
-      if (r) {
-        traces[static_cast<std::size_t>(t)] = std::move(r->trace_json);
-        steps[static_cast<std::size_t>(t)] = r->step_time;
-      }
-    });
-  }
-  for (std::thread& t : threads)
-    t.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(steps[static_cast<std::size_t>(t)], first.step_time);
-    EXPECT_TRUE(traces[static_cast<std::size_t>(t)] == first.trace_json) << "thread " << t;
+  const std::vector<SimResult> runs =
+      simulate_on_threads(4, [&](int) -> const SimInput& { return in; });
+  for (std::size_t t = 0; t < runs.size(); ++t) {
+    EXPECT_EQ(runs[t].step_time, first.step_time);
+    EXPECT_TRUE(runs[t].trace_json == first.trace_json) << "thread " << t;
   }
 }
 
 // Simulations sharing a plan memo (as a sweep's do), on several threads, get the trace they get
 // alone; so does a different plan on the same memo (its plans differ by size or copies).
 TEST(Determinism, SharedPlanMemoChangesNothing) {
-  ParallelConfig a;
-  a.tp = 2;
-  a.pp = 2;
-  a.dp = 4;
-  a.sequence_parallel = true;
+  const ParallelConfig a = tp2_pp2_dp4_sp();
   ParallelConfig b = a;
   b.micro_batch_size = 2;
   SimInput in_a = input_for("dgx-h100-superpod", 2, a, 16);
@@ -246,18 +253,10 @@ TEST(Determinism, SharedPlanMemoChangesNothing) {
   in_a.plan_memo = memo;
   in_b.plan_memo = memo;
   EXPECT_EQ(simulate_ok(in_a).trace_json, alone_a);  // fills the memo
-  std::vector<std::string> traces(4);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < traces.size(); ++t) {
-    threads.emplace_back([&, t] {
-      auto r = simulate(t % 2 == 0 ? in_a : in_b);
-      if (r) traces[t] = std::move(r->trace_json);
-    });
-  }
-  for (std::thread& t : threads)
-    t.join();
-  for (std::size_t t = 0; t < traces.size(); ++t)
-    EXPECT_TRUE(traces[t] == (t % 2 == 0 ? alone_a : alone_b)) << "thread " << t;
+  const std::vector<SimResult> runs =
+      simulate_on_threads(4, [&](int t) -> const SimInput& { return t % 2 == 0 ? in_a : in_b; });
+  for (std::size_t t = 0; t < runs.size(); ++t)
+    EXPECT_TRUE(runs[t].trace_json == (t % 2 == 0 ? alone_a : alone_b)) << "thread " << t;
 }
 
 // The trace is Chrome trace-event JSON: one process per rank, named tracks, micro-batch ids in
