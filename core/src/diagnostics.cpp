@@ -1,9 +1,14 @@
 #include "planner/core/diagnostics.hpp"
 
+#include "planner/core/limits.hpp"
+
 namespace planner {
 
 void Diagnostics::add(std::string pointer, std::string message) {
-  items_.push_back({std::move(pointer), std::move(message)});
+  ++count_;
+  if (items_.size() < limits::kMaxDiagnostics) {
+    items_.push_back({std::move(pointer), std::move(message)});
+  }
 }
 
 std::string Diagnostics::format(const Diagnostic& d) const {
@@ -19,11 +24,17 @@ std::string Diagnostics::to_string() const {
     if (!out.empty()) out += '\n';
     out += format(d);
   }
+  if (dropped() > 0) {
+    out += '\n';
+    out += format({"", "and " + std::to_string(dropped()) + " more problem" +
+                           (dropped() == 1 ? "" : "s") + " (the first " +
+                           std::to_string(items_.size()) + " are shown)"});
+  }
   return out;
 }
 
 Status Diagnostics::to_status() const {
-  if (items_.empty()) return Status::ok();
+  if (empty()) return Status::ok();
   return Status::invalid_input(to_string());
 }
 

@@ -309,7 +309,7 @@ bool read_profile_fields(JsonObject& obj, HardwareProfile& p,
                          std::span<const std::string_view> link_kinds) {
   Diagnostics& diag = obj.diagnostics();
   const std::size_t before = diag.size();
-  obj.read("name", p.name, Need::kRequired);
+  obj.read_name("name", p.name, Need::kRequired);
   obj.read("gpus", p.gpus, Need::kRequired);
   obj.read("description", p.description, Need::kOptional);
   obj.read("source", p.source, Need::kRequired);

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <set>
+#include <unordered_set>
+
+#include "planner/core/limits.hpp"
 
 namespace planner {
 namespace {
@@ -34,61 +36,185 @@ std::string line_column(std::string_view text, std::size_t offset) {
   return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
-// Tracks the JSON pointer of the value being parsed so duplicate keys can be located.
-class DuplicateKeyChecker {
+// Builds the document from the parser's events (nlohmann's SAX interface) in one linear pass,
+// enforcing the limits of limits.hpp as it goes and locating duplicate keys.
+//
+// Memory is linear in the input: each open array or object keeps only its own key or index (the
+// JSON pointer is assembled when a diagnostic needs it), and keys are appended to an object
+// without the ordered map's linear duplicate search (duplicates are found through a hash set per
+// open object instead).
+class DocumentBuilder {
  public:
-  explicit DuplicateKeyChecker(Diagnostics& diag) : diag_(diag) {}
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
 
-  bool on_event(int depth, Json::parse_event_t event, const Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        frames_.push_back({event == Json::parse_event_t::array_start, child_pointer(), {}, {}, 0});
-        break;
-      case Json::parse_event_t::key: {
-        Frame& f = frames_.back();
-        const std::string key = parsed.get<std::string>();
-        if (!f.keys.insert(key).second) {
-          diag_.add(f.pointer + "/" + json_pointer_escape(key),
-                    "duplicate key (a key may appear once per object)");
-        }
-        f.current_key = key;
-        break;
-      }
-      case Json::parse_event_t::object_end:
-      case Json::parse_event_t::array_end:
-        frames_.pop_back();
-        finish_child();
-        break;
-      case Json::parse_event_t::value:
-        finish_child();
-        break;
+  DocumentBuilder(std::string_view text, Diagnostics& diag) : text_(text), diag_(diag) {}
+
+  // The document, once sax_parse() returned true and no diagnostic was added.
+  Json& root() { return root_; }
+  bool failed() const { return failed_; }
+
+  bool null() { return add(Json(nullptr)); }
+  bool boolean(bool v) { return add(Json(v)); }
+  bool number_integer(number_integer_t v) { return add(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) { return add(Json(v)); }
+  bool number_float(number_float_t v, const string_t& /*text*/) { return add(Json(v)); }
+  bool string(string_t& v) {
+    if (v.size() > limits::kMaxStringBytes) {
+      return limit(pointer(), "string of " + std::to_string(v.size()) + " bytes, longer than the " +
+                                  std::to_string(limits::kMaxStringBytes) + "-byte limit");
     }
-    (void)depth;
+    return add(Json(std::move(v)));
+  }
+  bool binary(binary_t& /*v*/) { return limit(pointer(), "binary values are not JSON"); }
+
+  bool start_object(std::size_t /*elements*/) { return open(Json::object()); }
+  bool start_array(std::size_t /*elements*/) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(string_t& k) {
+    Frame& f = frames_.back();
+    if (k.size() > limits::kMaxKeyBytes) {
+      f.key = k.substr(0, 40) + "...";
+      return limit(pointer(), "key of " + std::to_string(k.size()) + " bytes, longer than the " +
+                                  std::to_string(limits::kMaxKeyBytes) + "-byte limit for keys");
+    }
+    f.key = k;
+    if (++f.count > limits::kMaxObjectKeys) {
+      return limit(pointer(), "object with more than " + std::to_string(limits::kMaxObjectKeys) +
+                                  " keys (the limit for one object)");
+    }
+    if (!f.keys.insert(k).second) {
+      diag_.add(pointer(), "duplicate key (a key may appear once per object)");
+    }
+    // Appended without the ordered map's linear search for an existing key: duplicates are
+    // reported above and make the whole parse fail, so a map holding one is never read.
+    auto& members = static_cast<Json::object_t::Container&>(f.value->get_ref<Json::object_t&>());
+    members.emplace_back(std::move(k), nullptr);
+    f.member = &members.back().second;
     return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: <detail>";
+    // other errors (a number too large for a double) have no location of their own.
+    std::string what = e.what();
+    const auto prefix_end = what.find("] ");
+    if (prefix_end != std::string::npos) what = what.substr(prefix_end + 2);
+    const auto colon = what.find(": ", what.find("parse error"));
+    if (what.rfind("parse error", 0) == 0 && colon != std::string::npos) {
+      what = what.substr(colon + 2);
+    }
+    std::string detail;
+    for (char c : what) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", u);
+        detail += hex;
+      } else {
+        detail += c;
+      }
+    }
+    // A syntax error is located by line and column; a value the parser cannot hold (a number
+    // beyond a double's range) also by its JSON pointer.
+    const bool syntax = dynamic_cast<const Json::parse_error*>(&e) != nullptr;
+    diag_.add(
+        syntax ? std::string() : pointer(),
+        "invalid JSON at " + line_column(text_, position == 0 ? 0 : position - 1) + ": " + detail);
+    failed_ = true;
+    return false;
   }
 
  private:
   struct Frame {
-    bool is_array;
-    std::string pointer;
-    std::string current_key;
-    std::set<std::string> keys;
-    std::size_t index;
+    Json* value = nullptr;                 // the open array or object
+    Json* member = nullptr;                // object: the slot of the current key's value
+    std::string key;                       // object: the current key
+    std::int64_t count = 0;                // keys or elements so far
+    std::unordered_set<std::string> keys;  // object: keys seen
   };
 
-  std::string child_pointer() const {
-    if (frames_.empty()) return "";
-    const Frame& f = frames_.back();
-    return f.pointer + "/" +
-           (f.is_array ? std::to_string(f.index) : json_pointer_escape(f.current_key));
-  }
-  void finish_child() {
-    if (!frames_.empty() && frames_.back().is_array) ++frames_.back().index;
+  // Where the value being parsed goes: the root, the next array element or the current key's
+  // slot.
+  Json* slot() {
+    if (frames_.empty()) return &root_;
+    Frame& f = frames_.back();
+    if (f.value->is_array()) {
+      ++f.count;
+      auto& elements = f.value->get_ref<Json::array_t&>();
+      elements.emplace_back();
+      return &elements.back();
+    }
+    return f.member;
   }
 
+  bool count_value() {
+    if (++values_ > limits::kMaxValues) {
+      return limit(pointer(), "more than " + std::to_string(limits::kMaxValues) +
+                                  " values in one document (the limit)");
+    }
+    return true;
+  }
+
+  bool add(Json value) {
+    if (!count_value()) return false;
+    *slot() = std::move(value);
+    return true;
+  }
+
+  bool open(Json container) {
+    if (!count_value()) return false;
+    if (static_cast<int>(frames_.size()) >= limits::kMaxNestingDepth) {
+      return limit(pointer(), "nested deeper than " + std::to_string(limits::kMaxNestingDepth) +
+                                  " levels (the limit for arrays and objects)");
+    }
+    Json* s = slot();
+    *s = std::move(container);
+    frames_.push_back({s, nullptr, {}, 0, {}});
+    return true;
+  }
+
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+
+  // The JSON pointer of the value about to be added (the next array element, or the value of the
+  // current key).
+  std::string pointer() const {
+    std::string p;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      p += '/';
+      if (f.value->is_array()) {
+        // An enclosing array's current element is its last one; the innermost array's next.
+        const bool innermost = i + 1 == frames_.size();
+        p += std::to_string(innermost ? f.count : f.count - 1);
+      } else {
+        p += json_pointer_escape(f.key);
+      }
+    }
+    return p;
+  }
+
+  bool limit(std::string pointer, std::string message) {
+    diag_.add(std::move(pointer), std::move(message));
+    failed_ = true;
+    return false;
+  }
+
+  std::string_view text_;
   Diagnostics& diag_;
+  Json root_;
   std::vector<Frame> frames_;
+  std::int64_t values_ = 0;
+  bool failed_ = false;
 };
 
 }  // namespace
@@ -104,39 +230,18 @@ std::optional<Json> parse_json_text(std::string_view text, Diagnostics& diag) {
     diag.add("", "binary data (NUL bytes): expected a UTF-8 JSON text document");
     return std::nullopt;
   }
-  DuplicateKeyChecker checker(diag);
-  const std::size_t before = diag.size();
-  try {
-    Json value = Json::parse(
-        text.begin(), text.end(),
-        [&checker](int depth, Json::parse_event_t event, Json& parsed) {
-          return checker.on_event(depth, event, parsed);
-        },
-        /*allow_exceptions=*/true, /*ignore_comments=*/false);
-    if (diag.size() != before) return std::nullopt;
-    return value;
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: <detail>".
-    std::string what = e.what();
-    const auto colon = what.find(": ", what.find("parse error"));
-    std::string detail;
-    for (char c : colon == std::string::npos ? what : what.substr(colon + 2)) {
-      const auto u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u >= 0x7f) {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "\\x%02x", u);
-        detail += hex;
-      } else {
-        detail += c;
-      }
-    }
-    diag.add("",
-             "invalid JSON at " + line_column(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + detail);
-    return std::nullopt;
-  } catch (const Json::exception& e) {
-    diag.add("", std::string("invalid JSON: ") + e.what());
+  if (text.size() > limits::kMaxFileBytes) {
+    diag.add("", "document of " + std::to_string(text.size()) + " bytes, larger than the " +
+                     std::to_string(limits::kMaxFileBytes) + "-byte limit");
     return std::nullopt;
   }
+  const std::size_t before = diag.size();
+  DocumentBuilder builder(text, diag);
+  const bool parsed = Json::sax_parse(text.begin(), text.end(), &builder,
+                                      Json::input_format_t::json, /*strict=*/true,
+                                      /*ignore_comments=*/false);
+  if (!parsed || builder.failed() || diag.size() != before) return std::nullopt;
+  return std::move(builder.root());
 }
 
 std::string describe_json(const Json& value) {
@@ -333,10 +438,55 @@ bool JsonObject::read(std::string_view key, std::vector<std::string>& out, Need 
   return ok;
 }
 
+namespace {
+
+// Why `name` cannot be a name, or "".
+std::string name_problem(const std::string& name) {
+  if (name.size() > limits::kMaxNameBytes) {
+    return "a name of " + std::to_string(name.size()) + " bytes, longer than the " +
+           std::to_string(limits::kMaxNameBytes) + "-byte limit for names";
+  }
+  for (char c : name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return "a name with control characters (tabs, newlines, ...)";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+bool JsonObject::read_name(std::string_view key, std::string& out, Need need) {
+  std::string name;
+  if (!read(key, name, need)) return false;
+  if (const std::string problem = name_problem(name); !problem.empty()) {
+    error(key, "expected a short name, got " + problem);
+    return false;
+  }
+  out = std::move(name);
+  return true;
+}
+
+bool JsonObject::read_names(std::string_view key, std::vector<std::string>& out, Need need) {
+  std::vector<std::string> names;
+  if (!read(key, names, need)) return false;
+  bool ok = true;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (const std::string problem = name_problem(names[i]); !problem.empty()) {
+      diag_.add(pointer_of(key) + "/" + std::to_string(i), "expected a short name, got " + problem);
+      ok = false;
+    }
+  }
+  if (ok) out = std::move(names);
+  return ok;
+}
+
 void JsonObject::finish() {
   if (object_ == nullptr) return;
+  std::size_t unknown = 0;
   for (auto it = object_->begin(); it != object_->end(); ++it) {
     if (std::find(seen_.begin(), seen_.end(), it.key()) != seen_.end()) continue;
+    if (++unknown > limits::kMaxUnknownKeysReported) continue;
     std::string message = "unknown key";
     if (auto guess = closest_match(it.key(), seen_)) {
       message += "; did you mean \"" + *guess + "\"?";
@@ -348,6 +498,10 @@ void JsonObject::finish() {
         message += (i ? ", " : "") + sorted[i];
     }
     error(it.key(), message);
+  }
+  if (unknown > limits::kMaxUnknownKeysReported) {
+    diag_.add(pointer_, "and " + std::to_string(unknown - limits::kMaxUnknownKeysReported) +
+                            " more unknown keys");
   }
 }
 

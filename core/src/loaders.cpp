@@ -1,11 +1,14 @@
 #include "planner/core/loaders.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "planner/core/spec_json.hpp"
 
@@ -35,26 +38,100 @@ std::string dump(const Json& j) {
 
 }  // namespace
 
-Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    return Status::not_found(path + ": no such file");
+namespace {
+
+// "a FIFO (named pipe)", "a character device", ...: what a file that is not regular is.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+Status check_regular_file(const std::string& path, std::size_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    struct stat link {};
+    switch (err) {
+      case ENOENT:
+        if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+          return Status::not_found(path + ": a symbolic link to a file that does not exist");
+        }
+        return Status::not_found(path + ": no such file");
+      case ELOOP:
+        return Status::invalid_input(path +
+                                     ": a symbolic link loop (too many levels of "
+                                     "symbolic links)");
+      case ENOTDIR:
+        return Status::invalid_input(path + ": a component of the path is not a directory");
+      case ENAMETOOLONG:
+        return Status::invalid_input(path + ": file name too long");
+      case EACCES:
+        return Status::invalid_input(path + ": permission denied");
+      default:
+        return Status::runtime(path + ": cannot read: " + std::strerror(err));
+    }
   }
-  if (std::filesystem::is_directory(status)) {
-    return Status::invalid_input(path + ": is a directory, expected a file");
+  if (S_ISDIR(st.st_mode)) return Status::invalid_input(path + ": is a directory, expected a file");
+  if (!S_ISREG(st.st_mode)) {
+    return Status::invalid_input(path + ": is " + file_kind(st.st_mode) +
+                                 ", expected a regular file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::runtime(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return Status::runtime(path + ": read error");
-  std::string text = std::move(buf).str();
-  if (text.size() > max_bytes) {
-    return Status::invalid_input(path + ": file is " + std::to_string(text.size()) +
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    return Status::invalid_input(path + ": file is " + std::to_string(st.st_size) +
                                  " bytes, larger than the " + std::to_string(max_bytes) +
-                                 "-byte limit for planner documents");
+                                 "-byte limit for planner inputs");
   }
+  return Status::ok();
+}
+
+Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
+  // The type and size are checked before anything is read: a FIFO would block forever, a device
+  // (/dev/zero) never ends.
+  PLANNER_RETURN_IF_ERROR(check_regular_file(path, max_bytes));
+  // Non-blocking, in case the path was replaced by a FIFO since the check; fstat() below then
+  // refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EACCES) return Status::invalid_input(path + ": permission denied");
+    return Status::runtime(path + ": cannot open: " + std::strerror(err));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Status::invalid_input(path + ": is not a regular file");
+  }
+  // Read at most max_bytes + 1 bytes whatever the size said: the file may grow while it is read.
+  std::string text;
+  text.resize(std::min<std::size_t>(static_cast<std::size_t>(st.st_size), max_bytes) + 1);
+  std::size_t got = 0;
+  while (true) {
+    if (got == text.size()) {
+      if (got > max_bytes) break;
+      text.resize(std::min(max_bytes + 1, std::max<std::size_t>(2 * got, 4096)));
+    }
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::runtime(path + ": read error: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (got > max_bytes) {
+    return Status::invalid_input(path + ": file is larger than the " + std::to_string(max_bytes) +
+                                 "-byte limit for planner inputs");
+  }
+  text.resize(got);
   return text;
 }
 

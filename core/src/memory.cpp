@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "planner/core/diagnostics.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/model_partition.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/schedule.hpp"
@@ -59,6 +60,13 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, bool m
   return a;
 }
 
+// Bytes from a count computed in floating point. check_parallel() refuses plans whose activations
+// exceed limits::kMaxActivationBytes; saturating there as well means a path that skipped the
+// check still never wraps to a negative count.
+Bytes saturated_bytes(double b) {
+  return Bytes(std::llround(std::clamp(b, 0.0, static_cast<double>(limits::kMaxActivationBytes))));
+}
+
 double combine(const Activations& a, double t, bool sp, bool quadratic) {
   return (sp ? a.unsplit / t : a.unsplit) + a.split / t + (quadratic ? a.quadratic / t : 0.0);
 }
@@ -86,10 +94,10 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
   const bool sp = p.sequence_parallel && p.tp > 1;
   if (p.recompute == Recompute::kFull) {
     const double input = e * s * b * static_cast<double>(m.hidden);
-    return Bytes(std::llround(sp ? input / t : input));
+    return saturated_bytes(sp ? input / t : input);
   }
   const bool quadratic = !options.flash_attention && p.cp == 1 && p.recompute == Recompute::kNone;
-  return Bytes(std::llround(combine(layer_terms(m, s, b, e, moe_layer), t, sp, quadratic)));
+  return saturated_bytes(combine(layer_terms(m, s, b, e, moe_layer), t, sp, quadratic));
 }
 
 namespace {
@@ -197,7 +205,7 @@ void fill_states(StageMemory& sm, const StageParamInfo& info, const ModelSpec& m
     comm += 2.0 * c.e * c.s * c.b * c.h / c.seq_shard * m.moe->top_k * m.moe->capacity_factor;
   }
   if (p.zero_stage >= 3) comm += static_cast<double>(info.largest_layer * c.pb.grad);
-  sm.comm_buffers = Bytes(std::llround(comm));
+  sm.comm_buffers = saturated_bytes(comm);
   sm.overhead = options.framework_overhead;
 }
 
@@ -259,8 +267,8 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
         best_mb = cur_mb;
       }
     }
-    sm.layer_activations = Bytes(std::llround(best_layers));
-    sm.extra_activations = Bytes(std::llround(best_extra)) + c.working_layer;
+    sm.layer_activations = saturated_bytes(best_layers);
+    sm.extra_activations = saturated_bytes(best_extra) + c.working_layer;
     sm.activations = sm.layer_activations + sm.extra_activations;
     sm.layers_in_flight = best_count;
     sm.microbatches_in_flight = best_mb;
@@ -426,7 +434,7 @@ Result<MemoryPeak> MemoryEstimator::peak(const ParallelConfig& p) {
         total += counts[static_cast<std::size_t>(ch)] * weight[static_cast<std::size_t>(ch)];
       best = std::max(best, total);
     }
-    sm.activations = Bytes(std::llround(best)) + c.working_layer;
+    sm.activations = saturated_bytes(best) + c.working_layer;
     const Bytes total = sm.total();
     if (total > out.bytes) {
       out.bytes = total;

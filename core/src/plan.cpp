@@ -1,6 +1,11 @@
 #include "planner/core/plan.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
+#include "planner/core/checked.hpp"
 #include "planner/core/diagnostics.hpp"
+#include "planner/core/limits.hpp"
 
 namespace planner {
 namespace {
@@ -19,8 +24,10 @@ std::int64_t Plan::num_microbatches() const {
 void check_plan(const Plan& plan, Diagnostics& diag) {
   const ParallelConfig& p = plan.parallel;
   if (p.world_size() != plan.cluster.num_gpus()) {
+    const auto world = checked_product({p.tp, p.cp, p.dp, p.pp});
     diag.add("/parallel", "tp x cp x dp x pp = " + str(p.tp) + " x " + str(p.cp) + " x " +
-                              str(p.dp) + " x " + str(p.pp) + " = " + str(p.world_size()) +
+                              str(p.dp) + " x " + str(p.pp) + " = " +
+                              (world ? str(*world) : std::string("more than 2^63")) +
                               ", but the cluster has " + str(plan.cluster.num_gpus()) +
                               " GPUs (nodes x gpus_per_node = " + str(plan.cluster.nodes) + " x " +
                               str(plan.cluster.gpus_per_node) + ")");
@@ -87,6 +94,35 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
     diag.add("/training/seq_length", "must be divisible by 2 x cp (" + str(2 * p.cp) +
                                          ") for load-balanced context parallelism, got " +
                                          str(t.seq_length));
+  }
+  // One layer's activations for one micro-batch grow with tokens x widths (and the unfused
+  // softmax with heads x s^2 x b): an upper bound in floating point keeps every byte count of
+  // the memory estimate exact in 64 bits (limits::kMaxActivationBytes).
+  {
+    const double s = static_cast<double>(t.seq_length) / static_cast<double>(p.cp);
+    const double tokens = s * static_cast<double>(p.micro_batch_size);
+    double ffn = static_cast<double>(m.ffn_hidden);
+    double routed = 1;
+    double experts = 0;
+    if (m.moe) {
+      ffn = std::max(ffn, static_cast<double>(m.moe->expert_ffn_hidden));
+      routed = std::max(1.0, m.moe->top_k * m.moe->capacity_factor);
+      experts = m.moe->num_experts;
+    }
+    const double widths = static_cast<double>(m.hidden) + static_cast<double>(m.q_dim()) +
+                          2.0 * static_cast<double>(m.kv_dim()) + 3.0 * ffn * routed + experts +
+                          static_cast<double>(m.vocab);
+    const double bound = 16.0 * tokens * widths + 5.0 * m.heads * s * tokens;
+    if (bound > static_cast<double>(limits::kMaxActivationBytes)) {
+      char text[240];
+      std::snprintf(text, sizeof text,
+                    "a micro-batch of %lld x %lld tokens (micro_batch_size x seq_length / cp) "
+                    "holds up to %.2g bytes of activations per layer, more than the %.2g planner "
+                    "can account for",
+                    static_cast<long long>(p.micro_batch_size), static_cast<long long>(s), bound,
+                    static_cast<double>(limits::kMaxActivationBytes));
+      diag.add("/training/seq_length", text);
+    }
   }
   if (m.position_embedding == PositionEmbedding::kLearned && m.max_seq_len > 0 &&
       t.seq_length > m.max_seq_len) {

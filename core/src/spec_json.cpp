@@ -1,6 +1,10 @@
 #include "planner/core/spec_json.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "planner/core/diagnostics.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/rank_grid.hpp"
 
@@ -31,6 +35,27 @@ void read_price(const Json& item, const std::string& pointer, Diagnostics& diag,
   obj.read("source", p.source, Need::kRequired);
   obj.finish();
   out.push_back(std::move(p));
+}
+
+// A bound on the model's parameter count, computed in floating point (which cannot overflow)
+// from the largest terms of the layer structure in model_spec.hpp, every layer counted with the
+// larger of its dense and MoE MLP: at least the exact count.
+double params_upper_bound(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(m.heads) * m.head_dim;
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim;
+  const double attention = h * (2 * q + 2 * kv) + 2 * q + 2 * kv + 4 * h;
+  const double dense =
+      3 * h * static_cast<double>(m.ffn_hidden) + 3 * static_cast<double>(m.ffn_hidden) + 3 * h;
+  double moe = 0;
+  if (m.moe) {
+    const double e = static_cast<double>(m.moe->num_experts);
+    const double f = static_cast<double>(m.moe->expert_ffn_hidden);
+    moe = e * (3 * h * f + 3 * f + h) + h * e + 3 * h;
+  }
+  const double layer = attention + std::max(dense, moe);
+  return static_cast<double>(m.num_layers) * layer +
+         (2 * static_cast<double>(m.vocab) + static_cast<double>(m.max_seq_len) + 2) * h;
 }
 
 }  // namespace
@@ -72,8 +97,8 @@ bool read_document_header(JsonObject& root, std::string_view expected_kind) {
 bool read_model_fields(JsonObject& obj, ModelSpec& m) {
   Diagnostics& diag = obj.diagnostics();
   const std::size_t before = diag.size();
-  obj.read("name", m.name, Need::kRequired);
-  obj.read("aliases", m.aliases, Need::kOptional);
+  obj.read_name("name", m.name, Need::kRequired);
+  obj.read_names("aliases", m.aliases, Need::kOptional);
   obj.read("family", m.family, Need::kOptional);
   obj.read("source", m.source, Need::kOptional);
   const bool have_layers = obj.read("layers", m.num_layers, Need::kRequired, {1, 100000});
@@ -136,14 +161,28 @@ bool read_model_fields(JsonObject& obj, ModelSpec& m) {
     }
   }
   obj.finish();
+  // Within every field's limit a model can still have more parameters than 64-bit counts of its
+  // bytes and FLOPs hold (100,000 layers of hidden 10^7): refuse it rather than overflow.
+  if (diag.size() == before) {
+    if (const double params = params_upper_bound(m);
+        params > static_cast<double>(limits::kMaxModelParams)) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "a model of %lld layers of hidden %lld has more parameters than the %.0e "
+                    "planner can account for (up to %.2g)",
+                    static_cast<long long>(m.num_layers), static_cast<long long>(m.hidden),
+                    static_cast<double>(limits::kMaxModelParams), params);
+      obj.error("layers", text);
+    }
+  }
   return diag.size() == before;
 }
 
 bool read_gpu_fields(JsonObject& obj, GpuSpec& g) {
   Diagnostics& diag = obj.diagnostics();
   const std::size_t before = diag.size();
-  obj.read("name", g.name, Need::kRequired);
-  obj.read("aliases", g.aliases, Need::kOptional);
+  obj.read_name("name", g.name, Need::kRequired);
+  obj.read_names("aliases", g.aliases, Need::kOptional);
   obj.read("vendor", g.vendor, Need::kOptional);
   obj.read("arch", g.arch, Need::kOptional);
   if (const Json* peak = obj.child("peak_tflops", Need::kRequired)) {
@@ -251,7 +290,7 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
 
 bool read_cluster_fields(JsonObject& obj, const Catalog& catalog, ClusterSpec& c) {
   const std::size_t before = obj.diagnostics().size();
-  obj.read("name", c.name, Need::kOptional);
+  obj.read_name("name", c.name, Need::kOptional);
   obj.read("nodes", c.nodes, Need::kRequired, {1, 1'000'000});
   obj.read("gpus_per_node", c.gpus_per_node, Need::kRequired, {1, 1024});
   if (obj.read("gpu", c.gpu, Need::kRequired)) {
@@ -271,7 +310,7 @@ bool read_cluster_fields(JsonObject& obj, const Catalog& catalog, ClusterSpec& c
 bool read_plan_fields(JsonObject& obj, const Catalog& catalog, Plan& plan) {
   Diagnostics& diag = obj.diagnostics();
   const std::size_t before = diag.size();
-  obj.read("name", plan.name, Need::kOptional);
+  obj.read_name("name", plan.name, Need::kOptional);
   bool parts_ok = true;
   if (const Json* model = obj.child("model", Need::kRequired)) {
     if (model->is_string()) {

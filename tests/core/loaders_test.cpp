@@ -1,10 +1,15 @@
 #include "planner/core/loaders.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 
 #include "planner/core/rank_grid.hpp"
+#include "support/command.hpp"
 
 namespace planner {
 namespace {
@@ -78,6 +83,68 @@ TEST(Loaders, MissingFileIsNotFound) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(r.status().message(), "/nonexistent/plan.json: no such file");
+}
+
+TEST(Loaders, AWorldSizeBeyond64BitsIsNamedNotWrapped) {
+  // Each axis within its limit (2^20), the product 2^80: it used to wrap to 0.
+  auto plan = parse_plan(replaced(kPlan, R"("tp": 8, "pp": 8,)",
+                                  R"("tp": 1048576, "pp": 1048576, "dp": 1048576, "cp": 1048576,)"),
+                         "p.json", builtin_catalog());
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.status().message().find(
+                "p.json: /parallel: tp x cp x dp x pp = 1048576 x 1048576 x 1048576 x 1048576 = "
+                "more than 2^63, but the cluster has 1024 GPUs"),
+            std::string::npos)
+      << plan.status().message();
+}
+
+// Special files are refused from their type, before anything is read: a FIFO would block the
+// reader forever and /dev/zero never ends.
+TEST(Loaders, AFifoIsRefusedWithoutBlocking) {
+  testing::TempDir dir;
+  const std::string fifo = dir.file("f.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto text = read_text_file(fifo);
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(text.status().message(), fifo + ": is a FIFO (named pipe), expected a regular file");
+}
+
+TEST(Loaders, DevicesAreRefused) {
+  const auto zero = read_text_file("/dev/zero");
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(zero.status().message(), "/dev/zero: is a character device, expected a regular file");
+  EXPECT_EQ(read_text_file("/dev/null").status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(Loaders, DirectoriesAndLinksSayWhatTheyAre) {
+  testing::TempDir dir;
+  const auto d = read_text_file(dir.path());
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(d.status().message(), dir.path() + ": is a directory, expected a file");
+
+  const std::string a = dir.file("a.json");
+  const std::string b = dir.file("b.json");
+  ASSERT_EQ(::symlink(b.c_str(), a.c_str()), 0);
+  // A link to a missing file.
+  const auto dangling = read_text_file(a);
+  EXPECT_EQ(dangling.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(dangling.status().message(), a + ": a symbolic link to a file that does not exist");
+  // A loop: a -> b -> a (it used to say "no such file").
+  ASSERT_EQ(::symlink(a.c_str(), b.c_str()), 0);
+  const auto loop = read_text_file(a);
+  EXPECT_EQ(loop.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(loop.status().message(),
+            a + ": a symbolic link loop (too many levels of symbolic links)");
+
+  const auto not_dir = read_text_file(dir.file("x.json") + "/y.json");
+  EXPECT_EQ(not_dir.status().code(), StatusCode::kNotFound);
+  testing::write_file(dir.file("x.json"), "{}");
+  const auto through_file = read_text_file(dir.file("x.json") + "/y.json");
+  EXPECT_EQ(through_file.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(through_file.status().message(),
+            dir.file("x.json") + "/y.json: a component of the path is not a directory");
 }
 
 TEST(Loaders, DocumentTypesDispatchOnKind) {

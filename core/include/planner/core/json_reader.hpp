@@ -1,10 +1,11 @@
 // Strict JSON reading: parse once, reject what is not understood.
 //
 // parse_json_text() rejects empty input, binary data, syntax errors (with line and column) and
-// duplicate keys. JsonObject reads one object field by field: every read checks the type and range
-// and records a diagnostic at the field's JSON pointer instead of stopping; finish() reports every
-// key that was never read as unknown, with a "did you mean" suggestion. Only core/ loaders use this
-// header.
+// duplicate keys, and enforces the limits of limits.hpp (depth, values, keys, string lengths) in
+// time and memory linear in the text. JsonObject reads one object field by field: every read checks
+// the type and range and records a diagnostic at the field's JSON pointer instead of stopping;
+// finish() reports every key that was never read as unknown, with a "did you mean" suggestion. Only
+// core/ loaders use this header.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,10 @@ class JsonObject {
   bool read(std::string_view key, bool& out, Need need);
   bool read(std::string_view key, std::string& out, Need need, bool allow_empty = false);
   bool read(std::string_view key, std::vector<std::string>& out, Need need);
+  // A name (or a list of them): a non-empty string of at most limits::kMaxNameBytes bytes
+  // without control characters.
+  bool read_name(std::string_view key, std::string& out, Need need);
+  bool read_names(std::string_view key, std::vector<std::string>& out, Need need);
 
   template <class E>
   bool read_enum(std::string_view key, E& out, Need need) {
@@ -82,7 +87,8 @@ class JsonObject {
   // Marks `key` as understood without reading it (e.g. "schema_version" checked elsewhere).
   void accept(std::string_view key);
 
-  // Reports every key that no read(), child() or accept() asked for.
+  // Reports every key that no read(), child() or accept() asked for (the first
+  // limits::kMaxUnknownKeysReported one by one, then how many more).
   void finish();
 
   // Adds a diagnostic at `key`'s pointer.

@@ -14,6 +14,7 @@
 #include "planner/core/cluster_spec.hpp"
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/gpu_spec.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/model_spec.hpp"
 #include "planner/core/parallel_config.hpp"
 #include "planner/core/plan.hpp"
@@ -24,9 +25,17 @@ namespace planner {
 
 inline constexpr int kSchemaVersion = 1;
 
-// Reads a whole file. Errors: kNotFound when it does not exist, kInvalidInput when it is a
-// directory or larger than `max_bytes`, kRuntime on I/O failure.
-Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes = 64u << 20);
+// Reads a whole regular file. Its type and size are checked before it is read, and it is read with
+// a cap, so a FIFO, a device (/dev/zero) or a growing file can neither hang nor exhaust memory.
+// Errors: kNotFound when it does not exist (or is a dangling symbolic link); kInvalidInput when it
+// is a directory, a FIFO, a device or a socket, a symbolic link loop, unreadable, or larger than
+// `max_bytes`; kRuntime on I/O failure. Messages start with "<path>: ".
+Result<std::string> read_text_file(const std::string& path,
+                                   std::size_t max_bytes = limits::kMaxFileBytes);
+
+// The checks of read_text_file() without reading: ok when `path` is a regular file of at most
+// `max_bytes` bytes.
+Status check_regular_file(const std::string& path, std::size_t max_bytes = limits::kMaxFileBytes);
 
 // Writes `text` to `path` atomically (temporary file + rename).
 Status write_text_file_atomic(const std::string& path, std::string_view text);

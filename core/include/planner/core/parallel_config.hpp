@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "planner/core/checked.hpp"
 #include "planner/core/enums.hpp"
 
 namespace planner {
@@ -44,9 +45,10 @@ struct ParallelConfig {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
 
-  std::int64_t world_size() const { return static_cast<std::int64_t>(tp) * pp * dp * cp; }
+  // Saturated at INT64_MAX when the product does not fit (checked.hpp): never wrapped.
+  std::int64_t world_size() const { return saturating_product({tp, pp, dp, cp}); }
   // Model-parallel ranks holding one replica.
-  std::int64_t model_parallel_size() const { return static_cast<std::int64_t>(tp) * pp * cp; }
+  std::int64_t model_parallel_size() const { return saturating_product({tp, pp, cp}); }
 };
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.
