@@ -1,9 +1,12 @@
 #include "planner/core/hf_import.hpp"
 
 #include <array>
+#include <climits>
+#include <filesystem>
 #include <functional>
 
 #include "planner/core/json_reader.hpp"
+#include "planner/core/limits.hpp"
 
 namespace planner {
 namespace {
@@ -39,6 +42,34 @@ std::string pointer_to(std::string_view key) {
   return pointer;
 }
 
+// The largest value a Hugging Face integer key may take: the planner model document's limit for
+// the field it becomes (limits.hpp), below INT_MAX for the fields planner keeps in an int. Widths
+// (hidden, intermediate sizes) and anything not listed: limits::kMaxModelDim.
+std::int64_t integer_limit(std::string_view key) {
+  static constexpr std::array<std::pair<std::string_view, std::int64_t>, 16> kLimits{{
+      {"num_hidden_layers", limits::kMaxLayers},
+      {"n_layer", limits::kMaxLayers},
+      {"decoder_sparse_step", limits::kMaxLayers},
+      {"num_attention_heads", limits::kMaxHeads},
+      {"n_head", limits::kMaxHeads},
+      {"num_key_value_heads", limits::kMaxHeads},
+      {"num_kv_heads", limits::kMaxHeads},
+      {"n_head_kv", limits::kMaxHeads},
+      {"head_dim", limits::kMaxHeads},
+      {"num_local_experts", limits::kMaxExperts},
+      {"num_experts", limits::kMaxExperts},
+      {"num_experts_per_tok", limits::kMaxExperts},
+      {"vocab_size", limits::kMaxVocab},
+      {"max_position_embeddings", limits::kMaxPositions},
+      {"n_positions", limits::kMaxPositions},
+      {"n_ctx", limits::kMaxPositions},
+  }};
+  for (const auto& [name, max] : kLimits) {
+    if (name == key) return max;
+  }
+  return limits::kMaxModelDim;
+}
+
 // Reads HF keys leniently (unknown keys are fine) but type-checks what it uses.
 class HfReader {
  public:
@@ -46,14 +77,23 @@ class HfReader {
 
   bool has(std::string_view key) const { return root_.contains(key) && !root_.at(key).is_null(); }
 
+  // A positive integer within the limit for `key` (integer_limit()), read as 64 bits and checked,
+  // never cut to a narrower type.
   std::int64_t integer(std::string_view key, std::int64_t fallback, bool required) {
     if (!has(key)) {
       if (required) diag_.add(pointer_to(key), "missing required key");
       return fallback;
     }
     const Json& v = root_.at(key);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
+    const std::int64_t max = integer_limit(key);
+    const bool too_big =
+        v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max);
+    if (!v.is_number_integer() || (!too_big && v.get<std::int64_t>() < 1)) {
       diag_.add(pointer_to(key), "expected a positive integer, got " + describe_json(v));
+      return fallback;
+    }
+    if (too_big || v.get<std::int64_t>() > max) {
+      diag_.add(pointer_to(key), "must be <= " + std::to_string(max) + ", got " + describe_json(v));
       return fallback;
     }
     return v.get<std::int64_t>();
@@ -96,7 +136,10 @@ class HfReader {
   Diagnostics& diag_;
 };
 
+// Every int field is read with a limit below INT_MAX (integer_limit()), so this never truncates.
 int as_int(std::int64_t v) {
+  static_assert(limits::kMaxLayers <= INT_MAX && limits::kMaxHeads <= INT_MAX &&
+                limits::kMaxExperts <= INT_MAX && limits::kMaxModelDim <= INT_MAX);
   return static_cast<int>(v);
 }
 
@@ -113,6 +156,24 @@ void read_llama_like(HfReader& r, ModelSpec& m) {
   m.position_embedding = PositionEmbedding::kRope;
   m.bias = r.boolean("attention_bias", false) || r.boolean("mlp_bias", false);
   if (r.has("head_dim")) m.head_dim = as_int(r.integer("head_dim", 0, false));
+}
+
+// A model name from the config's path: "qwen2-7b.config.json" -> "qwen2-7b", and for the usual
+// "<model>/config.json" the directory's name ("Qwen1.5-MoE-A2.7B/config.json" ->
+// "Qwen1.5-MoE-A2.7B"). Empty when neither says anything.
+std::string name_from_path(std::string_view source) {
+  namespace fs = std::filesystem;
+  const fs::path path{std::string(source)};
+  std::string stem = path.filename().string();
+  for (std::string_view suffix : {".json", ".config", "_config", "-config"}) {
+    if (stem.size() > suffix.size() && stem.ends_with(suffix)) {
+      stem.resize(stem.size() - suffix.size());
+    }
+  }
+  if (stem != "config") return stem;
+  std::error_code ec;
+  const fs::path dir = fs::absolute(path, ec).parent_path().filename();
+  return ec ? std::string() : dir.string();
 }
 
 }  // namespace
@@ -271,6 +332,7 @@ Result<ModelSpec> import_hf_config(std::string_view text, std::string_view sourc
       name = name.substr(slash + 1);
     }
   }
+  if (name.empty()) name = name_from_path(source);
   if (name.empty()) name = std::string(arch->model_type);
   m.name = name;
   return m;

@@ -100,5 +100,72 @@ TEST(HfImportDetails, MissingKeysAreNamed) {
             "c.json: /vocab_size: missing required key");
 }
 
+// A Llama config with extra keys, given as JSON members (`"key": value, ...`).
+std::string llama_config(const std::string& extra) {
+  std::string base = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+      "intermediate_size": 14336)";
+  return base + (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+// The Llama config with the usual heads, layers and vocabulary and `member` (`"key": value`),
+// which replaces the usual member of the same key.
+std::string llama_with(const std::string& member) {
+  std::string members;
+  bool replaced = false;
+  for (const std::string usual :
+       {R"("num_attention_heads": 32)", R"("num_hidden_layers": 32)", R"("vocab_size": 128256)"}) {
+    const bool same = !member.empty() && member.rfind(usual.substr(0, usual.find(':')), 0) == 0;
+    replaced = replaced || same;
+    members += (members.empty() ? "" : ", ") + (same ? member : usual);
+  }
+  if (!member.empty() && !replaced) members += ", " + member;
+  return llama_config(members);
+}
+
+TEST(HfImportDetails, ValuesBeyondIntAreRefusedNotTruncated) {
+  struct Case {
+    const char* member;
+    const char* message;
+  };
+  for (const Case& c : {
+           // 2^32 heads used to be cut to 0 in an int (then `hidden % heads` divided by zero).
+           Case{R"("num_attention_heads": 4294967296)",
+                "h.json: /num_attention_heads: must be <= 1000000, got 4294967296"},
+           // 2^32 + 32 layers used to import as 32 layers.
+           Case{R"("num_hidden_layers": 4294967328)",
+                "h.json: /num_hidden_layers: must be <= 100000, got 4294967328"},
+           // Beyond 64 bits.
+           Case{R"("vocab_size": 18446744073709551615)",
+                "h.json: /vocab_size: must be <= 100000000, got 18446744073709551615"},
+       }) {
+    auto imported = import_hf_config(llama_with(c.member), "h.json");
+    ASSERT_FALSE(imported) << c.member;
+    EXPECT_EQ(imported.status().exit_code(), 2);
+    EXPECT_EQ(imported.status().message(), c.message);
+  }
+  EXPECT_TRUE(import_hf_config(llama_with(""), "h.json"));
+}
+
+TEST(HfImportDetails, ImportedModelsAreNamedAfterTheCheckpointOrTheFile) {
+  // _name_or_path wins ("Qwen/Qwen2-7B" -> "Qwen2-7B").
+  auto named = import_hf_config(llama_with(R"("_name_or_path": "meta-llama/Meta-Llama-3-8B")"),
+                                "x/config.json");
+  ASSERT_TRUE(named) << named.status().message();
+  EXPECT_EQ(named->name, "Meta-Llama-3-8B");
+  // Else the file name, without .json and .config ...
+  auto file = import_hf_config(llama_with(""), "configs/qwen2-7b.config.json");
+  ASSERT_TRUE(file) << file.status().message();
+  EXPECT_EQ(file->name, "qwen2-7b");
+  // ... or, for the usual <model>/config.json, the directory's name; never model_type, so two
+  // imports of the same architecture do not collide.
+  auto dir = import_hf_config(llama_with(""), "downloads/Llama-3.1-8B/config.json");
+  ASSERT_TRUE(dir) << dir.status().message();
+  EXPECT_EQ(dir->name, "Llama-3.1-8B");
+  // An explicit name wins over everything.
+  auto given = import_hf_config(llama_with(""), "a/config.json", "mine");
+  ASSERT_TRUE(given);
+  EXPECT_EQ(given->name, "mine");
+}
+
 }  // namespace
 }  // namespace planner

@@ -18,7 +18,11 @@
 
 namespace planner {
 
-// `name` becomes the model's name; when empty, it is taken from `_name_or_path` or `model_type`.
+// `name` becomes the model's name; when empty, it is taken from `_name_or_path` (its last path
+// component), else from the file name in `source` ("qwen2-7b.config.json" -> "qwen2-7b",
+// "Qwen1.5-MoE-A2.7B/config.json" -> "Qwen1.5-MoE-A2.7B"), and only as a last resort from
+// `model_type`. Integer fields are read as 64-bit values and checked against limits.hpp, never
+// truncated.
 Result<ModelSpec> import_hf_config(std::string_view text, std::string_view source,
                                    std::string name = {});
 
