@@ -8,7 +8,9 @@
 #include "planner/topo/capacity.hpp"
 #include "planner/topo/cluster.hpp"
 #include "planner/topo/collective_flows.hpp"
+#include "planner/topo/link_kind.hpp"
 #include "planner/topo/topology_catalog.hpp"
+#include "planner/topo/topology_spec.hpp"
 
 namespace {
 
@@ -72,5 +74,39 @@ void BM_GroupBandwidth(benchmark::State& state) {
 BENCHMARK(BM_GroupBandwidth)->Arg(64)->Arg(k16kGpuNodes)->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// One node of `gpus` GPUs behind an NVSwitch, built into a one-node cluster: node checks are
+// linear in the node's devices and the routes between its GPUs quadratic (every pair is kept), so
+// the node is bounded at limits::kMaxGpusPerNode (1,024). 65,536 GPUs per node used to hang.
+void BM_BuildLargeNode(benchmark::State& state) {
+  planner::topo::TopologySpec spec = preset("dgx-h100-superpod");
+  planner::topo::NodeGeneratorParams params;
+  params.gpus = static_cast<int>(state.range(0));
+  params.nvlink = planner::topo::LinkSpec{
+      planner::topo::LinkKind::kNvlink4, 18,
+      *planner::topo::nominal_bandwidth(planner::topo::LinkKind::kNvlink4) * 18,
+      planner::nanoseconds(250)};
+  params.pcie = {planner::topo::LinkKind::kPcie5, 1,
+                 *planner::topo::nominal_bandwidth(planner::topo::LinkKind::kPcie5),
+                 planner::nanoseconds(150)};
+  params.pcie_switches = params.gpus / 2;
+  params.cpus = 2;
+  params.cpu_link = params.pcie;
+  params.cpu_link->kind = planner::topo::LinkKind::kCpuInterconnect;
+  params.nics = params.gpus;
+  auto node = planner::topo::generate_node(params);
+  if (!node) {
+    state.SkipWithError(node.status().message().c_str());
+    return;
+  }
+  spec.node = *node;
+  for (auto _ : state) {
+    auto c = Cluster::build(spec, 1);
+    if (!c) state.SkipWithError(c.status().message().c_str());
+    benchmark::DoNotOptimize(c);
+  }
+  state.counters["devices"] = static_cast<double>(spec.node.devices.size());
+}
+BENCHMARK(BM_BuildLargeNode)->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -135,9 +135,10 @@ Result<NodeTemplate> make_template(const TopologySpec& spec, bool with_fabric) {
     if (k == DeviceKind::kGpu) t.gpu_device.push_back(i);
     if (k == DeviceKind::kNic) t.nic_device.push_back(i);
   }
+  const std::unordered_map<std::string_view, int> index = ns.index();
   for (const NodeLink& l : ns.links) {
-    t.cable_a.push_back(ns.find(l.a));
-    t.cable_b.push_back(ns.find(l.b));
+    t.cable_a.push_back(index.at(l.a));
+    t.cable_b.push_back(index.at(l.b));
     const std::int64_t c = route_cost(l.link);
     t.cost.push_back(c);
     t.cost.push_back(c);
@@ -187,9 +188,11 @@ Result<NodeTemplate> make_template(const TopologySpec& spec, bool with_fabric) {
     std::vector<int> served;
     if (!nic.serves.empty()) {
       for (const std::string& id : nic.serves) {
-        const int dev = ns.find(id);
-        for (int g = 0; g < gpus; ++g) {
-          if (t.gpu_device[g] == dev) served.push_back(g);
+        // gpu_device is increasing: the served GPU's local index by binary search.
+        const int dev = index.at(id);
+        const auto it = std::lower_bound(t.gpu_device.begin(), t.gpu_device.end(), dev);
+        if (it != t.gpu_device.end() && *it == dev) {
+          served.push_back(static_cast<int>(it - t.gpu_device.begin()));
         }
       }
     } else {

@@ -1,13 +1,19 @@
 #include "planner/topo/topology_json.hpp"
 
 #include "planner/core/json_reader.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/spec_json.hpp"
 
 namespace planner::topo {
 namespace {
 
-constexpr int kMaxCount = 1 << 16;     // parallel links, devices of one kind per node
-constexpr double kMaxGBps = 1e6;       // 1 PB/s per direction: beyond any link
+constexpr int kMaxCount = 1 << 16;  // parallel links, switch ports, NICs per leaf
+// Link rates per direction. Above: 1 PB/s, beyond any link. Below: 10 MB/s, slower than any link
+// planner models (1 GbE is 0.125 GB/s); a rate near zero made route costs (integer picoseconds
+// for a 1 MiB reference transfer) overflow and the graph's shortest paths fail.
+constexpr double kMaxGBps = 1e6;
+constexpr double kMinGBps = 0.01;
+constexpr const char* kRateHint = "GB/s per direction; at least 0.01 (10 MB/s), 1 GbE is 0.125";
 constexpr double kMaxLatencyNs = 1e9;  // 1 s
 constexpr int kMaxNodes = 1'000'000;   // as core's cluster spec
 
@@ -19,9 +25,11 @@ bool read_link_fields(JsonObject& o, LinkSpec& out) {
   o.read("count", out.count, Need::kOptional, {1, kMaxCount});
   double gbytes = 0;
   double gbits = 0;
-  const bool have_bytes = o.read("bandwidth_GBps", gbytes, Need::kOptional, {0.0, kMaxGBps, true});
+  const bool have_bytes =
+      o.read("bandwidth_GBps", gbytes, Need::kOptional, {kMinGBps, kMaxGBps, false, kRateHint});
   const bool have_bits =
-      o.read("bandwidth_Gbps", gbits, Need::kOptional, {0.0, kMaxGBps * 8, true});
+      o.read("bandwidth_Gbps", gbits, Need::kOptional,
+             {kMinGBps * 8, kMaxGBps * 8, false, "Gbit/s per direction; at least 0.08"});
   double latency_ns = 0;
   if (o.read("latency_ns", latency_ns, Need::kRequired, {0.0, kMaxLatencyNs})) {
     out.latency = nanoseconds(latency_ns);
@@ -76,13 +84,14 @@ void read_generated_node(JsonObject& o, NodeSpec& out) {
   const std::size_t before = diag.size();
   NodeGeneratorParams p;
   o.read_enum("generator", p.generator, Need::kRequired);
-  o.read("gpus", p.gpus, Need::kRequired, {1, kMaxCount});
+  const IntRange per_node{1, limits::kMaxGpusPerNode};
+  o.read("gpus", p.gpus, Need::kRequired, per_node);
   if (LinkSpec l; read_link_object(o, "nvlink", Need::kOptional, l)) p.nvlink = l;
   read_link_object(o, "pcie", Need::kRequired, p.pcie);
-  o.read("pcie_switches", p.pcie_switches, Need::kRequired, {1, kMaxCount});
-  o.read("cpus", p.cpus, Need::kRequired, {1, kMaxCount});
+  o.read("pcie_switches", p.pcie_switches, Need::kRequired, per_node);
+  o.read("cpus", p.cpus, Need::kRequired, per_node);
   if (LinkSpec l; read_link_object(o, "cpu_link", Need::kOptional, l)) p.cpu_link = l;
-  o.read("nics", p.nics, Need::kRequired, {0, kMaxCount});
+  o.read("nics", p.nics, Need::kRequired, {0, limits::kMaxGpusPerNode});
   o.finish();
   if (diag.size() != before) return;
   generate_node(p, out, diag, o.pointer());
@@ -193,8 +202,8 @@ void read_fabric(JsonObject& o, FabricSpec& f) {
 bool read_topology_fields(JsonObject& root, const Catalog& catalog, TopologySpec& t) {
   Diagnostics& diag = root.diagnostics();
   const std::size_t before = diag.size();
-  root.read("name", t.name, Need::kRequired);
-  root.read("aliases", t.aliases, Need::kOptional);
+  root.read_name("name", t.name, Need::kRequired);
+  root.read_names("aliases", t.aliases, Need::kOptional);
   root.read("description", t.description, Need::kRequired);
   if (root.read("gpu", t.gpu, Need::kRequired)) {
     auto gpu = catalog.gpu(t.gpu);

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <unordered_map>
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>
 
 #include "fabric_layout.hpp"
+#include "planner/core/limits.hpp"
 
 namespace planner::topo {
 namespace {
@@ -51,6 +53,14 @@ int NodeSpec::find(std::string_view id) const {
     if (devices[i].id == id) return static_cast<int>(i);
   }
   return -1;
+}
+
+std::unordered_map<std::string_view, int> NodeSpec::index() const {
+  std::unordered_map<std::string_view, int> out;
+  out.reserve(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    out.emplace(devices[i].id, static_cast<int>(i));
+  return out;
 }
 
 const std::vector<CubeMeshLink>& hybrid_cube_mesh_links() {
@@ -179,9 +189,25 @@ bool check_node(const NodeSpec& node, bool through_domain, Diagnostics& diag,
   const std::size_t before = diag.size();
   const bool explicit_node = node.generator.empty();
   auto at = [&](const std::string& suffix) { return explicit_node ? pointer + suffix : pointer; };
-  if (node.count(DeviceKind::kGpu) == 0) {
-    diag.add(at("/devices"), "a node needs at least one gpu device");
+  const int gpus = node.count(DeviceKind::kGpu);
+  if (gpus == 0) diag.add(at("/devices"), "a node needs at least one gpu device");
+  // Routes are kept for every pair of a node's GPUs: bound the node before building anything.
+  if (gpus > limits::kMaxGpusPerNode) {
+    diag.add(at("/devices"), "a node holds at most " + str(limits::kMaxGpusPerNode) +
+                                 " gpu devices, got " + str(gpus));
+    return false;
   }
+  if (node.devices.size() > static_cast<std::size_t>(limits::kMaxNodeDevices)) {
+    diag.add(at("/devices"), "a node holds at most " + str(limits::kMaxNodeDevices) +
+                                 " devices, got " +
+                                 str(static_cast<long long>(node.devices.size())));
+    return false;
+  }
+  const std::unordered_map<std::string_view, int> index = node.index();
+  auto find = [&index](std::string_view id) {
+    const auto it = index.find(id);
+    return it == index.end() ? -1 : it->second;
+  };
   std::map<std::string, std::size_t> first;
   for (std::size_t i = 0; i < node.devices.size(); ++i) {
     const NodeDevice& d = node.devices[i];
@@ -201,7 +227,7 @@ bool check_node(const NodeSpec& node, bool through_domain, Diagnostics& diag,
                                        std::string(to_string(d.kind)));
     }
     for (std::size_t j = 0; j < d.serves.size(); ++j) {
-      const int target = node.find(d.serves[j]);
+      const int target = find(d.serves[j]);
       const std::string sp = dp + "/serves/" + str(static_cast<long long>(j));
       if (target < 0) {
         diag.add(at(sp), "unknown device \"" + d.serves[j] + "\"");
@@ -214,8 +240,8 @@ bool check_node(const NodeSpec& node, bool through_domain, Diagnostics& diag,
   for (std::size_t i = 0; i < node.links.size(); ++i) {
     const NodeLink& l = node.links[i];
     const std::string lp = "/links/" + str(static_cast<long long>(i));
-    if (node.find(l.a) < 0) diag.add(at(lp + "/a"), "unknown device \"" + l.a + "\"");
-    if (node.find(l.b) < 0) diag.add(at(lp + "/b"), "unknown device \"" + l.b + "\"");
+    if (find(l.a) < 0) diag.add(at(lp + "/a"), "unknown device \"" + l.a + "\"");
+    if (find(l.b) < 0) diag.add(at(lp + "/b"), "unknown device \"" + l.b + "\"");
     if (l.a == l.b) {
       diag.add(at(lp + "/b"), "a link joins two different devices, got \"" + l.a + "\" twice");
     }
@@ -230,8 +256,7 @@ bool check_node(const NodeSpec& node, bool through_domain, Diagnostics& diag,
   const std::size_t n = node.devices.size();
   Graph g(n + (through_domain ? 1 : 0));
   for (const NodeLink& l : node.links) {
-    boost::add_edge(static_cast<std::size_t>(node.find(l.a)),
-                    static_cast<std::size_t>(node.find(l.b)), g);
+    boost::add_edge(static_cast<std::size_t>(find(l.a)), static_cast<std::size_t>(find(l.b)), g);
   }
   if (through_domain) {
     for (std::size_t i = 0; i < n; ++i) {

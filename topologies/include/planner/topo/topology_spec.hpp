@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "planner/core/diagnostics.hpp"
@@ -47,8 +48,12 @@ struct NodeSpec {
   std::vector<NodeLink> links;
 
   int count(DeviceKind kind) const;
-  // Index of the device with `id` in `devices`, or -1.
+  // Index of the device with `id` in `devices`, or -1 (a linear search: for many look-ups, use
+  // index()).
   int find(std::string_view id) const;
+  // Device ids to their index in `devices` (the first, for a duplicated id); the views point into
+  // `devices`.
+  std::unordered_map<std::string_view, int> index() const;
 };
 
 enum class NodeGenerator { kNvSwitch, kHybridCubeMesh, kPcie };
