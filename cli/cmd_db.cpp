@@ -1,4 +1,4 @@
-// planner db list | show RUN | export RUN|--all | vacuum
+// planner db list | show RUN | export RUN|--all | repair | vacuum
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -82,10 +82,11 @@ Json run_json(const store::RunRecord& r) {
   j["git_commit"] = r.git_commit;
   j["hosts"] = r.hosts;
   j["plans"] = r.plan_count;
-  if (r.status == store::RunStatus::kFailed) {
+  if (r.status == store::RunStatus::kFailed || r.status == store::RunStatus::kInterrupted) {
     j["failure"] = {{"reason", r.failure_reason},
                     {"rank", r.failed_rank ? Json(*r.failed_rank) : Json()}};
   }
+  if (r.owner_pid) j["process"] = {{"host", r.owner_host}, {"pid", *r.owner_pid}};
   return j;
 }
 
@@ -195,7 +196,10 @@ void print_details(std::ostream& out, const RunDetails& d, const std::string& db
   kv.add("run", std::to_string(r.id.value) + " in " + db_path);
   kv.add("kind", std::string(to_string(r.kind)));
   kv.add("status", status_text(r));
-  if (r.status == store::RunStatus::kFailed) kv.add("failure", r.failure_reason);
+  if (r.status == store::RunStatus::kFailed || r.status == store::RunStatus::kInterrupted) {
+    kv.add("failure", r.failure_reason);
+  }
+  if (r.owner_pid) kv.add("process", "pid " + std::to_string(*r.owner_pid) + " on " + r.owner_host);
   if (!r.label.empty()) kv.add("label", r.label);
   kv.add("created", when(r.created_unix_ms) + " UTC");
   kv.add("finished",
@@ -352,8 +356,30 @@ std::uintmax_t file_bytes(const std::string& path) {
   return total;
 }
 
+// Records as interrupted the runs whose process is gone, and says which.
+Status mark_interrupted(const CliContext& ctx, store::Database& db) {
+  PLANNER_ASSIGN_OR_RETURN(std::vector<store::RunId> gone, store::mark_interrupted_runs(db));
+  if (gone.empty()) return Status::ok();
+  std::string ids;
+  for (store::RunId id : gone)
+    ids += (ids.empty() ? "" : ", ") + std::to_string(id.value);
+  *ctx.out << db.path() << ": marked " << gone.size() << " run" << (gone.size() == 1 ? "" : "s")
+           << " interrupted (the process that recorded " << (gone.size() == 1 ? "it" : "them")
+           << " is gone): " << ids << '\n';
+  return Status::ok();
+}
+
+Status db_repair(const CliContext& ctx, const DbOptions& options) {
+  PLANNER_ASSIGN_OR_RETURN(store::Database db, open_existing_db(options));
+  PLANNER_RETURN_IF_ERROR(mark_interrupted(ctx, db));
+  PLANNER_RETURN_IF_ERROR(db.integrity_check());
+  *ctx.out << db.path() << ": integrity check ok\n";
+  return Status::ok();
+}
+
 Status db_vacuum(const CliContext& ctx, const DbOptions& options) {
   PLANNER_ASSIGN_OR_RETURN(store::Database db, open_existing_db(options));
+  PLANNER_RETURN_IF_ERROR(mark_interrupted(ctx, db));
   const std::uintmax_t before = file_bytes(db.path());
   PLANNER_RETURN_IF_ERROR(db.vacuum());
   PLANNER_RETURN_IF_ERROR(db.integrity_check());
@@ -404,9 +430,18 @@ void register_db_commands(CLI::App& app, CliContext& ctx) {
     ctx.action = [&ctx, export_args] { return db_export(ctx, *export_args); };
   });
 
+  auto repair_args = std::make_shared<DbOptions>();
+  CLI::App* repair = db->add_subcommand(
+      "repair",
+      "Mark runs whose process was killed as interrupted, and check the database's integrity");
+  add_db_path_option(repair, *repair_args);
+  repair->callback([&ctx, repair_args] {
+    ctx.action = [&ctx, repair_args] { return db_repair(ctx, *repair_args); };
+  });
+
   auto vacuum_args = std::make_shared<DbOptions>();
-  CLI::App* vacuum =
-      db->add_subcommand("vacuum", "Compact the database file and check its integrity");
+  CLI::App* vacuum = db->add_subcommand(
+      "vacuum", "Mark interrupted runs, compact the database file and check its integrity");
   add_db_path_option(vacuum, *vacuum_args);
   vacuum->callback([&ctx, vacuum_args] {
     ctx.action = [&ctx, vacuum_args] { return db_vacuum(ctx, *vacuum_args); };

@@ -156,6 +156,34 @@ TEST_F(DatabaseTest, MigratesAVersion1DatabaseForward) {
   EXPECT_EQ(raw.text("PRAGMA user_version"), std::to_string(kSchemaVersion));
 }
 
+TEST_F(DatabaseTest, MigratingToVersion4KeepsRunIdsUniqueAndTheirRows) {
+  {
+    RawDb raw(path_);
+    raw.exec("PRAGMA journal_mode = WAL");
+    raw.exec(kVersion1Schema);
+    for (int id : {5, 9}) {
+      raw.exec(
+          "INSERT INTO runs (id, kind, status, label, planner_version, git_commit, "
+          "created_unix_ms) VALUES (" +
+          std::to_string(id) + ", 'sweep', 'running', 'old', '0.0.9', 'abc', 1)");
+      raw.exec("INSERT INTO run_hosts VALUES (" + std::to_string(id) + ", 0, 'oldhost')");
+    }
+    raw.exec("DELETE FROM runs WHERE id = 9");  // id 9 was used once: it must never come back
+    raw.exec("DELETE FROM run_hosts WHERE run_id = 9");
+    raw.exec("PRAGMA application_id = " + std::to_string(0x504C4E52));
+    raw.exec("PRAGMA user_version = 1");
+  }
+  Database db = take(Database::open(path_));
+  // Rebuilt with its rows, and the rows referring to them kept (dropping the old table did not
+  // cascade); a run of an old build, whose process is unknown, stays as recorded.
+  const RunRecord old = take(get_run(db, RunId{5}));
+  EXPECT_EQ(old.status, RunStatus::kRunning);
+  EXPECT_EQ(old.hosts, std::vector<std::string>{"oldhost"});
+  EXPECT_FALSE(old.owner_pid.has_value());
+  EXPECT_EQ(take(create_run(db, {.kind = RunKind::kSweep})).value, 10);
+  PLANNER_EXPECT_OK(db.integrity_check());
+}
+
 TEST_F(DatabaseTest, RefusesANewerSchemaWithoutTouchingIt) {
   {
     RawDb raw(path_);
@@ -230,6 +258,19 @@ TEST_F(DatabaseTest, MissingFilesAndDirectories) {
   auto directory = Database::open(dir_.path());
   ASSERT_FALSE(directory);
   EXPECT_EQ(directory.status().code(), StatusCode::kInvalidInput);
+
+  // Not a file: a device, a symbolic link loop (bad input, not "disk I/O error").
+  auto device = Database::open("/dev/null");
+  ASSERT_FALSE(device);
+  EXPECT_EQ(device.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(device.status().message(),
+            "/dev/null: is a character device, expected a regular file (a planner database file)");
+  const std::string loop = dir_.file("loop.db");
+  std::filesystem::create_symlink(loop, loop);
+  auto looped = Database::open(loop);
+  ASSERT_FALSE(looped);
+  EXPECT_EQ(looped.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(looped.status().message().find("symbolic link loop"), std::string::npos);
 
   auto unreachable = Database::open(dir_.file("no/such/dir/planner.db"));
   ASSERT_FALSE(unreachable);

@@ -3,11 +3,13 @@
 #include <cassert>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <system_error>
 #include <thread>
 
 #include "impl.hpp"
+#include "planner/core/loaders.hpp"
 #include "schema.hpp"
 
 namespace planner::store {
@@ -58,14 +60,17 @@ Result<Transaction> Database::Impl::begin(bool write) {
 
 Result<Database> Database::open(const std::string& path, const OpenOptions& options) {
   if (path.empty()) return Status::invalid_input("the database path is empty");
-  std::error_code ec;
-  const auto type = std::filesystem::status(path, ec).type();
-  if (type == std::filesystem::file_type::not_found) {
+  // What the path is, before SQLite sees it: a device (/dev/null), a FIFO or a symbolic link loop
+  // is a wrong --db, not an I/O error.
+  const Status file = check_regular_file(path, std::numeric_limits<std::size_t>::max());
+  if (file.code() == StatusCode::kNotFound) {
     if (options.mode == OpenMode::kMustExist) {
       return Status::not_found(path + ": no such database (give an existing one with --db PATH)");
     }
-  } else if (type == std::filesystem::file_type::directory) {
+  } else if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
     return Status::invalid_input(path + ": is a directory, not a database file");
+  } else if (file.code() == StatusCode::kInvalidInput) {
+    return Status::invalid_input(file.message() + " (a planner database file)");
   }
 
   auto impl = std::make_unique<Impl>();

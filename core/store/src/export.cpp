@@ -81,7 +81,7 @@ Result<Json> export_run(Database& db, RunId id) {
   j["planner_version"] = run.planner_version;
   j["git_commit"] = run.git_commit;
   j["hosts"] = run.hosts;
-  if (run.status == RunStatus::kFailed) {
+  if (run.status == RunStatus::kFailed || run.status == RunStatus::kInterrupted) {
     j["failure"] = {{"reason", run.failure_reason},
                     {"rank", run.failed_rank ? Json(*run.failed_rank) : Json(nullptr)}};
   }

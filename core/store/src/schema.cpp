@@ -141,10 +141,45 @@ CREATE TABLE sweep_results (
 CREATE INDEX sweep_results_by_position ON sweep_results (run_id, position);
 )sql";
 
+// Version 4: the process that records a run (host, pid and a start token telling a reused pid
+// apart), so a run whose process died without ending it can be told from one still running, and
+// the status 'interrupted' for such runs. SQLite cannot change a CHECK constraint in place: the
+// table is rebuilt (SQLite's documented procedure, with foreign keys off during migrations), its
+// ids and AUTOINCREMENT sequence kept so run ids stay unique for the life of the file.
+constexpr const char* kRunOwners = R"sql(
+CREATE TABLE runs_v4 (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind             TEXT NOT NULL CHECK (kind IN ('sweep', 'simulate', 'exec', 'calibrate', 'accuracy')),
+  status           TEXT NOT NULL CHECK (status IN ('running', 'ok', 'failed', 'interrupted')),
+  label            TEXT NOT NULL DEFAULT '',
+  inputs_json      TEXT NOT NULL DEFAULT '{}',
+  planner_version  TEXT NOT NULL,
+  git_commit       TEXT NOT NULL,
+  created_unix_ms  INTEGER NOT NULL,
+  finished_unix_ms INTEGER,
+  failure_reason   TEXT,
+  failed_rank      INTEGER,
+  owner_host       TEXT,
+  owner_pid        INTEGER,
+  owner_start      TEXT
+);
+INSERT INTO runs_v4 (id, kind, status, label, inputs_json, planner_version, git_commit,
+                     created_unix_ms, finished_unix_ms, failure_reason, failed_rank)
+  SELECT id, kind, status, label, inputs_json, planner_version, git_commit, created_unix_ms,
+         finished_unix_ms, failure_reason, failed_rank FROM runs;
+DELETE FROM sqlite_sequence WHERE name = 'runs_v4';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'runs_v4', seq FROM sqlite_sequence WHERE name = 'runs';
+DROP TABLE runs;
+ALTER TABLE runs_v4 RENAME TO runs;
+CREATE INDEX runs_by_kind ON runs (kind, id);
+CREATE INDEX runs_by_status ON runs (status);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "runs, plans, metrics and predicted ops", kRunsAndPredictions},
     {2, "measured steps and ops", kMeasurements},
     {3, "hardware profiles, calibration samples and sweep results", kProfilesAndSweeps},
+    {4, "the process recording each run, and interrupted runs", kRunOwners},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion,
               "one migration per schema version; bump kSchemaVersion with a new migration");
@@ -205,6 +240,14 @@ Status migrate(Database::Impl& impl) {
   PLANNER_RETURN_IF_ERROR(check_header(impl));
   if (impl.version == kSchemaVersion) return Status::ok();
 
+  // Foreign keys are off while the schema changes (a migration may rebuild a table that others
+  // refer to; dropping it with them on would delete the rows that refer to it). The pragma only
+  // takes effect outside a transaction; it is checked below before the commit.
+  PLANNER_RETURN_IF_ERROR(impl.exec("PRAGMA foreign_keys = OFF"));
+  struct ForeignKeysOn {
+    Database::Impl& impl;
+    ~ForeignKeysOn() { (void)impl.exec("PRAGMA foreign_keys = ON"); }
+  } restore{impl};
   PLANNER_ASSIGN_OR_RETURN(Transaction tx, impl.begin(/*write=*/true));
   // Another process may have migrated it while this one waited for the write lock.
   PLANNER_RETURN_IF_ERROR(check_header(impl));
@@ -219,6 +262,15 @@ Status migrate(Database::Impl& impl) {
     if (!applied.is_ok()) {
       return applied.with_context("migrating to schema version " + std::to_string(m.version) +
                                   " (" + m.description + ")");
+    }
+  }
+  {
+    PLANNER_ASSIGN_OR_RETURN(auto check, impl.prepare("PRAGMA foreign_key_check"));
+    PLANNER_ASSIGN_OR_RETURN(bool broken, check.next());
+    if (broken) {
+      return Status::internal(impl.path + ": migrating to schema version " +
+                              std::to_string(kSchemaVersion) + " broke a foreign key in table " +
+                              check->text(0));
     }
   }
   PLANNER_RETURN_IF_ERROR(impl.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion)));

@@ -34,7 +34,7 @@ inline constexpr const char* kDefaultDatabasePath = "planner.db";
 
 // The schema version this build creates and understands (PRAGMA user_version). Older databases are
 // migrated forward on open; newer ones are refused.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 enum class OpenMode {
   kCreateIfMissing,  // create an empty planner database when the file does not exist

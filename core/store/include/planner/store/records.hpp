@@ -35,7 +35,9 @@ struct ProfileId {
 
 // What produced a run.
 enum class RunKind { kSweep, kSimulate, kExec, kCalibrate, kAccuracy };
-enum class RunStatus { kRunning, kOk, kFailed };
+// kInterrupted: the process recording the run ended without finishing it (it was killed, or its
+// machine went down); see runs.hpp.
+enum class RunStatus { kRunning, kOk, kFailed, kInterrupted };
 // Where a metric value came from: the sweep's fast analytic estimate, the discrete-event
 // simulation, or a measurement on real hardware.
 enum class MetricSource { kAnalytic, kSimulated, kMeasured };
@@ -62,9 +64,12 @@ struct RunRecord {
   std::string git_commit;
   std::int64_t created_unix_ms = 0;
   std::optional<std::int64_t> finished_unix_ms;
-  std::string failure_reason;      // empty unless status is kFailed
+  std::string failure_reason;      // kFailed: why; kInterrupted: which process ended
   std::optional<int> failed_rank;  // the rank that failed, when one did
   std::int64_t plan_count = 0;     // plans linked to the run
+  // The process that recorded the run (absent for runs recorded before schema version 4).
+  std::string owner_host;
+  std::optional<std::int64_t> owner_pid;
 };
 
 struct RunFilter {
@@ -221,10 +226,11 @@ struct EnumTraits<store::RunKind> {
 template <>
 struct EnumTraits<store::RunStatus> {
   static constexpr std::string_view kWhat = "run status";
-  static constexpr std::array<std::pair<store::RunStatus, std::string_view>, 3> kNames{{
+  static constexpr std::array<std::pair<store::RunStatus, std::string_view>, 4> kNames{{
       {store::RunStatus::kRunning, "running"},
       {store::RunStatus::kOk, "ok"},
       {store::RunStatus::kFailed, "failed"},
+      {store::RunStatus::kInterrupted, "interrupted"},
   }};
 };
 template <>
