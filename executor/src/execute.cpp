@@ -413,9 +413,18 @@ Result<ExecResult> execute(const Plan& plan, World& world, const ExecOptions& op
         }
       }
       if (!missing.empty()) {
-        // A rank that went silent is the cause; the others' errors are its consequences.
-        reason = missing + " did not report step " + std::to_string(step) + " within " +
-                 std::to_string(static_cast<int>(control_s)) + " s (stopped, hung or dead)" +
+        // A rank that went silent is the cause; the others' errors are its consequences. Ranks on
+        // this host are known dead or stopped (the gather stopped waiting for them); others ran
+        // out the deadline.
+        std::string known;
+        for (int r = 0; r < world.size(); ++r) {
+          if ((*reports)[static_cast<std::size_t>(r)]) continue;
+          if (auto problem = world.peer_problem(r)) known += (known.empty() ? "" : "; ") + *problem;
+        }
+        reason = missing + " did not report step " + std::to_string(step) +
+                 (known.empty() ? " within " + std::to_string(static_cast<int>(control_s)) +
+                                      " s (stopped, hung or dead)"
+                                : " (stopped, hung or dead: " + known + ")") +
                  (first_error.empty() ? "" : "; first error: " + first_error);
         code = StatusCode::kTimeout;
       } else if (!first_error.empty()) {

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "planner/core/status.hpp"
 #include "planner/exec/bounded_wait.hpp"
@@ -23,6 +24,7 @@ struct MpiWorld::Impl {
   int local_rank = 0;
   int local_size = 1;
   std::string host;
+  std::vector<int> local_pids;  // per rank: its pid when on this host, else 0
 };
 
 // Ok, or kRuntime "MPI_Iallreduce failed: <MPI's error string>" (context `call` names the call).
@@ -31,9 +33,10 @@ Status mpi_check(int rc, std::string_view call);
 MPI_Datatype mpi_type(DType type);
 
 // Polls `request` until it completes or the deadline passes (pausing as above). On timeout the
-// request stays posted (the caller aborts).
+// request stays posted (the caller aborts). With `peer` (a rank of `world`), also fails as soon
+// as that rank's process is known to be gone or stopped (World::peer_problem).
 Status wait_request(MPI_Request* request, Deadline deadline, std::string_view what,
-                    double timeout_s);
+                    double timeout_s, const World* world = nullptr, int peer = -1);
 
 // The seconds between now and the deadline, rounded, for messages.
 double seconds_left(Deadline deadline);

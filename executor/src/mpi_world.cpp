@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "mpi_common.hpp"
+#include "planner/core/process.hpp"
 
 namespace planner::exec {
 namespace {
@@ -38,17 +39,41 @@ constexpr int kBusyPolls = 1'000'000;
 constexpr const char* kLibnbcRingAllreduce = "1";
 constexpr int kSpinPolls = 200;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
-std::atomic<bool> g_host_oversubscribed{true};  // until the world knows its ranks per host
-// The count of the job's ranks on this host that wait (shared memory; nullptr until shared).
-std::atomic<int*> g_host_waiting{nullptr};
-int g_host_ranks = 1;
+// The host's wait bookkeeping of this process. A second copy of this code in the process (the
+// cuda backend's module carries its own) uses the first copy's through use_host_wait_state().
+struct HostWaitState {
+  std::atomic<bool> oversubscribed{true};  // until the world knows its ranks per host
+  // The count of the job's ranks on this host that wait (shared memory; nullptr until shared).
+  std::atomic<int*> waiting{nullptr};
+  std::atomic<int> ranks{1};
+};
+HostWaitState g_own_wait_state;
+std::atomic<HostWaitState*> g_wait_state{&g_own_wait_state};
+HostWaitState& wait_state() {
+  return *g_wait_state.load(std::memory_order_acquire);
+}
 const unsigned g_cores = std::max(1u, std::thread::hardware_concurrency());
+
+// Rate-limits the checks of peers' processes (/proc reads) in a polling loop: one every 100 ms.
+class PeerCheck {
+ public:
+  bool due() {
+    const auto now = Clock::now();
+    if (now < next_) return false;
+    next_ = now + std::chrono::milliseconds(100);
+    return true;
+  }
+
+ private:
+  Clock::time_point next_ = Clock::now() + std::chrono::milliseconds(100);
+};
 
 // Whether a core of the host is free of computing ranks: fewer ranks than cores not waiting
 // (false while the count is not shared).
 bool core_free() {
   const int waiting = host_waiting_ranks();
-  return waiting >= 0 && g_host_ranks - waiting < static_cast<int>(g_cores);
+  return waiting >= 0 &&
+         wait_state().ranks.load(std::memory_order_relaxed) - waiting < static_cast<int>(g_cores);
 }
 
 // Variables launchers set in every rank's environment: Open MPI, MPICH/Hydra (PMI), PMIx, and
@@ -96,8 +121,9 @@ double seconds_left(Deadline deadline) {
 }
 
 Status wait_request(MPI_Request* request, Deadline deadline, std::string_view what,
-                    double timeout_s) {
+                    double timeout_s, const World* world, int peer) {
   Poller poller;
+  PeerCheck check;
   for (;;) {
     int done = 0;
     PLANNER_RETURN_IF_ERROR(mpi_check(MPI_Test(request, &done, MPI_STATUS_IGNORE), what));
@@ -106,25 +132,30 @@ Status wait_request(MPI_Request* request, Deadline deadline, std::string_view wh
       return Status::timeout(std::string(what) + " did not complete within " +
                              std::to_string(static_cast<long long>(timeout_s)) + " s");
     }
+    if (world != nullptr && check.due()) {
+      if (auto problem = world->peer_problem(peer)) {
+        return Status::timeout(std::string(what) + " cannot complete: " + *problem);
+      }
+    }
     poller.pause();
   }
 }
 
 Poller::~Poller() {
   if (counted_) {
-    std::atomic_ref<int>(*g_host_waiting.load(std::memory_order_acquire))
+    std::atomic_ref<int>(*wait_state().waiting.load(std::memory_order_acquire))
         .fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
 void Poller::pause() {
   const int polls = polls_++;
-  if (!g_host_oversubscribed.load(std::memory_order_relaxed)) {
+  if (!wait_state().oversubscribed.load(std::memory_order_relaxed)) {
     if (polls >= kBusyPolls) std::this_thread::sleep_for(kPollSleep);
     return;
   }
   if (!counted_) {
-    if (int* waiting = g_host_waiting.load(std::memory_order_acquire)) {
+    if (int* waiting = wait_state().waiting.load(std::memory_order_acquire)) {
       std::atomic_ref<int>(*waiting).fetch_add(1, std::memory_order_relaxed);
       counted_ = true;
     }
@@ -137,21 +168,30 @@ void Poller::pause() {
 }
 
 int host_waiting_ranks() {
-  int* waiting = g_host_waiting.load(std::memory_order_acquire);
+  int* waiting = wait_state().waiting.load(std::memory_order_acquire);
   return waiting == nullptr ? -1 : std::atomic_ref<int>(*waiting).load(std::memory_order_relaxed);
 }
 
 void share_host_waits(void* counter, int local_ranks) {
-  g_host_ranks = std::max(1, local_ranks);
-  g_host_waiting.store(static_cast<int*>(counter), std::memory_order_release);
+  wait_state().ranks.store(std::max(1, local_ranks), std::memory_order_relaxed);
+  wait_state().waiting.store(static_cast<int*>(counter), std::memory_order_release);
 }
 
 void set_core_per_rank(bool own_core) {
-  g_host_oversubscribed.store(!own_core, std::memory_order_relaxed);
+  wait_state().oversubscribed.store(!own_core, std::memory_order_relaxed);
 }
 
 bool core_per_rank() {
-  return !g_host_oversubscribed.load(std::memory_order_relaxed);
+  return !wait_state().oversubscribed.load(std::memory_order_relaxed);
+}
+
+void* host_wait_state() {
+  return &wait_state();
+}
+
+void use_host_wait_state(void* state) {
+  g_wait_state.store(state != nullptr ? static_cast<HostWaitState*>(state) : &g_own_wait_state,
+                     std::memory_order_release);
 }
 
 bool launched_by_mpi() {
@@ -246,12 +286,26 @@ Status describe(MpiWorld::Impl& impl, bool first_world) {
       "MPI_Comm_split_type (ranks on this host)"));
   MPI_Comm_rank(local, &impl.local_rank);
   MPI_Comm_size(local, &impl.local_size);
-  if (first_world && g_host_waiting.load(std::memory_order_acquire) == nullptr) {
+  // The pids of the ranks on this host, so that a peer that died or was stopped is told apart
+  // from a slow one (peer_problem).
+  {
+    const int mine[2] = {impl.rank, static_cast<int>(::getpid())};
+    std::vector<int> pairs(2 * static_cast<std::size_t>(impl.local_size));
+    PLANNER_RETURN_IF_ERROR(mpi_check(
+        MPI_Allgather(mine, 2, MPI_INT, pairs.data(), 2, MPI_INT, local), "MPI_Allgather (pids)"));
+    impl.local_pids.assign(static_cast<std::size_t>(impl.size), 0);
+    for (std::size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      if (pairs[i] >= 0 && pairs[i] < impl.size) {
+        impl.local_pids[static_cast<std::size_t>(pairs[i])] = pairs[i + 1];
+      }
+    }
+  }
+  if (first_world && wait_state().waiting.load(std::memory_order_acquire) == nullptr) {
     share_waits_on_host(local, impl.local_rank, impl.local_size);  // once per process
   }
   MPI_Comm_free(&local);
-  g_host_oversubscribed.store(static_cast<unsigned>(impl.local_size) > g_cores,
-                              std::memory_order_relaxed);
+  wait_state().oversubscribed.store(static_cast<unsigned>(impl.local_size) > g_cores,
+                                    std::memory_order_relaxed);
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
   MPI_Get_processor_name(name, &len);
@@ -336,7 +390,7 @@ Result<std::vector<std::optional<std::string>>> MpiWorld::gather(std::string_vie
                                                 kDataTag, impl_->control, &req[1]),
                                       "MPI_Isend"));
     for (MPI_Request& r : req) {
-      PLANNER_RETURN_IF_ERROR(wait_request(&r, deadline, "a report to rank 0", timeout));
+      PLANNER_RETURN_IF_ERROR(wait_request(&r, deadline, "a report to rank 0", timeout, this, 0));
     }
     return std::vector<std::optional<std::string>>();
   }
@@ -354,6 +408,7 @@ Result<std::vector<std::optional<std::string>>> MpiWorld::gather(std::string_vie
   }
   std::size_t open = n - 1;
   Poller poller;
+  PeerCheck check;
   while (open > 0) {
     for (std::size_t r = 1; r < n; ++r) {
       if (stage[r] == 2) continue;
@@ -377,6 +432,15 @@ Result<std::vector<std::optional<std::string>>> MpiWorld::gather(std::string_vie
       }
     }
     if (open == 0 || deadline.passed()) break;
+    // Every rank still missing is known not to answer (its process is gone or stopped): stop
+    // waiting for it now rather than at the deadline.
+    if (check.due()) {
+      bool all_lost = true;
+      for (std::size_t r = 1; r < n && all_lost; ++r) {
+        all_lost = stage[r] == 2 || peer_problem(static_cast<int>(r)).has_value();
+      }
+      if (all_lost) break;
+    }
     poller.pause();
   }
   return out;
@@ -388,7 +452,7 @@ Result<std::string> MpiWorld::broadcast(std::string_view data, Deadline deadline
   MPI_Request req = MPI_REQUEST_NULL;
   PLANNER_RETURN_IF_ERROR(
       mpi_check(MPI_Ibcast(&size, 1, MPI_LONG_LONG, 0, impl_->control, &req), "MPI_Ibcast (size)"));
-  PLANNER_RETURN_IF_ERROR(wait_request(&req, deadline, "MPI_Ibcast from rank 0", timeout));
+  PLANNER_RETURN_IF_ERROR(wait_request(&req, deadline, "MPI_Ibcast from rank 0", timeout, this, 0));
   if (size > std::numeric_limits<int>::max()) {
     return Status::invalid_input("broadcast: more than 2^31 bytes");
   }
@@ -397,8 +461,25 @@ Result<std::string> MpiWorld::broadcast(std::string_view data, Deadline deadline
   PLANNER_RETURN_IF_ERROR(
       mpi_check(MPI_Ibcast(out.data(), static_cast<int>(size), MPI_BYTE, 0, impl_->control, &req),
                 "MPI_Ibcast"));
-  PLANNER_RETURN_IF_ERROR(wait_request(&req, deadline, "MPI_Ibcast from rank 0", timeout));
+  PLANNER_RETURN_IF_ERROR(wait_request(&req, deadline, "MPI_Ibcast from rank 0", timeout, this, 0));
   return out;
+}
+
+std::optional<std::string> MpiWorld::peer_problem(int rank) const {
+  if (rank < 0 || rank >= impl_->size || rank == impl_->rank) return std::nullopt;
+  const int pid = impl_->local_pids.empty() ? 0 : impl_->local_pids[static_cast<std::size_t>(rank)];
+  if (pid <= 0) return std::nullopt;
+  const std::string who =
+      "rank " + std::to_string(rank) + "'s process (pid " + std::to_string(pid) + ")";
+  switch (process_state(pid)) {
+    case ProcessState::kGone:
+      return who + " is gone";
+    case ProcessState::kStopped:
+      return who + " is stopped";
+    case ProcessState::kRunning:
+      break;
+  }
+  return std::nullopt;
 }
 
 void MpiWorld::abort(int exit_code) {

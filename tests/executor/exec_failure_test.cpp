@@ -52,9 +52,9 @@ struct Outcome {
   double seconds_to_exit = 0;
 };
 
-// Runs a 2-rank data-parallel plan for (practically) ever, applies `fault` to rank `victim` once a
-// few steps completed, and returns what the run left behind.
-Outcome run_with_fault(int signal, int victim) {
+// Runs a 2-rank data-parallel plan for (practically) ever with --timeout `timeout_s`, applies
+// `fault` to rank `victim` once a few steps completed, and returns what the run left behind.
+Outcome run_with_fault(int signal, int victim, int timeout_s = kTimeoutSeconds) {
   TempDir dir;
   const std::string plan_path = dir.file("dp2.json");
   planner::testing::write_file(plan_path, to_json_text(test_plan(gpt_test_model(), par(1, 1, 2))));
@@ -64,7 +64,7 @@ Outcome run_with_fault(int signal, int victim) {
   {
     Background run(
         {PLANNER_CLI_PATH, "exec", plan_path, "--launch", "local", "-n", "2", "--steps", "1000000",
-         "--warmup", "1", "--timeout", std::to_string(kTimeoutSeconds), "--db", db_path},
+         "--warmup", "1", "--timeout", std::to_string(timeout_s), "--db", db_path},
         kMpiEnv, dir.path());
     EXPECT_TRUE(
         run.wait_for_err([](const std::string& err) { return last_step(err) >= kStepsBefore; },
@@ -137,7 +137,7 @@ TEST(ExecFailure, AHungRankIsNoticedWithinTheTimeoutAndTheJobEnds) {
   EXPECT_EQ(o.run.status, store::RunStatus::kFailed);
   ASSERT_TRUE(o.run.failed_rank.has_value()) << o.run.failure_reason;
   EXPECT_EQ(*o.run.failed_rank, 1);
-  EXPECT_NE(o.run.failure_reason.find("(stopped, hung or dead)"), std::string::npos)
+  EXPECT_NE(o.run.failure_reason.find("(stopped, hung or dead"), std::string::npos)
       << o.run.failure_reason;
   EXPECT_LT(o.seconds_to_exit, 4 * kTimeoutSeconds + 10);
   expect_kept_steps(o);
@@ -151,6 +151,42 @@ TEST(ExecFailure, WhenRankZeroDiesTheLauncherMarksTheRunFailed) {
             std::string::npos)
       << o.run.failure_reason;
   EXPECT_LT(o.seconds_to_exit, 4 * kTimeoutSeconds + 10);
+  expect_kept_steps(o, true);
+}
+
+// The bound the user gives holds: a dead or stopped rank fails the job within about --timeout
+// (the wait that runs into it), not a multiple of it. Rank 0 sees that a silent rank's process
+// on its host is gone or stopped and stops waiting for its report; a rank waiting for rank 0
+// does the same. (It took 4 x --timeout, about 60 s at --timeout 15.)
+constexpr int kBoundTimeoutSeconds = 6;
+constexpr double kBoundSlackSeconds = 3;
+
+TEST(ExecFailure, AKilledRankFailsTheJobWithinTheTimeout) {
+  const Outcome o = run_with_fault(SIGKILL, 1, kBoundTimeoutSeconds);
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_EQ(o.run.status, store::RunStatus::kFailed);
+  EXPECT_NE(o.run.failure_reason.find("rank 1 did not report step"), std::string::npos);
+  EXPECT_NE(o.run.failure_reason.find("rank 1's process (pid "), std::string::npos)
+      << o.run.failure_reason;
+  EXPECT_NE(o.run.failure_reason.find(") is gone"), std::string::npos) << o.run.failure_reason;
+  EXPECT_LT(o.seconds_to_exit, kBoundTimeoutSeconds + kBoundSlackSeconds) << o.err;
+  expect_kept_steps(o);
+}
+
+TEST(ExecFailure, AStoppedRankFailsTheJobWithinTheTimeout) {
+  const Outcome o = run_with_fault(SIGSTOP, 1, kBoundTimeoutSeconds);
+  EXPECT_NE(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.run.status, store::RunStatus::kFailed);
+  EXPECT_NE(o.run.failure_reason.find(") is stopped"), std::string::npos) << o.run.failure_reason;
+  EXPECT_LT(o.seconds_to_exit, kBoundTimeoutSeconds + kBoundSlackSeconds) << o.err;
+  expect_kept_steps(o);
+}
+
+TEST(ExecFailure, AKilledRankZeroEndsTheJobWithinTheTimeout) {
+  const Outcome o = run_with_fault(SIGKILL, 0, kBoundTimeoutSeconds);
+  EXPECT_NE(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.run.status, store::RunStatus::kFailed) << o.err;
+  EXPECT_LT(o.seconds_to_exit, kBoundTimeoutSeconds + kBoundSlackSeconds) << o.err;
   expect_kept_steps(o, true);
 }
 

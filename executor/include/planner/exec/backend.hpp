@@ -45,6 +45,13 @@ class World {
   virtual Result<std::string> broadcast(std::string_view data, Deadline deadline) = 0;
   // Ends every process of the job with `exit_code` (after a failure others may be stuck in).
   [[noreturn]] virtual void abort(int exit_code) = 0;
+  // Why rank `rank` will not answer, when that is known without waiting: its process is on this
+  // host and gone ("rank 1's process (pid 4242) is gone") or stopped. nullopt when it runs or
+  // cannot be checked (another host). gather() and broadcast() stop waiting for such a rank.
+  virtual std::optional<std::string> peer_problem(int rank) const {
+    (void)rank;
+    return std::nullopt;
+  }
 };
 
 // A group this rank takes part in, along the given axes; `ranks` empty when it is in none. Every

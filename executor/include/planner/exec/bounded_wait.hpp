@@ -68,4 +68,10 @@ int host_waiting_ranks();
 void set_core_per_rank(bool own_core);
 bool core_per_rank();
 
+// This copy of the library's host wait bookkeeping (opaque), and a way for another copy of it in
+// the same process (the cuda backend's module carries its own, cuda_module.hpp) to keep its books
+// there instead: every Poller of the process then counts in one place.
+void* host_wait_state();
+void use_host_wait_state(void* state);
+
 }  // namespace planner::exec

@@ -36,6 +36,7 @@ class MpiWorld final : public World {
                                                          Deadline deadline) override;
   Result<std::string> broadcast(std::string_view data, Deadline deadline) override;
   [[noreturn]] void abort(int exit_code) override;
+  std::optional<std::string> peer_problem(int rank) const override;
 
   // The MPI library's version line ("Open MPI v4.1.4, ...").
   static std::string library_version();
