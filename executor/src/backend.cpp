@@ -1,14 +1,13 @@
 #include "planner/exec/backend.hpp"
 
-#include "planner/kernels/device_info.hpp"
+#ifdef PLANNER_HAVE_CUDA
+#include "cuda_module.hpp"
+#endif
 
 namespace planner::exec {
 
-// Defined in cpu_backend.cpp and (CUDA builds) cuda_backend.cpp.
+// Defined in cpu_backend.cpp. The cuda backend is a module loaded on first use (cuda_module.hpp).
 Result<std::unique_ptr<Backend>> make_cpu_backend(World& world, const BackendOptions& options);
-#ifdef PLANNER_HAVE_CUDA
-Result<std::unique_ptr<Backend>> make_cuda_backend(World& world, const BackendOptions& options);
-#endif
 
 namespace {
 
@@ -44,20 +43,22 @@ Status check_backend_name(std::string_view name) {
 Status check_backend_available(std::string_view name) {
   PLANNER_RETURN_IF_ERROR(check_backend_name(name));
   if (name != kCudaBackend) return Status::ok();
-  const kernels::CudaInventory inventory = kernels::cuda_inventory();
-  if (!inventory.devices.empty()) return Status::ok();
-  return Status::unavailable(
-      "the cuda backend needs an NVIDIA GPU with a working driver, and this "
-      "machine has none (" +
-      (inventory.reason.empty() ? std::string("no CUDA devices") : inventory.reason) +
-      "); the cpu backend runs anywhere");
+#ifdef PLANNER_HAVE_CUDA
+  PLANNER_ASSIGN_OR_RETURN(const CudaModule* cuda, cuda_module());
+  return cuda_needs_gpu(cuda->inventory());
+#else
+  return Status::ok();  // check_backend_name refused it
+#endif
 }
 
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, World& world,
                                               const BackendOptions& options) {
   PLANNER_RETURN_IF_ERROR(check_backend_name(name));
 #ifdef PLANNER_HAVE_CUDA
-  if (name == kCudaBackend) return make_cuda_backend(world, options);
+  if (name == kCudaBackend) {
+    PLANNER_ASSIGN_OR_RETURN(const CudaModule* cuda, cuda_module());
+    return cuda->make_backend(world, options);
+  }
 #endif
   return make_cpu_backend(world, options);
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cuda_device.hpp"
+#include "cuda_module.hpp"
 #include "planner/exec/backend.hpp"
 #include "planner/exec/bounded_wait.hpp"
 #include "planner/exec/comm_bootstrap.hpp"
@@ -660,8 +661,8 @@ void CudaBackend::abort() {
 Result<std::unique_ptr<Backend>> make_cuda_backend(World& world, const BackendOptions& options) {
   // A rank that cannot use its GPU still joins the world communicator's set-up round, carrying
   // its failure, so that every rank fails with the reason instead of waiting for it.
-  Status failure = check_backend_available("cuda");
   const kernels::CudaInventory inventory = kernels::cuda_inventory();
+  Status failure = cuda_needs_gpu(inventory);
   const int local = world.local_rank();
   if (failure.is_ok() && local >= static_cast<int>(inventory.devices.size())) {
     failure = Status::unavailable("rank " + std::to_string(world.rank()) + " is local rank " +
