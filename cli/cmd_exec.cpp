@@ -248,7 +248,9 @@ Status settle(const ExecArgs& a, const std::string& outcome_file, const std::str
     auto db = open_existing_db(a.db);
     auto run = db ? store::get_run(*db, store::RunId{*outcome.run})
                   : Result<store::RunRecord>(db.status());
-    if (run && run->status == store::RunStatus::kRunning) {
+    // Interrupted: rank 0, which recorded the run, is gone; the launcher says why.
+    if (run && (run->status == store::RunStatus::kRunning ||
+                run->status == store::RunStatus::kInterrupted)) {
       PLANNER_RETURN_IF_ERROR(store::fail_run(*db, run->id, why));
       return Status::runtime(why + "; run " + std::to_string(run->id.value) + " marked failed");
     }
@@ -370,6 +372,10 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
 
   std::optional<store::Database> db;
   std::unique_ptr<exec::StoreRecorder> recorder;
+  // The hardware profile of the prediction stored with the run (resolved once more below; a
+  // failure there is a warning, not an error).
+  std::optional<HardwareProfile> profile;
+  Status profile_error = Status::internal("no hardware profile resolved");
   if (root) {
     auto opened = open_recording_db(a.db);
     if (!opened.is_ok()) {
@@ -378,8 +384,17 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
     }
     db = std::move(opened).value();
     if (db) {
-      recorder = std::make_unique<exec::StoreRecorder>(*db, to_json_text(plan), plan.name,
-                                                       inputs_json(a, world->size()).dump());
+      Json inputs = inputs_json(a, world->size());
+      auto resolved = resolve_profile(a.profile, plan.gpu, a.db);
+      if (resolved) {
+        profile = std::move(resolved).value();
+        // `planner report` tells a datasheet preset from a measured profile by this name.
+        inputs["profile"] = profile->name;
+      } else {
+        profile_error = resolved.status();
+      }
+      recorder =
+          std::make_unique<exec::StoreRecorder>(*db, to_json_text(plan), plan.name, inputs.dump());
     }
   }
   exec::ExecOptions options;
@@ -397,12 +412,11 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
   // run so that `planner report` can join it with the measurements on op id.
   std::optional<sim::SimResult> prediction;
   if (recorder) {
-    auto profile = resolve_profile(a.profile, plan.gpu, a.db);
     auto predicted =
         profile ? simulate_plan_for_exec(
                       plan, exec::runner_lower_options(options.runner, plan.training.precision),
                       &*profile)
-                : Result<sim::SimResult>(profile.status());
+                : Result<sim::SimResult>(profile_error);
     if (predicted) {
       prediction = std::move(predicted).value();
     } else {

@@ -4,14 +4,20 @@
 // The prediction is the one `planner exec` stored with the run (the simulator's timing of the same
 // plan, lowered the same way), or that of another run (`--prediction RUN`, e.g. a `planner
 // simulate` of the plan). Warm-up steps are listed but left out of the per-op-kind sums and the
-// median unless --include-warmup.
+// median unless --include-warmup. Steps are numbered from 1, as `planner exec` prints them ("step
+// 3/10"; the database keeps 0-based indices). When the step time is off by more than half and the
+// prediction used a datasheet preset rather than a profile measured on the machine, the report
+// says so and how to calibrate.
+#include <cmath>
 #include <iostream>
 
 #include "app.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
+#include "planner/core/hardware_profile.hpp"
 #include "planner/core/json_reader.hpp"
 #include "planner/store/comparison.hpp"
+#include "planner/store/profiles.hpp"
 #include "planner/store/runs.hpp"
 
 namespace planner::cli {
@@ -46,6 +52,48 @@ std::optional<double> relative(std::optional<Time> predicted, std::optional<Time
   return (to_seconds(*predicted) - to_seconds(*measured)) / to_seconds(*measured);
 }
 
+// A step-time error this large (either way) is a machine the profile does not describe, not a
+// modelling error: calibrated profiles predict executed runs within about 10 % (README).
+constexpr double kUncalibratedError = 0.5;
+
+// The hardware profile the prediction run used, and whether it was measured on a machine
+// (`planner calibrate` stores those in the database) rather than a datasheet preset.
+struct PredictionProfile {
+  std::string name;
+  bool measured = false;
+};
+
+std::optional<PredictionProfile> prediction_profile(store::Database& db, store::RunId run) {
+  auto record = store::get_run(db, run);
+  if (!record) return std::nullopt;
+  Diagnostics ignored;
+  const auto inputs = parse_json_text(record->inputs_json, ignored);
+  if (!inputs || !inputs->is_object() || !inputs->contains("profile") ||
+      !(*inputs)["profile"].is_string()) {
+    return std::nullopt;
+  }
+  PredictionProfile p;
+  p.name = (*inputs)["profile"].get<std::string>();
+  // A preset name resolves to the preset before any stored profile (profile_resolve.hpp).
+  p.measured = !builtin_profile(p.name) && store::get_profile(db, p.name).is_ok();
+  return p;
+}
+
+// "hint: ..." when the step-time error says the machine is uncalibrated, else "".
+std::string calibration_hint(store::Database& db, store::RunId prediction_run,
+                             std::optional<double> step_error) {
+  if (!step_error || std::abs(*step_error) < kUncalibratedError) return {};
+  const auto profile = prediction_profile(db, prediction_run);
+  if (!profile || profile->measured) return {};
+  return "the prediction used \"" + profile->name +
+         "\", a preset from datasheet figures, not a profile measured on this machine: an error "
+         "of " +
+         fmt(*step_error * 100, 0) +
+         " % usually means the machine is uncalibrated. Run `planner calibrate --backend cpu -n "
+         "RANKS --name NAME` here, then `planner exec ... --profile NAME` (or `planner report "
+         "--prediction RUN` with a `planner simulate --profile NAME` of the plan).";
+}
+
 Status report_command(const CliContext& ctx, const ReportArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(store::Database db, open_existing_db(args.db));
   PLANNER_ASSIGN_OR_RETURN(store::RunId id, resolve_run(db, args.run));
@@ -68,6 +116,7 @@ Status report_command(const CliContext& ctx, const ReportArgs& args) {
   }
   const store::RunComparison& c = *compared;
   const std::optional<double> step_error = relative(c.predicted_step_time, c.measured_step_time);
+  const std::string hint = calibration_hint(db, c.prediction_run, step_error);
 
   if (ctx.json) {
     Json kinds = Json::array();
@@ -80,7 +129,7 @@ Status report_command(const CliContext& ctx, const ReportArgs& args) {
     }
     Json steps = Json::array();
     for (const store::StepComparison& s : c.by_step) {
-      steps.push_back({{"step", s.step},
+      steps.push_back({{"step", s.step + 1},
                        {"warmup", s.warmup},
                        {"measured_s", to_seconds(s.measured)},
                        {"predicted_s", seconds_json(s.predicted)},
@@ -98,6 +147,7 @@ Status report_command(const CliContext& ctx, const ReportArgs& args) {
              {"by_step", steps},
              {"predicted_only_ops", c.predicted_only},
              {"measured_only_ops", c.measured_only}};
+    if (!hint.empty()) out["hint"] = hint;
     *ctx.out << out.dump(2) << '\n';
     return Status::ok();
   }
@@ -106,9 +156,10 @@ Status report_command(const CliContext& ctx, const ReportArgs& args) {
   KeyValues kv;
   kv.add("run", std::to_string(id.value) + " (" + std::string(to_string(run.kind)) + ", " +
                     std::string(to_string(run.status)) + ") " + run.label);
-  if (run.status == store::RunStatus::kFailed) {
-    kv.add("failed", (run.failed_rank ? "rank " + std::to_string(*run.failed_rank) + ": " : "") +
-                         run.failure_reason);
+  if (run.status == store::RunStatus::kFailed || run.status == store::RunStatus::kInterrupted) {
+    kv.add(run.status == store::RunStatus::kFailed ? "failed" : "interrupted",
+           (run.failed_rank ? "rank " + std::to_string(*run.failed_rank) + ": " : "") +
+               run.failure_reason);
   }
   kv.add("prediction", c.prediction_run == id ? std::string("stored with the run (plan ") +
                                                     std::to_string(c.plan.value) + ")"
@@ -149,11 +200,13 @@ Status report_command(const CliContext& ctx, const ReportArgs& args) {
                {"error", Align::kRight},
                {""}});
   for (const store::StepComparison& s : c.by_step) {
-    steps.add_row({std::to_string(s.step), ms(s.measured), s.predicted ? ms(*s.predicted) : "-",
+    steps.add_row({std::to_string(s.step + 1), ms(s.measured), s.predicted ? ms(*s.predicted) : "-",
                    percent(s.relative_error()), s.warmup ? "warm-up" : ""});
   }
   steps.print(out);
-  out << "\nerror = (predicted - measured) / measured\n";
+  out << "\nerror = (predicted - measured) / measured; steps numbered as planner exec prints "
+         "them\n";
+  if (!hint.empty()) out << "\nhint: " << hint << '\n';
   return Status::ok();
 }
 
