@@ -190,5 +190,46 @@ TEST(ExecFailure, AKilledRankZeroEndsTheJobWithinTheTimeout) {
   expect_kept_steps(o, true);
 }
 
+// A job killed outright (launcher, mpirun and ranks, as kill -9 or a lost node does) cannot mark
+// its run: the run used to stay "running" forever. Its recording process (rank 0) is gone, so the
+// run reads as interrupted, and `planner db repair` records that.
+TEST(ExecFailure, AJobKilledOutrightLeavesItsRunInterrupted) {
+  TempDir dir;
+  const std::string plan_path = dir.file("dp2.json");
+  planner::testing::write_file(plan_path, to_json_text(test_plan(gpt_test_model(), par(1, 1, 2))));
+  const std::string db_path = dir.file("runs.db");
+  {
+    Background run({PLANNER_CLI_PATH, "exec", plan_path, "--launch", "local", "-n", "2", "--steps",
+                    "1000000", "--warmup", "1", "--db", db_path},
+                   kMpiEnv, dir.path());
+    ASSERT_TRUE(run.wait_for_err([](const std::string& err) { return last_step(err) >= 2; },
+                                 std::chrono::seconds(60)))
+        << run.err();
+    const std::vector<pid_t> job = run.descendants();
+    run.kill_all();
+    for (pid_t p : job) {
+      EXPECT_TRUE(planner::testing::wait_until([&] { return !planner::testing::process_alive(p); },
+                                               std::chrono::milliseconds(5000)));
+    }
+  }
+  {
+    auto db = store::Database::open(db_path, {store::OpenMode::kMustExist});
+    ASSERT_TRUE(db) << db.status().message();
+    const auto run = store::get_run(*db, store::RunId{1});
+    ASSERT_TRUE(run) << run.status().message();
+    EXPECT_EQ(run->status, store::RunStatus::kInterrupted);
+    EXPECT_NE(run->failure_reason.find("ended without finishing it"), std::string::npos);
+  }
+  const auto list = planner::testing::run_planner({"db", "list", "--db", db_path});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("interrupted"), std::string::npos) << list.out;
+  const auto repair = planner::testing::run_planner({"db", "repair", "--db", db_path});
+  EXPECT_EQ(repair.exit_code, 0) << repair.err;
+  EXPECT_NE(repair.out.find("marked 1 run interrupted"), std::string::npos) << repair.out;
+  EXPECT_NE(repair.out.find("integrity check ok"), std::string::npos) << repair.out;
+  const auto again = planner::testing::run_planner({"db", "repair", "--db", db_path});
+  EXPECT_EQ(again.out.find("marked"), std::string::npos) << again.out;
+}
+
 }  // namespace
 }  // namespace planner::exec
