@@ -9,7 +9,8 @@
 # Idempotent: packages already installed are not reinstalled, and an existing build directory is
 # reused. CUDA and NCCL are not Debian packages: when the CUDA toolkit is installed in its standard
 # location (or CUDAToolkit_ROOT / NCCL_HOME point at it) the cuda backend is built too; otherwise
-# configure says so and builds everything else.
+# configure says so and builds everything else. clang-14 and its runtime libraries are for the
+# fuzz targets (scripts/fuzz.sh), which build separately; the main build uses the default compiler.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,6 +30,7 @@ packages=(
   fonts-dejavu-core xvfb xauth
   slurm-wlm slurmctld slurmd
   jq
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()
