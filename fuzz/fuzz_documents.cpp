@@ -11,8 +11,8 @@
 #include "planner/core/memory.hpp"
 #include "planner/core/prices.hpp"
 #include "planner/core/published_run.hpp"
+#include "planner/search/sweep_spec.hpp"
 #include "planner/sim/profiles.hpp"
-#include "planner/sim/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
 #include "planner/topo/topology_json.hpp"
 
@@ -24,7 +24,7 @@ const planner::DocumentTypes& document_types() {
     planner::register_core_documents(t, planner::builtin_catalog());
     planner::topo::register_topology_documents(t);
     planner::sim::register_profile_documents(t);
-    planner::sim::register_sweep_documents(
+    planner::search::register_sweep_documents(
         t, planner::builtin_catalog(),
         [](std::string_view name) { return planner::topo::resolve_topology(name); });
     return t;

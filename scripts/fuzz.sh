@@ -4,6 +4,7 @@
 #   scripts/fuzz.sh [SECONDS]                      every target, SECONDS each
 #   TARGETS="fuzz_topology" scripts/fuzz.sh 600    one target for 10 minutes
 #   BUILD_DIR=out scripts/fuzz.sh                  build elsewhere (default build-fuzz/)
+#   JOBS=1 scripts/fuzz.sh                         build with one job (default: every core)
 #
 # Every library is compiled with -fsanitize=fuzzer-no-link,address,undefined in a separate build
 # directory (the normal GCC build is untouched). Seeds: the shipped presets, the plans and configs
@@ -23,14 +24,21 @@ TARGETS=${TARGETS:-fuzz_documents fuzz_hf_import fuzz_sweep_spec fuzz_topology}
 MAX_LEN=${MAX_LEN:-16384}
 
 sanitize="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+# -O1 with line tables: fast to build, fast enough to fuzz, stack traces with lines; assertions on.
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
   -DCMAKE_C_FLAGS="$sanitize" -DCMAKE_CXX_FLAGS="$sanitize" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DPLANNER_BUILD_FUZZ=ON -DPLANNER_WERROR=OFF -DPLANNER_BUILD_TESTS=OFF -DPLANNER_BUILD_BENCH=OFF \
   -DPLANNER_BUILD_GUI=OFF -DPLANNER_BUILD_EXECUTOR=OFF -DPLANNER_CUDA=OFF >/dev/null
 # shellcheck disable=SC2086
-cmake --build "$BUILD_DIR" -j "$(nproc)" --target $TARGETS
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target $TARGETS
 
 # Seed folders per target (read-only; the fuzzer writes new inputs to the first folder only).
 seeds() {
