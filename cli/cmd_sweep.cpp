@@ -618,7 +618,7 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
   PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(a.db));
   if (db) {
     const Json inputs = app::sweep_inputs(req, {{"command", "sweep"}, {"spec", a.spec}});
-    PLANNER_RETURN_IF_ERROR(app::record_sweep(*db, setup, res, inputs).status());
+    PLANNER_RETURN_IF_ERROR(app::record_sweep(*db, setup, res, inputs, run.seconds).status());
   }
   if (!a.check.empty()) {
     PLANNER_ASSIGN_OR_RETURN(ctx.exit_code, check_gate(ctx, a, setup, res));

@@ -27,11 +27,12 @@ void add_exposed(std::vector<store::Metric>& out, Exposed&& exposed) {
 }
 
 Result<store::RunId> new_run(store::Database& db, store::RunKind kind, std::string label,
-                             const Json& inputs) {
+                             const Json& inputs, double seconds_before = 0) {
   store::NewRun run;
   run.kind = kind;
   run.label = std::move(label);
   run.inputs_json = inputs.dump();
+  run.seconds_before = seconds_before;
   return store::create_run(db, run);
 }
 
@@ -90,11 +91,13 @@ std::vector<store::OpPrediction> predicted_ops(const sim::SimResult& r) {
 }
 
 Result<store::RunId> record_sweep(store::Database& db, const search::SweepSetup& setup,
-                                  const search::SweepResult& res, const Json& inputs) {
+                                  const search::SweepResult& res, const Json& inputs,
+                                  double seconds) {
   const std::string label = res.scenarios.size() == 1
                                 ? res.scenarios.front().name
                                 : std::to_string(res.scenarios.size()) + " scenarios";
-  PLANNER_ASSIGN_OR_RETURN(store::RunId id, new_run(db, store::RunKind::kSweep, label, inputs));
+  PLANNER_ASSIGN_OR_RETURN(store::RunId id,
+                           new_run(db, store::RunKind::kSweep, label, inputs, seconds));
   {
     PLANNER_ASSIGN_OR_RETURN(store::Transaction tx, db.write());
     std::vector<store::SweepEntry> entries;

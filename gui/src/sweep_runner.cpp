@@ -46,7 +46,7 @@ SweepOutcome run_and_record(const search::SweepRequest& request, const Recording
     if (!db) return std::optional<std::int64_t>();
     const Json inputs = app::sweep_inputs(out.setup->request(), recording.origin);
     PLANNER_ASSIGN_OR_RETURN(store::RunId id,
-                             app::record_sweep(*db, *out.setup, *out.result, inputs));
+                             app::record_sweep(*db, *out.setup, *out.result, inputs, run->seconds));
     return std::optional<std::int64_t>(id.value);
   }();
   if (recorded) {

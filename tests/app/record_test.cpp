@@ -60,8 +60,12 @@ TEST_F(RecordTest, SweepRunHoldsEveryRankedPlanWithItsMetrics) {
   const SweepRun run = take(app::run_sweep(req, nullptr, one));
   ASSERT_TRUE(run.result);
   const store::RunId id =
-      take(record_sweep(db(), *run.setup, *run.result, sweep_inputs(req, {{"command", "test"}})));
+      take(record_sweep(db(), *run.setup, *run.result, sweep_inputs(req, {{"command", "test"}}),
+                        /*seconds=*/42.0));
   const store::RunRecord rec = take(store::get_run(db(), id));
+  // The run lasts as long as the sweep did, not as long as writing its results took.
+  ASSERT_TRUE(rec.finished_unix_ms);
+  EXPECT_GE(*rec.finished_unix_ms - rec.created_unix_ms, 42'000);
   EXPECT_EQ(rec.kind, store::RunKind::kSweep);
   EXPECT_EQ(rec.status, store::RunStatus::kOk);
   EXPECT_EQ(Json::parse(rec.inputs_json)["command"], "test");

@@ -52,6 +52,35 @@ TEST_F(RecordsTest, RunsRoundTripWithTheirBuildAndHosts) {
   EXPECT_NE(again.message().find("already ended (ok)"), std::string::npos) << again.message();
 }
 
+// A run recorded once its work is done (a sweep) dates from when the work began, so that its
+// duration is the work's; nonsense figures move nothing (or at most a year).
+TEST_F(RecordsTest, WorkDoneBeforeRecordingCountsInTheDuration) {
+  const auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const std::int64_t before = now_ms();
+  const RunId id = take(create_run(db_, {.kind = RunKind::kSweep, .seconds_before = 90.5}));
+  PLANNER_ASSERT_OK(finish_run(db_, id));
+  const RunRecord r = take(get_run(db_, id));
+  ASSERT_TRUE(r.finished_unix_ms);
+  EXPECT_GE(*r.finished_unix_ms - r.created_unix_ms, 90'500);
+  EXPECT_LT(*r.finished_unix_ms - r.created_unix_ms, 90'500 + 60'000);
+  EXPECT_LE(r.created_unix_ms, before - 90'000);
+
+  for (const double bad : {-5.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    const std::int64_t t0 = now_ms();
+    const RunRecord odd =
+        take(get_run(db_, take(create_run(db_, {.kind = RunKind::kSweep, .seconds_before = bad}))));
+    EXPECT_GE(odd.created_unix_ms, t0) << bad;
+  }
+  const std::int64_t t0 = now_ms();
+  const RunRecord huge =
+      take(get_run(db_, take(create_run(db_, {.kind = RunKind::kSweep, .seconds_before = 1e300}))));
+  EXPECT_GE(huge.created_unix_ms, t0 - 32'000'000'000LL - 1000);
+}
+
 TEST_F(RecordsTest, FailedRunsKeepReasonAndRank) {
   const RunId id = take(create_run(db_, {.kind = RunKind::kExec}));
   PLANNER_ASSERT_OK(fail_run(db_, id, "rank 3 stopped answering after 60 s", 3));

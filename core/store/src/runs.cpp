@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "impl.hpp"
@@ -119,7 +121,10 @@ Result<RunId> create_run(Database& db, const NewRun& run) {
   insert->bind(3, run.inputs_json);
   insert->bind(4, build::kVersion);
   insert->bind(5, build::kGitCommit);
-  insert->bind(6, detail::now_unix_ms());
+  // At most a year back: a wild figure must not put the run before the database existed.
+  const double before_ms =
+      std::isfinite(run.seconds_before) ? std::clamp(run.seconds_before, 0.0, 3.2e7) * 1e3 : 0.0;
+  insert->bind(6, detail::now_unix_ms() - static_cast<std::int64_t>(std::llround(before_ms)));
   insert->bind(7, this_host);
   insert->bind(8, pid);
   insert->bind(9, token);

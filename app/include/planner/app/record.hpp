@@ -31,9 +31,11 @@ std::vector<store::OpPrediction> predicted_ops(const sim::SimResult& result);
 // ---- runs
 
 // A sweep: every ranked plan with its position, tier, objective, note and metrics. `inputs` is the
-// run's inputs document (sweep_inputs()).
+// run's inputs document (sweep_inputs()); `seconds` the sweep's wall time (SweepRun::seconds),
+// which becomes the run's duration.
 Result<store::RunId> record_sweep(store::Database& db, const search::SweepSetup& setup,
-                                  const search::SweepResult& result, const Json& inputs);
+                                  const search::SweepResult& result, const Json& inputs,
+                                  double seconds);
 
 // A simulation of `plan`: its step metrics and, with `with_ops`, every predicted op; a non-empty
 // `failure` (the plan does not fit) fails the run with that message.

@@ -51,6 +51,10 @@ struct NewRun {
   std::string label;               // free-form, e.g. the plan name or a user's note
   std::string inputs_json = "{}";  // the run's inputs (command line, documents) as JSON text
   std::vector<std::string> hosts;  // host names, e.g. one per rank for an executed run
+  // Seconds of the run's work done before it is recorded (a sweep records itself once it has
+  // finished): the creation time is moved back by them, so that the run's duration (created to
+  // finished) is the work's, not the time its results took to write. Negative or not finite: 0.
+  double seconds_before = 0;
 };
 
 struct RunRecord {
