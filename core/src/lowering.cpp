@@ -228,7 +228,7 @@ void Lowerer::setup_sizes() {
   ep_ = p_.ep;
   sp_ = p_.sequence_parallel && p_.tp > 1;
   split_ = sched_.split_backward();
-  gated_ = m_.mlp != MlpKind::kGelu;
+  gated_ = is_gated(m_.mlp);
   m_count_ = sched_.microbatches();
   vstages_ = part_.virtual_stages();
   b_ = p_.micro_batch_size;
@@ -1516,6 +1516,21 @@ Result<StepProgram> lower(const ModelSpec& model, const TrainingSpec& training,
   Diagnostics diag("cannot lower " + (model.name.empty() ? std::string("model") : model.name));
   check_parallel(model, training, parallel, diag);
   if (!diag.empty()) return diag.to_status();
+  {
+    std::string missing;
+    auto need = [&](bool used, const char* what) {
+      if (used) missing += (missing.empty() ? "" : ", ") + std::string(what);
+    };
+    need(model.mla.has_value(), "multi-head latent attention");
+    need(model.is_hybrid() || model.mamba.has_value(), "Mamba-2 layers");
+    need(model.is_moe() && model.moe->shared_ffn() > 0, "shared experts");
+    need(model.mtp_layers > 0, "multi-token prediction");
+    need(model.sliding_window > 0, "local attention");
+    if (!missing.empty()) {
+      return Status::invalid_input("cannot lower " + model.name +
+                                   ": the step program does not model " + missing + " yet");
+    }
+  }
   PLANNER_ASSIGN_OR_RETURN(RankGrid dense, RankGrid::dense(parallel));
   PLANNER_ASSIGN_OR_RETURN(RankGrid expert, RankGrid::expert(parallel));
   const std::int64_t mb = training.global_batch_size /

@@ -62,9 +62,24 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
   } else if (m.kv_heads % p.tp != 0) {
     diag.add("/parallel/tp", "must divide kv_heads (" + str(m.kv_heads) + "), got " + str(p.tp));
   }
-  if (m.ffn_hidden % p.tp != 0) {
+  bool dense_mlps = false;  // all-MoE models never use ffn_hidden
+  for (int l = 0; l < m.num_layers && !dense_mlps; ++l)
+    dense_mlps = m.layer_kind(l).ffn == FfnKind::kDense;
+  if (dense_mlps && m.ffn_hidden % p.tp != 0) {
     diag.add("/parallel/tp",
              "must divide ffn_hidden (" + str(m.ffn_hidden) + "), got " + str(p.tp));
+  }
+  if (m.is_moe() && m.moe->expert_ffn_hidden % p.tp != 0) {
+    diag.add("/parallel/tp", "must divide the experts' ffn size (" + str(m.moe->expert_ffn_hidden) +
+                                 "), got " + str(p.tp));
+  }
+  if (m.is_moe() && m.moe->shared_ffn() % p.tp != 0) {
+    diag.add("/parallel/tp", "must divide the shared experts' ffn size (" +
+                                 str(m.moe->shared_ffn()) + "), got " + str(p.tp));
+  }
+  if (m.mamba && (m.mamba->heads % p.tp != 0 || m.mamba->groups % p.tp != 0)) {
+    diag.add("/parallel/tp", "must divide the Mamba-2 heads (" + str(m.mamba->heads) +
+                                 ") and groups (" + str(m.mamba->groups) + "), got " + str(p.tp));
   }
   if (m.vocab % p.tp != 0) {
     diag.add("/parallel/tp", "must divide vocab (" + str(m.vocab) +

@@ -113,6 +113,15 @@ Status check_runnable(const Plan& plan) {
   const std::string not_yet = "the executor does not run ";
   if (m.is_moe()) diag.add("/model/moe", not_yet + "mixture-of-experts models yet");
   if (m.mlp == MlpKind::kGeglu) diag.add("/model/mlp", not_yet + "GeGLU MLPs (no GeGLU kernel)");
+  if (m.mlp == MlpKind::kSquaredRelu) {
+    diag.add("/model/mlp", not_yet + "squared-ReLU MLPs (no relu2 kernel)");
+  }
+  if (m.mla) diag.add("/model/mla", not_yet + "multi-head latent attention yet");
+  if (m.mamba || m.is_hybrid()) diag.add("/model/mamba", not_yet + "Mamba-2 mixers yet");
+  if (m.sliding_window > 0) {
+    diag.add("/model/sliding_window", not_yet + "local attention (no windowed attention kernel)");
+  }
+  if (m.mtp_layers > 0) diag.add("/model/mtp_layers", not_yet + "multi-token prediction yet");
   if (m.position_embedding == PositionEmbedding::kAlibi) {
     diag.add("/model/position_embedding", not_yet + "ALiBi (no ALiBi attention kernel)");
   }

@@ -24,19 +24,25 @@
 //   full recompute                    2·s·b·h per layer (its input; /t with SP), plus one layer's
 //                                     full activations while that layer is recomputed
 // The 34 is 11 (attention) + 19 (MLP) + 4 (two layer norms); planner computes it from the layer's
-// shapes so GQA (K, V of kv_dim), gated MLPs (three ffn-sized tensors instead of two) and MoE
-// layers (tokens × top_k × capacity_factor through the experts, router probabilities) follow the
-// same accounting; for a GPT layer it is exactly Korthikanti's. Flash attention (flash_attention,
-// the default, matching the lowering) never stores the s×s softmax: the 5·a·s/h term is dropped
-// (its fp32 log-sum-exp, 4·a·s·b bytes, is ignored). Context parallelism divides s by cp (ring
-// attention is block-wise, so no s×s term either).
-// Korthikanti §4.3 extras: the first stage stores the embedding dropout mask (s·b·h/t with SP, 1
-// byte per element) per micro-batch in flight; the last stage the final norm and LM head inputs
-// (2·s·b·h each, /t with SP) and the fp32 logits for the loss (4·s·b·V/t).
-// Micro-batches in flight come from the schedule (schedule.hpp, peak_in_flight): 1F1B holds p − s
-// on stage s, GPipe m, interleaving (p − s − 1)·2 + (v − 1)·p + 1 chunk-micro-batches of L/(p·v)
-// layers, i.e. Korthikanti's factor 1 + (p − 1)/(p·v) on the first stage; ZB-H1 counts a
-// micro-batch until its weight-gradient pass (an upper bound: W needs only the GEMM inputs).
+// shapes so GQA (K, V of kv_dim), gated MLPs (three ffn-sized tensors instead of two), MoE
+// layers (tokens × top_k × capacity_factor through the experts, router probabilities, the shared
+// experts' MLP), multi-head latent attention (the down-projections' input, the q and kv latents
+// before and after their norms, replicated over tp; Q and K of qk_head_dim, V and the output
+// projection's input of v_head_dim, split) and Mamba-2 mixers (in_proj's input; its output, the
+// convolved x|B|C, the scan output and the gated norm's output, split over tp; the fp32 chunk
+// states, d_inner × N per chunk) follow the same accounting; for a GPT layer it is exactly
+// Korthikanti's. Single-block layers of hybrid models store one norm input, not two. An MTP module
+// adds, on the last stage, its block, its norms' and projection's inputs and another LM head's.
+// Flash attention (flash_attention, the default, matching the lowering) never stores the s×s
+// softmax: the 5·a·s/h term is dropped (its fp32 log-sum-exp, 4·a·s·b bytes, is ignored). Context
+// parallelism divides s by cp (ring attention is block-wise, so no s×s term either). Korthikanti
+// §4.3 extras: the first stage stores the embedding dropout mask (s·b·h/t with SP, 1 byte per
+// element) per micro-batch in flight; the last stage the final norm and LM head inputs (2·s·b·h
+// each, /t with SP) and the fp32 logits for the loss (4·s·b·V/t). Micro-batches in flight come from
+// the schedule (schedule.hpp, peak_in_flight): 1F1B holds p − s on stage s, GPipe m, interleaving
+// (p − s − 1)·2 + (v − 1)·p + 1 chunk-micro-batches of L/(p·v) layers, i.e. Korthikanti's factor 1
+// + (p − 1)/(p·v) on the first stage; ZB-H1 counts a micro-batch until its weight-gradient pass (an
+// upper bound: W needs only the GEMM inputs).
 //
 // Communication buffers: pipeline send and receive buffers (two activations), ZeRO-3 gathered
 // layers are counted under weights, MoE all-to-all buffers (dispatched tokens in and out), and
@@ -77,8 +83,12 @@ struct MemoryOptions {
   bool fp32_grads = false;
 };
 
-// Korthikanti's per-layer activation bytes for one micro-batch (dense layer unless `moe_layer`),
-// with the options' attention kind; see the header.
+// Korthikanti's per-layer activation bytes for one micro-batch of a layer of `kind`, with the
+// options' attention kind; see the header.
+Bytes layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training,
+                             const ParallelConfig& parallel, LayerKind kind,
+                             const MemoryOptions& options = {});
+// The same for an attention layer with a dense MLP, or an MoE one when `moe_layer`.
 Bytes layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training,
                              const ParallelConfig& parallel, bool moe_layer,
                              const MemoryOptions& options = {});

@@ -184,6 +184,34 @@ enum class OpRole : std::uint8_t {
                   // updates (mb field: the shard's first worker)
   kOffloadGrad,   // device → host copy of gradients (optimizer offload)
   kOffloadParam,  // host → device copy of parameters (after a host step, or param offload)
+  // (Roles below were added after the ones above; their values are appended so that op ids
+  // recorded by earlier builds keep their meaning.)
+  // Multi-head latent attention (replaces kAttnQkv; kAttnCore and kAttnOut are shared).
+  kMlaQDown,  // q_a_proj hidden → q_lora_rank, weights replicated over tp (sequence-sharded rows)
+  kMlaQNorm,  // RMSNorm of the query latent
+  kMlaQUp,    // q_b_proj q_lora → heads × qk_head (column parallel); q_proj without a latent
+  kMlaKvDown,        // kv_a_proj_with_mqa hidden → kv_lora_rank + qk_rope_head_dim (replicated)
+  kMlaKvNorm,        // RMSNorm of the key/value latent
+  kMlaKvUp,          // kv_b_proj kv_lora → heads × (qk_nope + v_head) (column parallel)
+  kMlaLatentGather,  // SP: all-gather over tp of the latents (q | kv | rope key)
+  // Mamba-2 mixer (heads split over tp; the block's norm is kAttnNorm).
+  kMambaInProj,     // in_proj hidden → z | x | B | C | dt (column parallel)
+  kMambaConv,       // depthwise causal conv1d over x | B | C, SiLU (weights and bias)
+  kMambaScan,       // SSD chunked scan (GEMM-shaped chunks; slot = step); A_log, D, dt_bias
+  kMambaNorm,       // gated RMSNorm y · silu(z)
+  kMambaOut,        // out_proj d_inner → hidden (row parallel)
+  kTpReduceMamba,   // no SP: all-reduce after out_proj (forward) / after in_proj's input grad
+  kSpGatherMamba,   // SP: all-gather of the norm output before in_proj
+  kSpScatterMamba,  // SP: reduce-scatter of out_proj
+  // Shared experts of an MoE layer (tensor parallel like a dense MLP, on the MLP input).
+  kSharedUp,
+  kSharedGate,
+  kSharedAct,
+  kSharedDown,
+  kSharedExpertGate,  // Qwen2-MoE: sigmoid(x · w) scaling the shared experts' output
+  // Multi-token prediction (layer field: the module's block, num_layers + i).
+  kMtpNorm,  // enorm and hnorm of [main-stream output; embedding of the next tokens]
+  kMtpProj,  // eh_proj 2·hidden → hidden
 };
 
 enum class Phase : std::uint8_t {
@@ -248,7 +276,7 @@ struct EnumTraits<OpKind> {
 template <>
 struct EnumTraits<OpRole> {
   static constexpr std::string_view kWhat = "op role";
-  static constexpr std::array<std::pair<OpRole, std::string_view>, 57> kNames{{
+  static constexpr std::array<std::pair<OpRole, std::string_view>, 79> kNames{{
       {OpRole::kAttnNorm, "attn_norm"},
       {OpRole::kAttnQkv, "attn_qkv"},
       {OpRole::kAttnCore, "attn_core"},
@@ -306,6 +334,28 @@ struct EnumTraits<OpRole> {
       {OpRole::kPsAggregate, "ps_aggregate"},
       {OpRole::kOffloadGrad, "offload_grad"},
       {OpRole::kOffloadParam, "offload_param"},
+      {OpRole::kMlaQDown, "mla_q_down"},
+      {OpRole::kMlaQNorm, "mla_q_norm"},
+      {OpRole::kMlaQUp, "mla_q_up"},
+      {OpRole::kMlaKvDown, "mla_kv_down"},
+      {OpRole::kMlaKvNorm, "mla_kv_norm"},
+      {OpRole::kMlaKvUp, "mla_kv_up"},
+      {OpRole::kMlaLatentGather, "mla_sp_gather"},
+      {OpRole::kMambaInProj, "mamba_in_proj"},
+      {OpRole::kMambaConv, "mamba_conv"},
+      {OpRole::kMambaScan, "mamba_scan"},
+      {OpRole::kMambaNorm, "mamba_norm"},
+      {OpRole::kMambaOut, "mamba_out_proj"},
+      {OpRole::kTpReduceMamba, "tp_reduce_mamba"},
+      {OpRole::kSpGatherMamba, "sp_gather_mamba"},
+      {OpRole::kSpScatterMamba, "sp_scatter_mamba"},
+      {OpRole::kSharedUp, "shared_up"},
+      {OpRole::kSharedGate, "shared_gate"},
+      {OpRole::kSharedAct, "shared_act"},
+      {OpRole::kSharedDown, "shared_down"},
+      {OpRole::kSharedExpertGate, "shared_expert_gate"},
+      {OpRole::kMtpNorm, "mtp_norm"},
+      {OpRole::kMtpProj, "mtp_proj"},
   }};
 };
 
