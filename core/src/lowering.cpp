@@ -83,7 +83,7 @@ struct RankState {
   int rank = 0;
   int stage = 0;
   const StageLayout* layout = nullptr;
-  std::int32_t g_tp = -1, g_dp = -1, g_edp = -1, g_ep = -1, g_emb = -1, g_norm = -1;
+  std::int32_t g_tp = -1, g_dp = -1, g_edp = -1, g_ep = -1, g_etp = -1, g_emb = -1, g_norm = -1;
   int pp_prev = -1, pp_next = -1, cp_prev = -1, cp_next = -1;
   std::vector<int> tensor_stamp, tensor_left;
   std::vector<int> bucket_stamp, bucket_left;
@@ -171,6 +171,7 @@ class Lowerer {
   std::uint32_t param_dep(RankState& r, int key);
 
   std::uint32_t tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep, std::int64_t tokens);
+  std::uint32_t etp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep);
   std::uint32_t attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv);
   AttentionGrad attention_bwd(RankState& r, int layer, int mb, std::uint32_t dout);
   std::uint32_t zero3_gather(RankState& r, int layer, int mb, Phase ph, int slot,
@@ -212,7 +213,8 @@ class Lowerer {
   std::int64_t b_ = 1, sl_ = 0, T_ = 0, Ts_ = 0, h_ = 0, hd_ = 0, heads_l_ = 0, kv_heads_l_ = 0;
   std::int64_t q_l_ = 0, kv_l_ = 0, f_l_ = 0, V_l_ = 0;
   std::int64_t experts_ = 0, experts_l_ = 0, fe_l_ = 0, per_expert_ = 0, routed_ = 0;
-  int tp_ = 1, cp_ = 1, ep_ = 1, m_count_ = 0, vstages_ = 1, dp_shard_ = 1, edp_ = 1, servers_ = 0;
+  int tp_ = 1, cp_ = 1, ep_ = 1, etp_ = 1, m_count_ = 0, vstages_ = 1, dp_shard_ = 1, edp_ = 1,
+      servers_ = 0;
   bool sp_ = false, split_ = false, gated_ = false, buckets_on_ = false;
   std::int64_t bucket_size_ = 0;
 };
@@ -243,18 +245,22 @@ void Lowerer::setup_sizes() {
   kv_l_ = kv_heads_l_ * hd_;
   f_l_ = m_.ffn_hidden / tp_;
   V_l_ = m_.vocab / tp_;
+  etp_ = p_.expert_tp();
   if (m_.is_moe()) {
     experts_ = m_.moe->num_experts;
     experts_l_ = experts_ / ep_;
-    fe_l_ = m_.moe->expert_ffn_hidden / tp_;
-    // Capacity per expert: capacity_factor × tokens × top_k / experts over the ep ranks' tokens.
+    fe_l_ = m_.moe->expert_ffn_hidden / etp_;
+    // Tokens per expert after the dispatch and the expert-tensor-parallel gather: the Ts tokens of
+    // each of the ep × etp ranks feeding this rank's experts, top_k copies each, over the experts
+    // (× capacity_factor).
+    const double cf = m_.moe->capacity_factor > 0 ? m_.moe->capacity_factor : 1.0;
     per_expert_ = static_cast<std::int64_t>(
-        std::ceil(m_.moe->capacity_factor * static_cast<double>(T_ * m_.moe->top_k * ep_) /
+        std::ceil(cf * static_cast<double>(Ts_ * etp_ * m_.moe->top_k * ep_) /
                   static_cast<double>(experts_)));
-    routed_ = ceil_div(per_expert_ * experts_l_, tp_);  // tokens held after the all-to-all
+    routed_ = ceil_div(per_expert_ * experts_l_, etp_);  // tokens held after the all-to-all
   }
   dp_shard_ = p_.dp * p_.cp;
-  edp_ = static_cast<int>(static_cast<std::int64_t>(p_.dp) * p_.cp / p_.ep);
+  edp_ = static_cast<int>(p_.expert_dp());
   servers_ = p_.dp_sync == DpSync::kParameterServer ? p_.param_servers : 0;
   bucket_size_ = o_.bucket_elements > 0 ? o_.bucket_elements : default_bucket_elements(p_.dp);
   buckets_on_ =
@@ -541,6 +547,11 @@ std::uint32_t Lowerer::tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t d
   return add(r, id, tp_collective(id.role(), id.phase(), kind, tokens), {dep}, r.g_tp);
 }
 
+// An expert-tensor-parallel collective over the tokens routed to this rank's experts.
+std::uint32_t Lowerer::etp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep) {
+  return add(r, id, tp_collective(id.role(), id.phase(), kind, routed_ * etp_), {dep}, r.g_etp);
+}
+
 std::uint32_t Lowerer::attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv) {
   if (cp_ == 1) {
     return add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore),
@@ -745,7 +756,7 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
       return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
     });
     if (ep_ > 1) tok = add(r, id(OpRole::kEpDispatch), a2a_d, {tok}, r.g_ep);
-    if (tp_ > 1) tok = tp_op(r, id(OpRole::kMoeTpGather), OpKind::kAllGather, tok, routed_ * tp_);
+    if (etp_ > 1) tok = etp_op(r, id(OpRole::kMoeTpGather), OpKind::kAllGather, tok);
     const std::uint32_t eup_d = linear(OpRole::kExpertUp, ph, per_expert_, h_, fe_l_, experts_l_);
     std::uint32_t gate = kNoOp;
     if (gated_) gate = add(r, id(OpRole::kExpertGate), eup_d, {tok, egather});
@@ -762,7 +773,7 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
             {up, gate});
     y = add(r, id(OpRole::kExpertDown),
             linear(OpRole::kExpertDown, ph, per_expert_, fe_l_, h_, experts_l_), {act});
-    if (tp_ > 1) y = tp_op(r, id(OpRole::kMoeTpScatter), OpKind::kReduceScatter, y, routed_ * tp_);
+    if (etp_ > 1) y = etp_op(r, id(OpRole::kMoeTpScatter), OpKind::kReduceScatter, y);
     if (ep_ > 1) {
       y = add(r, id(OpRole::kEpCombine),
               cached(OpRole::kEpCombine, ph, 0,
@@ -872,7 +883,7 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
                      }),
               {g}, r.g_ep);
     }
-    if (tp_ > 1) g = tp_op(r, id(OpRole::kMoeTpScatter, B), OpKind::kAllGather, g, routed_ * tp_);
+    if (etp_ > 1) g = etp_op(r, id(OpRole::kMoeTpScatter, B), OpKind::kAllGather, g);
     const std::uint32_t dd =
         add(r, id(OpRole::kExpertDown, B),
             linear(OpRole::kExpertDown, B, per_expert_, fe_l_, h_, experts_l_), {g, egather});
@@ -900,8 +911,7 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
     std::uint32_t dx = add(r, id(OpRole::kExpertUp, B), up_b, {act, dg});
     egrads.push_back(
         add_w(r, mb, id(OpRole::kExpertUp, W), up_w, {act}, -1, tensor(OpRole::kExpertUp)));
-    if (tp_ > 1)
-      dx = tp_op(r, id(OpRole::kMoeTpGather, B), OpKind::kReduceScatter, dx, routed_ * tp_);
+    if (etp_ > 1) dx = etp_op(r, id(OpRole::kMoeTpGather, B), OpKind::kReduceScatter, dx);
     if (ep_ > 1) {
       dx =
           add(r, id(OpRole::kEpDispatch, B),
@@ -1332,6 +1342,7 @@ Status Lowerer::lower_worker(int rank) {
                            group(dense_, cp_ > 1 ? "dp-cp" : "dp", cp_ > 1 ? "dp-cp" : "dp"));
   if (m_.is_moe()) {
     PLANNER_ASSIGN_OR_RETURN(r.g_ep, group(expert_, "ep", "ep"));
+    PLANNER_ASSIGN_OR_RETURN(r.g_etp, group(expert_, "tp", etp_ == tp_ ? "tp" : "etp"));
     PLANNER_ASSIGN_OR_RETURN(r.g_edp, group(expert_, "dp", "edp"));
   }
   if (o_.clip_gradients) {

@@ -177,7 +177,7 @@ Common common_terms(const ModelSpec& m, const TrainingSpec& training, const Para
   c.e = c.pb.activation;
   c.seq_shard = c.sp ? c.t : 1.0;
   c.dense_shard = static_cast<std::int64_t>(p.dp) * p.cp;
-  c.expert_shard = c.dense_shard / p.ep;
+  c.expert_shard = std::max<std::int64_t>(1, p.expert_dp());
   c.ps = p.dp_sync == DpSync::kParameterServer;
   ParallelConfig no_recompute = p;
   no_recompute.recompute = Recompute::kNone;
@@ -399,9 +399,7 @@ int MemoryEstimator::schedule_microbatches(Schedule schedule, int stages, int mi
 }
 
 Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelConfig& p) {
-  const std::uint64_t key =
-      pack(static_cast<std::uint64_t>(p.tp), static_cast<std::uint64_t>(p.ep),
-           static_cast<std::uint64_t>(p.pp), static_cast<std::uint64_t>(p.virtual_stages));
+  const std::array<int, 5> key{p.tp, p.ep, p.pp, p.virtual_stages, p.expert_tp()};
   auto it = layouts_.find(key);
   if (it != layouts_.end()) return it->second.get();
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model_, p));

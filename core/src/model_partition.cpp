@@ -22,6 +22,7 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
   part.model_ = model;
   part.tp_ = p.tp;
   part.ep_ = p.ep;
+  part.etp_ = p.expert_tp();
   part.stages_ = p.pp;
   part.chunks_ = p.virtual_stages;
   part.layers_per_chunk_ = model.num_layers / chunks;
@@ -108,12 +109,14 @@ void ModelPartition::layer_params(int layer, std::vector<ParamTensor>& out) cons
   }
   if (kind.ffn == FfnKind::kMoe) {
     const std::int64_t local = m.moe->num_experts / ep_;
-    const std::int64_t f = m.moe->expert_ffn_hidden / t;
+    const std::int64_t f = m.moe->expert_ffn_hidden / etp_;
     add(OpRole::kMlpNorm, 0, norm);
     add(OpRole::kRouter, 0, h * m.moe->num_experts);
     if (gated) add(OpRole::kExpertGate, local * (h * f + bias * f), 0, true);
     add(OpRole::kExpertUp, local * (h * f + bias * f), 0, true);
-    add(OpRole::kExpertDown, local * f * h, local * bias * h, true);
+    // The down projections' biases are replicated over the expert tensor parallel group.
+    add(OpRole::kExpertDown, local * f * h + (etp_ > 1 ? 0 : local * bias * h),
+        etp_ > 1 ? local * bias * h : 0, true);
     if (m.moe->shared_ffn() > 0) {
       const std::int64_t fs = m.moe->shared_ffn() / t;
       if (gated) add(OpRole::kSharedGate, h * fs + bias * fs, 0);

@@ -7,6 +7,7 @@ std::string short_label(const ParallelConfig& p) {
       "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
   if (p.cp > 1) s += " cp" + std::to_string(p.cp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
+  if (p.etp > 0 && p.etp != p.tp) s += " etp" + std::to_string(p.etp);
   if (p.sequence_parallel) s += " sp";
   s += " mb" + std::to_string(p.micro_batch_size);
   if (p.pp > 1) {

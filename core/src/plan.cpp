@@ -1,6 +1,7 @@
 #include "planner/core/plan.hpp"
 
 #include "planner/core/diagnostics.hpp"
+#include "planner/core/rank_grid.hpp"
 
 namespace planner {
 namespace {
@@ -69,10 +70,6 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
     diag.add("/parallel/tp",
              "must divide ffn_hidden (" + str(m.ffn_hidden) + "), got " + str(p.tp));
   }
-  if (m.is_moe() && m.moe->expert_ffn_hidden % p.tp != 0) {
-    diag.add("/parallel/tp", "must divide the experts' ffn size (" + str(m.moe->expert_ffn_hidden) +
-                                 "), got " + str(p.tp));
-  }
   if (m.is_moe() && m.moe->shared_ffn() % p.tp != 0) {
     diag.add("/parallel/tp", "must divide the shared experts' ffn size (" +
                                  str(m.moe->shared_ffn()) + "), got " + str(p.tp));
@@ -109,18 +106,40 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
              "exceeds the model's learned position embeddings (max_seq_len " + str(m.max_seq_len) +
                  "), got " + str(t.seq_length));
   }
-  if (p.ep > 1) {
-    if (!m.is_moe()) {
-      diag.add("/parallel/ep", "expert parallelism needs an MoE model, got ep " + str(p.ep) +
-                                   " for dense model " + m.name);
-    } else if (m.moe->num_experts % p.ep != 0) {
-      diag.add("/parallel/ep", "must divide the number of experts (" + str(m.moe->num_experts) +
-                                   "), got " + str(p.ep));
-    }
-    if ((static_cast<std::int64_t>(p.dp) * p.cp) % p.ep != 0) {
-      diag.add("/parallel/ep",
-               "must divide dp x cp (" + str(static_cast<std::int64_t>(p.dp) * p.cp) +
-                   "): experts are spread over data-parallel ranks, got " + str(p.ep));
+  if (p.ep > 1 && !m.is_moe()) {
+    diag.add("/parallel/ep", "expert parallelism needs an MoE model, got ep " + str(p.ep) +
+                                 " for dense model " + m.name);
+  } else if (p.ep > 1 && m.moe->num_experts % p.ep != 0) {
+    diag.add("/parallel/ep", "must divide the number of experts (" + str(m.moe->num_experts) +
+                                 "), got " + str(p.ep));
+  }
+  if (p.etp < 0) {
+    diag.add("/parallel/etp", "must be >= 1, got " + str(p.etp));
+  } else if (p.etp > 0 && p.etp != p.tp && !m.is_moe()) {
+    diag.add("/parallel/etp", "expert tensor parallelism needs an MoE model, got etp " +
+                                  str(p.etp) + " for dense model " + m.name);
+  } else if (m.is_moe()) {
+    const std::int64_t etp = p.expert_tp();
+    const std::int64_t stage = static_cast<std::int64_t>(p.tp) * p.cp * p.dp;
+    if (stage % (etp * p.ep) != 0) {
+      diag.add(p.etp > 0 ? "/parallel/etp" : "/parallel/ep",
+               "etp x ep (" + str(etp) + " x " + str(p.ep) + ") must divide tp x cp x dp (" +
+                   str(stage) +
+                   "): the MoE layers regroup each pipeline stage's ranks as etp x ep "
+                   "x expert data parallel");
+    } else if (m.moe->expert_ffn_hidden % etp != 0) {
+      diag.add(p.etp > 0 ? "/parallel/etp" : "/parallel/tp", "must divide the experts' ffn size (" +
+                                                                 str(m.moe->expert_ffn_hidden) +
+                                                                 "), got " + str(etp));
+    } else {
+      auto dense = RankGrid::dense(p);
+      auto expert = RankGrid::expert(p);
+      if (dense && expert && !RankGrid::same_stages(*dense, *expert)) {
+        diag.add("/parallel/order",
+                 "puts ranks on different pipeline stages in the dense and the expert grid (cp "
+                 "folds into expert data parallelism); keep pp outside tp, cp, ep and dp, got \"" +
+                     p.order + "\"");
+      }
     }
   }
   if (p.sequence_parallel && p.tp == 1) {

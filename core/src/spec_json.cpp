@@ -356,6 +356,7 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("dp", p.dp, Need::kOptional, axis);
   obj.read("cp", p.cp, Need::kOptional, axis);
   obj.read("ep", p.ep, Need::kOptional, axis);
+  obj.read("etp", p.etp, Need::kOptional, axis);
   obj.read("sequence_parallel", p.sequence_parallel, Need::kOptional);
   obj.read("micro_batch_size", p.micro_batch_size, Need::kOptional, {1, 1'000'000});
   obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
@@ -578,6 +579,7 @@ Json to_json(const ParallelConfig& p) {
          {"overlap_grad_reduce", p.overlap_grad_reduce},
          {"overlap_param_gather", p.overlap_param_gather}};
   if (p.dp_sync == DpSync::kParameterServer) j["param_servers"] = p.param_servers;
+  if (p.etp > 0) j["etp"] = p.etp;
   return j;
 }
 

@@ -720,5 +720,77 @@ TEST(ProgramCheck, FindsUnmatchedSendsMismatchedCollectivesAndDeadlocks) {
   }
 }
 
+// Expert tensor parallelism below tp (Qwen3-235B's tp 2, etp 1 recipes): the ep group takes the
+// tensor-parallel partners, the tokens dispatched are the rank's sequence-parallel shard, and no
+// expert-tensor-parallel gather runs; with etp = tp the gather runs on the tp group.
+TEST(Lowering, ExpertTensorParallelGroupsAndSizes) {
+  ModelSpec m = tiny_moe();
+  m.moe->num_experts = 8;
+  ParallelConfig p;
+  p.tp = 2;
+  p.dp = 4;
+  p.ep = 8;  // 8 > dp: only possible with etp < tp
+  p.etp = 1;
+  p.sequence_parallel = true;
+  const StepProgram prog = lowered(m, training(16, 32), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  std::map<std::string, std::vector<int>> groups;
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.group >= 0) groups[prog.group(op.group).axes] = prog.group(op.group).ranks;
+  }
+  EXPECT_EQ(groups["ep"], (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(groups.count("edp"), 0u);  // edp = 2·4 / (1·8) = 1
+  EXPECT_EQ(groups.count("etp"), 0u);
+  const auto t = tally(prog, 0);
+  EXPECT_EQ(get(t, OpRole::kMoeTpGather, kF, OpKind::kAllGather).count, 0);
+  // 16 sequence-parallel tokens × top 2 of 64 × 2 bytes.
+  EXPECT_EQ(get(t, OpRole::kEpDispatch, kF, OpKind::kAllToAll).bytes, 16 * 2 * 64 * 2);
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.id == OpId::make(0, 0, kF, OpRole::kExpertUp)) {
+      EXPECT_EQ(prog.desc(op).batch, 1);  // 8 experts / ep 8
+      EXPECT_EQ(prog.desc(op).m, 32);     // 16 tokens · 1 · 2 · 8 / 8
+      EXPECT_EQ(prog.desc(op).n, 128);    // the whole expert ffn (etp 1)
+    }
+  }
+  p.ep = 4;
+  p.etp = 2;
+  p.dp = 4;
+  const StepProgram prog2 = lowered(m, training(16, 32), p);
+  ASSERT_TRUE(check_program(prog2).is_ok()) << check_program(prog2).message();
+  const auto t2 = tally(prog2, 0);
+  EXPECT_EQ(get(t2, OpRole::kMoeTpGather, kF, OpKind::kAllGather).count, 4 * 4);
+  for (const Op& op : prog2.find(0)->ops()) {
+    if (op.id == OpId::make(0, 0, kF, OpRole::kMoeTpGather)) {
+      EXPECT_EQ(prog2.group(op.group).axes, "tp");
+      EXPECT_EQ(prog2.group(op.group).ranks, (std::vector<int>{0, 1}));
+    }
+    if (op.id == OpId::make(0, 0, kF, OpRole::kEpDispatch)) {
+      EXPECT_EQ(prog2.group(op.group).ranks, (std::vector<int>{0, 2, 4, 6}));
+    }
+  }
+}
+
+TEST(Lowering, ExpertParallelChecks) {
+  ParallelConfig p;
+  p.tp = 2;
+  p.dp = 2;
+  p.ep = 4;
+  p.etp = 3;
+  p.sequence_parallel = true;
+  auto bad = lower(tiny_moe(), training(8, 32), p);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("/parallel/etp: etp x ep (3 x 4) must divide tp x cp x dp "
+                                        "(4)"),
+            std::string::npos)
+      << bad.status().message();
+  ParallelConfig d;
+  d.tp = 2;
+  d.etp = 1;
+  auto dense = lower(tiny(), training(8, 32), d);
+  ASSERT_FALSE(dense);
+  EXPECT_NE(dense.status().message().find("expert tensor parallelism needs an MoE model"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace planner

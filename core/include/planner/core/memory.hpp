@@ -7,6 +7,9 @@
 //   gradients    params × grad bytes (param bytes, or 4 with fp32 gradient accumulation)
 //   optimizer    params × optimizer bytes: Adam/AdamW 12 (4 fp32 master + 8 moments; 8 when
 //                training in fp32, the weights being the master copy); SGD with momentum 8 (4)
+//   Expert weights: a rank holds experts / ep local experts, each split over etp (expert tensor
+//   parallelism), and ZeRO shards them over the expert data parallel group, edp = tp × cp × dp /
+//   (etp × ep) ranks (rank_grid.hpp); shared experts and the router are dense weights.
 //   ZeRO shards over the data-parallel group (dp × cp for dense weights, expert data parallel
 //   for experts): stage 1 the optimizer states, 2 also the gradients, 3 also the weights, which
 //   are then gathered per layer (two layers' worth resident: the one in use and the prefetched).
@@ -51,7 +54,9 @@
 // measurements: it depends on the framework, NCCL channels and the number of communicators).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -138,7 +143,7 @@ struct MemoryPeak {
 // Repeated memory estimates of one model and training setup on one GPU over many parallel configs
 // (a sweep's memory pruning): peak() equals estimate_memory()'s peak stage and bytes (to a byte of
 // rounding) without building a report. It caches what configs share: the parameters of every stage
-// per (tp, ep, pp, virtual stages), and per (schedule, pp, micro-batches, virtual stages) the
+// per (tp, ep, pp, virtual stages, etp), and per (schedule, pp, micro-batches, virtual stages) the
 // micro-batch chunks a stage holds in flight at the moments that can be its peak. Schedules other
 // than GPipe reach their steady state within kInFlightSaturation × pp micro-batches (1F1B holds
 // at most pp − s, interleaving and ZB-H1 repeat a period of pp micro-batches after a warm-up
@@ -170,7 +175,7 @@ class MemoryEstimator {
   TrainingSpec training_;
   GpuSpec gpu_;
   MemoryOptions options_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Layout>> layouts_;
+  std::map<std::array<int, 5>, std::unique_ptr<Layout>> layouts_;  // (tp, ep, pp, vs, etp)
   std::unordered_map<std::uint64_t, std::unique_ptr<InFlight>> in_flight_;
 };
 

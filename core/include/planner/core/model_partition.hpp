@@ -12,7 +12,9 @@
 //   q_dim / t × hidden  (+ bias hidden, replicated) mlp_gate, mlp_up   hidden × ffn / t each (gate
 //   only for gated MLPs; + bias ffn / t) mlp_down     ffn / t × hidden  (+ bias hidden, replicated)
 //   moe_router   hidden × experts, replicated
-//   expert_gate/up/down   experts / ep local experts, each split over tp like the dense MLP
+//   expert_gate/up/down   experts / ep local experts, each split over etp (expert tensor
+//                         parallelism) like the dense MLP over tp; held by the expert grid's
+//                         ranks (rank_grid.hpp) and reduced over expert data parallelism
 //   shared_gate/up/down   the shared experts, split over tp like the dense MLP;
 //                         shared_expert_gate (Qwen2-MoE) hidden, replicated
 //   MLA        mla_q_down (hidden × q_lora) and mla_kv_down (hidden × (kv_lora + rope)) and the
@@ -112,6 +114,7 @@ class ModelPartition {
   ModelSpec model_;
   int tp_ = 1;
   int ep_ = 1;
+  int etp_ = 1;
   int stages_ = 1;
   int chunks_ = 1;
   int layers_per_chunk_ = 0;

@@ -4,8 +4,13 @@
 //   pp   pipeline parallel size        (layers split into stages)
 //   dp   data parallel size            (model replicas; world = tp x cp x dp x pp)
 //   cp   context parallel size         (the sequence split across ranks, ring attention)
-//   ep   expert parallel size          (MoE experts spread over ep ranks; ep divides dp, as in
-//                                       Megatron-core where expert parallelism is carved out of dp)
+//   ep   expert parallel size          (MoE experts spread over ep ranks)
+//   etp  expert tensor parallel size   (Megatron's --expert-tensor-parallel-size: each expert's
+//                                       MLP split over etp ranks; default tp). The ranks of one
+//                                       pipeline stage (tp x cp x dp of them) are regrouped for the
+//                                       MoE layers as etp x ep x edp, edp the expert data parallel
+//                                       size, as Megatron-core's expert rank generator does (see
+//                                       rank_grid.hpp)
 //   sequence_parallel                  (Korthikanti et al.: norms/dropout sharded along the
 //   sequence
 //                                       inside the tp group; needs tp > 1 to matter)
@@ -31,6 +36,7 @@ struct ParallelConfig {
   int dp = 1;
   int cp = 1;
   int ep = 1;
+  int etp = 0;  // 0: tp (Megatron's default)
   bool sequence_parallel = false;
   std::int64_t micro_batch_size = 1;
   int virtual_stages = 1;
@@ -47,6 +53,14 @@ struct ParallelConfig {
   std::int64_t world_size() const { return static_cast<std::int64_t>(tp) * pp * dp * cp; }
   // Model-parallel ranks holding one replica.
   std::int64_t model_parallel_size() const { return static_cast<std::int64_t>(tp) * pp * cp; }
+  // The expert tensor parallel size in use.
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Expert data parallel size: (tp x cp x dp) / (etp x ep); 0 when that does not divide.
+  std::int64_t expert_dp() const {
+    const std::int64_t stage = static_cast<std::int64_t>(tp) * cp * dp;
+    const std::int64_t group = static_cast<std::int64_t>(expert_tp()) * ep;
+    return group > 0 && stage % group == 0 ? stage / group : 0;
+  }
 };
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.

@@ -158,11 +158,11 @@ enum class OpRole : std::uint8_t {
   kCpKvRecv,   // K/V block from the previous cp rank
   kCpDkvSend,  // backward: accumulated dK/dV to the next cp rank
   kCpDkvRecv,
-  // Expert parallelism (group: ep) and expert tensor parallelism (group: tp).
+  // Expert parallelism (group: ep) and expert tensor parallelism (group: etp, or tp when equal).
   kEpDispatch,    // all-to-all of routed tokens to the experts' ranks
   kEpCombine,     // all-to-all of expert outputs back
-  kMoeTpGather,   // all-gather of dispatched tokens over tp (experts are tp-split)
-  kMoeTpScatter,  // reduce-scatter of expert outputs over tp
+  kMoeTpGather,   // all-gather of dispatched tokens over etp (experts are etp-split)
+  kMoeTpScatter,  // reduce-scatter of expert outputs over etp
   // (MoE backward: kRouter's input-gradient GEMM accumulates onto the token path's gradient.)
   // Pipeline parallelism (peers: previous / next pipeline rank). Layer = boundary layer.
   kPpSendActivation,
@@ -472,8 +472,8 @@ struct Op {
 };
 
 // A collective group: the axes it spans ("tp", "dp-cp", "ep", "edp" for expert data parallel,
-// "embedding" for the first and last pipeline stage, "tp-cp-pp", "tp-cp-dp-pp") and its members
-// in rank-grid order.
+// "etp" for expert tensor parallel when etp differs from tp, "embedding" for the first and last
+// pipeline stage, "tp-cp-pp", "tp-cp-dp-pp") and its members in rank-grid order.
 struct CommGroup {
   std::string axes;
   std::vector<int> ranks;
