@@ -138,6 +138,9 @@ Flops hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& t, Recompu
     // Every layer's forward again; the LM head is not recomputed.
     extra = forward_flops_per_token(m, t.seq_length, AttentionMask::kCausal) -
             2.0 * static_cast<double>(m.vocab * m.hidden) * (1 + m.mtp_layers);
+    // Nor are the MTP modules' projections (only transformer layers are recomputed).
+    if (m.mtp_layers > 0)
+      extra -= 2.0 * static_cast<double>(2 * m.hidden * m.hidden) * m.mtp_layers;
   }
   return model_flops_per_step(m, t) + Flops(extra * tokens);
 }

@@ -6,6 +6,7 @@
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/model_partition.hpp"
+#include "planner/core/moe_routing.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/schedule.hpp"
 
@@ -46,10 +47,12 @@ struct Activations {
   double split = 0;      // bytes sharded over tp by tensor parallelism itself
   double unsplit = 0;    // bytes replicated over tp unless sequence parallelism shards them
   double quadratic = 0;  // the softmax term (5·a·s²·b), tp-split
+  double rank = 0;       // bytes of one rank already (the busiest rank's routed tokens)
 };
 
 // Korthikanti et al.'s per-layer accounting, generalised to the layer's actual shapes and parts.
-Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerKind kind) {
+Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerKind kind,
+                        const MoeRouting& routing) {
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
   const double kv = static_cast<double>(m.kv_dim());
@@ -85,13 +88,14 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerK
   const bool gated = is_gated(m.mlp);
   const double ffn_tensors = gated ? 3.0 : 2.0;  // (gate, up,) activation output
   if (kind.ffn == FfnKind::kMoe) {
-    const double cf = m.moe->capacity_factor > 0 ? m.moe->capacity_factor : 1.0;
-    const double routed = static_cast<double>(m.moe->top_k) * cf;
-    const double f = static_cast<double>(m.moe->expert_ffn_hidden);
     a.unsplit += e * s * b * h + kMaskBytes * s * b * h;                        // MLP input, mask
     a.unsplit += kFp32Bytes * s * b * static_cast<double>(m.moe->num_experts);  // router probs
-    a.unsplit += e * routed * s * b * h;                                        // dispatched tokens
-    a.split += e * routed * s * b * f * ffn_tensors;
+    // The busiest rank's experts (moe_routing.hpp): the dispatched tokens after the etp gather
+    // (kept for the first projection's weight gradient) and the expert intermediates, ffn / etp
+    // wide.
+    const double rows = static_cast<double>(routing.per_expert * routing.local_experts);
+    a.rank += e * rows * h;
+    a.rank += e * rows * static_cast<double>(routing.expert_ffn) * ffn_tensors;
     if (m.moe->shared_ffn() > 0) {
       a.split += e * s * b * static_cast<double>(m.moe->shared_ffn()) * ffn_tensors;
     }
@@ -107,7 +111,8 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerK
 }
 
 double combine(const Activations& a, double t, bool sp, bool quadratic) {
-  return (sp ? a.unsplit / t : a.unsplit) + a.split / t + (quadratic ? a.quadratic / t : 0.0);
+  return (sp ? a.unsplit / t : a.unsplit) + a.split / t + (quadratic ? a.quadratic / t : 0.0) +
+         a.rank;
 }
 
 }  // namespace
@@ -136,7 +141,8 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
     return Bytes(std::llround(sp ? input / t : input));
   }
   const bool quadratic = !options.flash_attention && p.cp == 1 && p.recompute == Recompute::kNone;
-  return Bytes(std::llround(combine(layer_terms(m, s, b, e, kind), t, sp, quadratic)));
+  const MoeRouting routing = moe_routing(m, p, training.seq_length);
+  return Bytes(std::llround(combine(layer_terms(m, s, b, e, kind, routing), t, sp, quadratic)));
 }
 
 Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
@@ -160,6 +166,7 @@ struct Common {
   std::int64_t dense_shard = 1, expert_shard = 1;
   bool ps = false;
   std::array<Bytes, kLayerKinds> layer{};  // one layer's activations by kind_index()
+  MoeRouting routing;
   Bytes working_layer;  // one layer's full activations while it is recomputed (full recompute)
   double embedding_extra = 0;
   double head_extra = 0;
@@ -179,6 +186,7 @@ Common common_terms(const ModelSpec& m, const TrainingSpec& training, const Para
   c.dense_shard = static_cast<std::int64_t>(p.dp) * p.cp;
   c.expert_shard = std::max<std::int64_t>(1, p.expert_dp());
   c.ps = p.dp_sync == DpSync::kParameterServer;
+  c.routing = moe_routing(m, p, training.seq_length);
   ParallelConfig no_recompute = p;
   no_recompute.recompute = Recompute::kNone;
   for (LayerKind kind : layer_kinds_of(m)) {
@@ -257,8 +265,8 @@ void fill_states(StageMemory& sm, const StageParamInfo& info, const ModelSpec& m
   if (p.pp > 1) comm += kP2pBuffers * c.e * c.s * c.b * c.h / c.seq_shard;
   if (p.cp > 1) comm += kP2pBuffers * 2.0 * c.e * c.b * c.s * static_cast<double>(m.kv_dim()) / c.t;
   if (m.is_moe() && p.ep > 1) {
-    const double cf = m.moe->capacity_factor > 0 ? m.moe->capacity_factor : 1.0;
-    comm += 2.0 * c.e * c.s * c.b * c.h / c.seq_shard * m.moe->top_k * cf;
+    // All-to-all send and receive buffers of the busiest rank's dispatched tokens.
+    comm += 2.0 * c.e * static_cast<double>(c.routing.received) * c.h;
   }
   if (p.zero_stage >= 3) comm += static_cast<double>(info.largest_layer * c.pb.grad);
   sm.comm_buffers = Bytes(std::llround(comm));

@@ -40,21 +40,36 @@ std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) cons
                  bool expert = false) {
     out.push_back({role, layer, split + replicated, replicated, expert, 1});
   };
-  const bool single_stage_tied = m.tied_embeddings && stages_ * chunks_ == 1;
+  const bool single_stage = stages_ * chunks_ == 1;
+  const bool single_stage_tied = m.tied_embeddings && single_stage;
+  // Ops adding to the gradients of the embedding (and of the LM head): the lookup, the LM head
+  // when tied, and each MTP module's lookup and LM head.
+  const int mtp = m.mtp_layers;
   if (has_embedding(stage, chunk)) {
     const std::int64_t positions =
         m.position_embedding == PositionEmbedding::kLearned ? m.max_seq_len * h : 0;
     add(OpRole::kEmbedding, OpId::kNone, m.vocab / t * h, positions);
-    if (single_stage_tied) out.back().grad_producers = 2;
+    if (single_stage_tied) out.back().grad_producers = 2 + 2 * mtp;
+    if (single_stage && !m.tied_embeddings) out.back().grad_producers = 1 + mtp;
   }
   const int first = first_layer(stage, chunk);
   for (int layer = first; layer < first + layers_per_chunk_; ++layer)
     layer_params(layer, out);
   if (has_lm_head(stage, chunk)) {
     add(OpRole::kFinalNorm, OpId::kNone, 0, norm);
-    if (!single_stage_tied) add(OpRole::kLmHead, OpId::kNone, m.vocab / t * h, 0);
+    if (!single_stage_tied) {
+      add(OpRole::kLmHead, OpId::kNone, m.vocab / t * h, 0);
+      // The tied copy on the last of several stages also serves the MTP modules' lookups.
+      out.back().grad_producers = 1 + mtp + (m.tied_embeddings ? mtp : 0);
+    }
     for (int i = 0; i < m.mtp_layers; ++i) {
       const int layer = m.num_layers + i;
+      if (i == 0 && !single_stage && !m.tied_embeddings) {
+        // The word embedding's copy for the MTP modules' lookups, kept equal to the first
+        // stage's by the embedding group's gradient all-reduce (as Megatron-core does).
+        add(OpRole::kEmbedding, layer, m.vocab / t * h, 0);
+        out.back().grad_producers = mtp;
+      }
       // enorm and hnorm, eh_proj (column parallel), the block, the module's final norm.
       add(OpRole::kMtpNorm, layer, 0, 2 * norm);
       add(OpRole::kMtpProj, layer, 2 * h * h / t + bias * h / t, 0);

@@ -142,6 +142,34 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
       }
     }
   }
+  if (!m.is_moe()) {
+    if (p.moe_imbalance != 1.0) {
+      diag.add("/parallel/moe_imbalance",
+               "routing imbalance needs an MoE model, got " + std::to_string(p.moe_imbalance));
+    }
+    if (p.moe_capacity_factor >= 0 || p.moe_pad_to_capacity || p.moe_fp8_dispatch) {
+      diag.add("/parallel",
+               "moe_capacity_factor, moe_pad_to_capacity and moe_fp8_dispatch need "
+               "an MoE model");
+    }
+  } else {
+    if (p.moe_imbalance < 1.0) {
+      diag.add("/parallel/moe_imbalance",
+               "is the hottest expert's load over the mean, so >= 1, got " +
+                   std::to_string(p.moe_imbalance));
+    }
+    const double cf = p.moe_capacity_factor >= 0 ? p.moe_capacity_factor : m.moe->capacity_factor;
+    if (p.moe_pad_to_capacity && cf <= 0) {
+      diag.add("/parallel/moe_pad_to_capacity",
+               "padding to capacity needs a capacity factor; the routing is dropless");
+    }
+  }
+  if (m.sliding_window > 0 && p.cp > 1 && m.sliding_window > t.seq_length / (2 * p.cp)) {
+    diag.add("/parallel/cp", "local attention over " + str(m.sliding_window) +
+                                 " tokens needs chunks of at least that many with context "
+                                 "parallelism (seq_length / (2 x cp) = " +
+                                 str(t.seq_length / (2 * p.cp)) + ")");
+  }
   if (p.sequence_parallel && p.tp == 1) {
     diag.add("/parallel/sequence_parallel",
              "needs tp > 1 (it shards activations inside the tp group)");

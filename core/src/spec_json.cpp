@@ -357,6 +357,18 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("cp", p.cp, Need::kOptional, axis);
   obj.read("ep", p.ep, Need::kOptional, axis);
   obj.read("etp", p.etp, Need::kOptional, axis);
+  if (const Json* cf = obj.child("moe_capacity_factor", Need::kOptional)) {
+    if (cf->is_string() && cf->get<std::string>() == "dropless") {
+      p.moe_capacity_factor = 0.0;
+    } else {
+      obj.read("moe_capacity_factor", p.moe_capacity_factor, Need::kOptional,
+               {0.0, 64.0, true, "tokens per expert over the mean, or \"dropless\""});
+    }
+  }
+  obj.read("moe_pad_to_capacity", p.moe_pad_to_capacity, Need::kOptional);
+  obj.read("moe_imbalance", p.moe_imbalance, Need::kOptional,
+           {1.0, 1000.0, false, "the hottest expert's tokens over the mean: 1 is balanced"});
+  obj.read("moe_fp8_dispatch", p.moe_fp8_dispatch, Need::kOptional);
   obj.read("sequence_parallel", p.sequence_parallel, Need::kOptional);
   obj.read("micro_batch_size", p.micro_batch_size, Need::kOptional, {1, 1'000'000});
   obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
@@ -580,6 +592,14 @@ Json to_json(const ParallelConfig& p) {
          {"overlap_param_gather", p.overlap_param_gather}};
   if (p.dp_sync == DpSync::kParameterServer) j["param_servers"] = p.param_servers;
   if (p.etp > 0) j["etp"] = p.etp;
+  if (p.moe_capacity_factor == 0) {
+    j["moe_capacity_factor"] = "dropless";
+  } else if (p.moe_capacity_factor > 0) {
+    j["moe_capacity_factor"] = p.moe_capacity_factor;
+  }
+  if (p.moe_pad_to_capacity) j["moe_pad_to_capacity"] = true;
+  if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;
+  if (p.moe_fp8_dispatch) j["moe_fp8_dispatch"] = true;
   return j;
 }
 

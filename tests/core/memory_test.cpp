@@ -296,5 +296,36 @@ TEST(Memory, ExpertStatesShardByEpEtpAndExpertDataParallel) {
   }
 }
 
+// MoE activations follow the busiest rank's routing: its dispatched tokens (after the etp gather)
+// and its experts' intermediates, here 2 layers' worth with a 4-expert rank whose hottest expert
+// holds twice the mean.
+TEST(Memory, MoeActivationsFollowTheBusiestRank) {
+  ModelSpec m;
+  m.name = "moe";
+  m.num_layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 16;
+  m.ffn_hidden = 256;
+  m.vocab = 128;
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.position_embedding = PositionEmbedding::kRope;
+  m.moe = MoeSpec{8, 2, 128, 0.0, 1};
+  TrainingSpec train;
+  train.global_batch_size = 4;
+  train.seq_length = 32;
+  ParallelConfig p;
+  p.dp = 2;
+  p.ep = 2;
+  const Bytes balanced = layer_activation_bytes(m, train, p, true);
+  p.moe_imbalance = 2.0;
+  const Bytes skewed = layer_activation_bytes(m, train, p, true);
+  // mean 32·2·2/8 = 16 tokens per expert; the busiest rank: 3 experts at 16 and one at 32, 80
+  // rows instead of 64, each of 64 (dispatched) + 3 × 128 (gate, up, activation) 2-byte values.
+  EXPECT_EQ((skewed - balanced).raw(), 16 * (64 + 3 * 128) * 2);
+}
+
 }  // namespace
 }  // namespace planner

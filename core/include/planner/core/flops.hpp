@@ -29,7 +29,8 @@
 //   norms); for standard attention the core is 2·layers·s·q_dim with q_dim = heads × head_dim.
 //   Model FLOPs per token = 3 × forward ("6·N + attention").
 //   Hardware FLOPs add what recomputation runs again: selective → the attention core forward of
-//   every layer; full → every layer's forward (not the LM head, which is never recomputed).
+//   every layer; full → every layer's forward (not the LM head, which is never recomputed, nor
+//   the MTP modules' projections).
 //   MFU = model FLOPs / (step time × GPUs × peak); HFU the same with hardware FLOPs.
 //
 // Published conventions (reproduced by tests/core/flops_test.cpp against reference data

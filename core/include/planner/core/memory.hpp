@@ -28,8 +28,9 @@
 //                                     full activations while that layer is recomputed
 // The 34 is 11 (attention) + 19 (MLP) + 4 (two layer norms); planner computes it from the layer's
 // shapes so GQA (K, V of kv_dim), gated MLPs (three ffn-sized tensors instead of two), MoE
-// layers (tokens × top_k × capacity_factor through the experts, router probabilities, the shared
-// experts' MLP), multi-head latent attention (the down-projections' input, the q and kv latents
+// layers (router probabilities, the shared experts' MLP, and on the busiest expert-parallel rank
+// (moe_routing.hpp) the dispatched tokens after the etp gather and the experts' intermediates,
+// ffn / etp wide), multi-head latent attention (the down-projections' input, the q and kv latents
 // before and after their norms, replicated over tp; Q and K of qk_head_dim, V and the output
 // projection's input of v_head_dim, split) and Mamba-2 mixers (in_proj's input; its output, the
 // convolved x|B|C, the scan output and the gated norm's output, split over tp; the fp32 chunk
@@ -48,7 +49,8 @@
 // upper bound: W needs only the GEMM inputs).
 //
 // Communication buffers: pipeline send and receive buffers (two activations), ZeRO-3 gathered
-// layers are counted under weights, MoE all-to-all buffers (dispatched tokens in and out), and
+// layers are counted under weights, MoE all-to-all buffers (the busiest rank's dispatched tokens
+// in and out), and
 // context-parallel K/V ring buffers (two blocks). Framework overhead: CUDA context, cuBLAS and
 // NCCL workspaces and allocator slack, an assumption of kDefaultFrameworkOverheadGiB (set it from
 // measurements: it depends on the framework, NCCL channels and the number of communicators).

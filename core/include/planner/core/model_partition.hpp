@@ -24,7 +24,10 @@
 //              mamba_scan (A_log, D, dt_bias) 3·heads / t, mamba_norm d_inner / t, mamba_out
 //              d_inner / t × hidden; the block's norm is attn_norm (mlp_norm for MLP blocks)
 //   MTP        on the last stage after the LM head, per module: mtp_norm (two norms), mtp_proj
-//              2·hidden × hidden / t, its block (layer num_layers + i) and its final_norm
+//              2·hidden × hidden / t, its block (layer num_layers + i) and its final_norm; the
+//              modules share the LM head and the word embedding, of which a model with several
+//              stages (and untied embeddings) keeps a copy on the last stage (embedding, layer
+//              num_layers), all-reduced with the first stage's like a tied embedding
 //   embedding    vocab / t × hidden  (+ learned positions max_seq_len × hidden, replicated)
 //   lm_head      vocab / t × hidden (untied, or the tied copy on the last of several stages)
 // "Replicated" parameters are identical on the tp ranks; under sequence parallelism their

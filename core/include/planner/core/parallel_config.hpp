@@ -14,6 +14,9 @@
 //   sequence_parallel                  (Korthikanti et al.: norms/dropout sharded along the
 //   sequence
 //                                       inside the tp group; needs tp > 1 to matter)
+//   moe_capacity_factor (a number, or "dropless"; default the model's), moe_pad_to_capacity,
+//   moe_imbalance (the hottest expert's load over the mean) and moe_fp8_dispatch: token routing
+//                                      of MoE layers (moe_routing.hpp)
 //   micro_batch_size, virtual_stages (vpp), schedule, recompute, zero_stage (0-3), offload,
 //   order (rank-grid order, innermost first; default "tp-cp-ep-dp-pp"), dp_sync (allreduce or
 //   parameter-server with param_servers server ranks), overlap_grad_reduce, overlap_param_gather.
@@ -37,6 +40,11 @@ struct ParallelConfig {
   int cp = 1;
   int ep = 1;
   int etp = 0;  // 0: tp (Megatron's default)
+  // Token routing of MoE layers (moe_routing.hpp).
+  double moe_capacity_factor = -1;   // < 0: the model's; 0: dropless; > 0: capacity factor
+  bool moe_pad_to_capacity = false;  // pad every expert's tokens to the capacity
+  double moe_imbalance = 1.0;        // the hottest expert's load over the mean, >= 1
+  bool moe_fp8_dispatch = false;     // the forward dispatch all-to-all in FP8
   bool sequence_parallel = false;
   std::int64_t micro_batch_size = 1;
   int virtual_stages = 1;

@@ -483,7 +483,7 @@ struct CommGroup {
 enum class P2pChannel : std::uint32_t {
   kPpActivation = 1,  // payload micro-batch × virtual stages + receiving virtual stage
   kPpGradient = 2,
-  kCpKvForward = 3,  // payload ((micro-batch × layers) + layer) × cp + ring step
+  kCpKvForward = 3,  // payload ((micro-batch × (layers + MTP modules)) + layer) × cp + ring step
   kCpKvRecompute = 4,
   kCpKvBackward = 5,
   kCpDkvBackward = 6,
