@@ -2091,9 +2091,11 @@ Status Lowerer::lower_worker(int rank) {
     PLANNER_ASSIGN_OR_RETURN(r.g_edp, group(expert_, "dp", "edp"));
   }
   if (o_.clip_gradients) {
-    PLANNER_ASSIGN_OR_RETURN(r.g_norm,
-                             group(dense_, p_.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp",
-                                   p_.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp"));
+    // The gradient norm spans every distinct gradient: the data-parallel ranks too when they hold
+    // different shards (ZeRO) or different experts (expert parallelism).
+    const bool over_dp = p_.zero_stage >= 1 || (m_.is_moe() && ep_ > 1);
+    PLANNER_ASSIGN_OR_RETURN(r.g_norm, group(dense_, over_dp ? "tp-cp-dp-pp" : "tp-cp-pp",
+                                             over_dp ? "tp-cp-dp-pp" : "tp-cp-pp"));
   }
   AxisSizes coord;
   for (int a = 0; a < kNumAxes; ++a)
