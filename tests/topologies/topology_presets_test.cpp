@@ -86,6 +86,23 @@ TEST(TopologyPresets, NvlinkDomainsMatchTheHardware) {
   }
 }
 
+TEST(TopologyPresets, EveryGpuTypeOfAPresetHasADefaultTopology) {
+  for (const TopologySpec& t : builtin_topologies().all()) {
+    const GpuSpec* gpu = builtin_catalog().find_gpu(t.gpu);
+    ASSERT_NE(gpu, nullptr) << t.name;
+    auto chosen = topology_for_gpu(*gpu);
+    ASSERT_TRUE(chosen) << chosen.status().message();
+    EXPECT_TRUE(gpu->matches(chosen->gpu));
+  }
+  GpuSpec unknown = *builtin_catalog().find_gpu("H100");
+  unknown.name = "X1";
+  unknown.aliases.clear();
+  auto none = topology_for_gpu(unknown);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("X1"), std::string::npos);
+}
+
 TEST(TopologyPresets, ClusterSpecsPickOrNameTheirTopology) {
   ClusterSpec spec;
   spec.nodes = 4;

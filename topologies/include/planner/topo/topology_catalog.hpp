@@ -36,6 +36,11 @@ const TopologyCatalog& builtin_topologies();
 Result<TopologySpec> resolve_topology(std::string_view name_or_path,
                                       const TopologyCatalog& catalog = builtin_topologies());
 
+// The default topology for a GPU type: the first preset whose GPU is `gpu` (presets are ordered by
+// name). kNotFound naming the GPU when no preset has it.
+Result<TopologySpec> topology_for_gpu(const GpuSpec& gpu,
+                                      const TopologyCatalog& catalog = builtin_topologies());
+
 // The cluster a core ClusterSpec describes, built for spec.nodes nodes: its "topology" (a preset
 // name or file) when given, else the first preset with the same GPU and GPUs per node. Fails when
 // the topology's GPU or GPU count per node disagrees with the spec, or no preset fits.
