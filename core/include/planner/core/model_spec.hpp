@@ -4,7 +4,8 @@
 // JSON document (kind "model"): layers, hidden, heads, kv_heads (GQA/MQA; default = heads),
 // head_dim (default hidden / heads), ffn_hidden, mlp (gelu | swiglu | geglu | relu2), norm
 // (layernorm | rmsnorm), position_embedding (learned | rope | alibi | none), vocab,
-// tied_embeddings, max_seq_len, bias, and optionally:
+// tied_embeddings, max_seq_len, pretrain_seq_len (the sequence length it was pre-trained at,
+// where known: the default a plan trains at), bias, and optionally:
 //   moe             {experts, top_k, expert_ffn_hidden, capacity_factor, layer_freq,
 //                    first_dense_layers, shared_experts, shared_expert_ffn_hidden,
 //                    shared_expert_gate, scoring (softmax | sigmoid), expert_groups, group_top_k}
@@ -133,6 +134,9 @@ struct ModelSpec {
   std::int64_t vocab = 0;
   bool tied_embeddings = false;
   std::int64_t max_seq_len = 0;
+  // The sequence length the model was pre-trained at, where its source states it (0: unknown). A
+  // config's maximum (max_position_embeddings) is often a long-context extension's, not this.
+  std::int64_t pretrain_seq_len = 0;
   bool bias = false;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;

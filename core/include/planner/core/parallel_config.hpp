@@ -69,6 +69,7 @@ struct ParallelConfig {
     const std::int64_t group = static_cast<std::int64_t>(expert_tp()) * ep;
     return group > 0 && stage % group == 0 ? stage / group : 0;
   }
+  bool operator==(const ParallelConfig&) const = default;
 };
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.
