@@ -98,6 +98,18 @@ TEST(ModelSpec, MoePresetsMatchThePublishedTotals) {
   }
 }
 
+// The pre-training sequence length where the publisher states it (DeepSeek-V3 report §4.2, Qwen3
+// report §3.2: 4K before the long-context extension); unstated elsewhere, so 0.
+TEST(ModelSpec, MoePresetsPretrainingSequenceLength) {
+  EXPECT_EQ(preset("deepseek-v3").pretrain_seq_len, 4096);
+  EXPECT_EQ(preset("qwen3-235b-a22b").pretrain_seq_len, 4096);
+  EXPECT_EQ(preset("qwen3-30b-a3b").pretrain_seq_len, 4096);
+  for (const char* name :
+       {"gpt-oss-120b", "llama4-scout", "llama4-maverick", "mixtral-8x22b", "nemotron-3-nano"}) {
+    EXPECT_EQ(preset(name).pretrain_seq_len, 0) << name;
+  }
+}
+
 // Hand counts of the new layer parts on small shapes.
 TEST(ModelSpec, MultiHeadLatentAttentionByHand) {
   ModelSpec m;
