@@ -25,6 +25,7 @@ Json model_summary_json(const ModelSpec& m) {
   Json j = to_json(m);
   j["params"] = {{"total", m.total_params()},
                  {"active", m.active_params()},
+                 {"mtp", m.mtp_params()},
                  {"non_embedding", m.non_embedding_params()},
                  {"embedding", m.embedding_params()},
                  {"lm_head", m.lm_head_params()}};
@@ -37,19 +38,72 @@ void print_model(std::ostream& out, const ModelSpec& m) {
   if (!m.family.empty()) kv.add("family", m.family);
   kv.add("parameters",
          fmt_count(static_cast<double>(m.total_params())) + " (" + fmt_int(m.total_params()) + ")");
+  if (m.mtp_layers > 0) {
+    kv.add("of which MTP", fmt_count(static_cast<double>(m.mtp_params())) + " (" +
+                               std::to_string(m.mtp_layers) + " multi-token-prediction module" +
+                               (m.mtp_layers > 1 ? "s)" : ")"));
+  }
   if (m.is_moe()) {
-    kv.add("active per token", fmt_count(static_cast<double>(m.active_params())));
+    kv.add("active per token",
+           fmt_count(static_cast<double>(m.active_params())) + " (" +
+               fmt_count(static_cast<double>(m.active_params() - m.embedding_params())) +
+               " without the embedding table)");
   }
   kv.add("non-embedding", fmt_count(static_cast<double>(m.non_embedding_params())));
   kv.add("layers", std::to_string(m.num_layers));
   kv.add("hidden", std::to_string(m.hidden));
-  kv.add("heads (q/kv)", heads_label(m) + ", head_dim " + std::to_string(m.head_dim));
+  if (m.is_hybrid()) {
+    kv.add("layer pattern", m.layer_pattern + " (" + std::to_string(m.mamba_layers()) +
+                                " Mamba-2, " + std::to_string(m.attention_layers()) +
+                                " attention, " + std::to_string(m.moe_layers()) + " MoE)");
+  }
+  if (m.mla) {
+    kv.add("attention", "multi-head latent, " + std::to_string(m.heads) + " heads, q latent " +
+                            (m.mla->q_lora_rank > 0 ? std::to_string(m.mla->q_lora_rank) : "none") +
+                            ", kv latent " + std::to_string(m.mla->kv_lora_rank) + ", qk " +
+                            std::to_string(m.mla->qk_nope_head_dim) + " + rope " +
+                            std::to_string(m.mla->qk_rope_head_dim) + ", v " +
+                            std::to_string(m.mla->v_head_dim));
+  } else {
+    kv.add("heads (q/kv)", heads_label(m) + ", head_dim " + std::to_string(m.head_dim));
+  }
+  if (m.sliding_window > 0) {
+    kv.add("local attention",
+           "window " + std::to_string(m.sliding_window) +
+               (m.full_attention_every > 0
+                    ? ", full attention every " + std::to_string(m.full_attention_every) + " layers"
+                    : " in every layer"));
+  }
+  if (m.mamba) {
+    kv.add("mamba-2",
+           std::to_string(m.mamba->heads) + " heads x " + std::to_string(m.mamba->head_dim) +
+               ", state " + std::to_string(m.mamba->state_dim) + ", " +
+               std::to_string(m.mamba->groups) + " groups, conv " +
+               std::to_string(m.mamba->conv_kernel) + ", chunk " + std::to_string(m.mamba->chunk));
+  }
   kv.add("ffn_hidden", std::to_string(m.ffn_hidden) + " (" + std::string(to_string(m.mlp)) + ")");
   if (m.is_moe()) {
-    kv.add("experts", std::to_string(m.moe->num_experts) + ", top-" + std::to_string(m.moe->top_k) +
-                          ", expert ffn " + std::to_string(m.moe->expert_ffn_hidden) +
-                          ", capacity factor " + fmt(m.moe->capacity_factor, 2) + ", every " +
-                          std::to_string(m.moe->layer_freq) + " layer(s)");
+    const MoeSpec& e = *m.moe;
+    std::string layers = m.is_hybrid() ? "as the pattern says"
+                                       : "every " + std::to_string(e.layer_freq) + " layer(s)";
+    if (e.first_dense_layers > 0) {
+      layers += " after " + std::to_string(e.first_dense_layers) + " dense";
+    }
+    kv.add("experts", std::to_string(e.num_experts) + ", top-" + std::to_string(e.top_k) +
+                          ", expert ffn " + std::to_string(e.expert_ffn_hidden) + ", " +
+                          (e.capacity_factor > 0 ? "capacity factor " + fmt(e.capacity_factor, 2)
+                                                 : std::string("dropless")) +
+                          ", " + layers);
+    if (e.shared_experts > 0) {
+      kv.add("shared experts", std::to_string(e.shared_experts) + " x ffn " +
+                                   std::to_string(e.shared_expert_ffn_hidden) +
+                                   (e.shared_expert_gate ? ", sigmoid-gated" : ""));
+    }
+    kv.add("router",
+           std::string(to_string(e.scoring)) +
+               (e.expert_groups > 1 ? ", " + std::to_string(e.expert_groups) + " groups, top-" +
+                                          std::to_string(e.group_top_k) + " groups"
+                                    : ""));
   }
   kv.add("norm", std::string(to_string(m.norm)));
   kv.add("positions", std::string(to_string(m.position_embedding)) +

@@ -1,11 +1,14 @@
 #include "planner/core/flops.hpp"
 
+#include <algorithm>
+
 namespace planner {
 namespace {
 
-// Weight matrices of an MLP: two (up, down) for GeLU, three (gate, up, down) for gated units.
+// Weight matrices of an MLP: two (up, down) for GeLU and squared ReLU, three (gate, up, down) for
+// gated units.
 std::int64_t mlp_matrices(MlpKind mlp) {
-  return mlp == MlpKind::kGelu ? 2 : 3;
+  return is_gated(mlp) ? 3 : 2;
 }
 
 double mask_factor(AttentionMask mask) {
@@ -15,32 +18,110 @@ double mask_factor(AttentionMask mask) {
 // Megatron-LM's gated_linear_multiplier: a gated MLP has 3/2 the GEMMs of a GeLU one.
 constexpr double kGatedLinearMultiplier = 1.5;
 
+// GEMM weights of one layer's mixer and MLP that a token touches.
+std::int64_t mixer_gemm_params(const ModelSpec& m, Mixer mixer) {
+  switch (mixer) {
+    case Mixer::kAttention:
+      if (m.mla) {
+        const std::int64_t h = m.hidden, H = m.heads, qk = m.qk_head_dim();
+        const std::int64_t ql = m.mla->q_lora_rank, kvl = m.mla->kv_lora_rank;
+        const std::int64_t q = ql > 0 ? h * ql + ql * H * qk : h * H * qk;
+        return q + h * (kvl + m.mla->qk_rope_head_dim) +
+               kvl * H * (m.mla->qk_nope_head_dim + m.mla->v_head_dim) + m.v_dim() * h;
+      }
+      return m.hidden * (m.q_dim() + 2 * m.kv_dim()) + m.q_dim() * m.hidden;
+    case Mixer::kMamba:
+      return m.hidden * m.mamba->in_proj_dim() + m.mamba->d_inner() * m.hidden;
+    case Mixer::kNone:
+      return 0;
+  }
+  return 0;
+}
+
+std::int64_t ffn_gemm_params(const ModelSpec& m, FfnKind ffn) {
+  switch (ffn) {
+    case FfnKind::kDense:
+      return mlp_matrices(m.mlp) * m.hidden * m.ffn_hidden;
+    case FfnKind::kMoe:
+      return m.moe->top_k * mlp_matrices(m.mlp) * m.hidden * m.moe->expert_ffn_hidden +
+             m.hidden * m.moe->num_experts + mlp_matrices(m.mlp) * m.hidden * m.moe->shared_ffn() +
+             (m.moe->shared_expert_gate ? m.hidden : 0);
+    case FfnKind::kNone:
+      return 0;
+  }
+  return 0;
+}
+
+std::int64_t layer_gemm_params(const ModelSpec& m, int layer) {
+  const LayerKind k = m.layer_kind(layer);
+  return mixer_gemm_params(m, k.mixer) + ffn_gemm_params(m, k.ffn);
+}
+
+// Keys a query attends to on average in a layer with local window `window` (0: all earlier).
+double attended_keys(std::int64_t seq, int window, AttentionMask mask) {
+  const double s = static_cast<double>(seq);
+  if (window <= 0 || window >= seq) return s * mask_factor(mask);
+  const double w = window;
+  // Causal: the first w queries see 1..w keys, the others w: (s·w − w²/2) / s (w²/2 with the
+  // diagonal counted as half, as for full causal attention).
+  return mask == AttentionMask::kCausal ? w - w * w / (2.0 * s) : w;
+}
+
 }  // namespace
 
 std::int64_t gemm_params_per_token(const ModelSpec& m) {
-  const std::int64_t attention = m.hidden * (m.q_dim() + 2 * m.kv_dim()) + m.q_dim() * m.hidden;
   std::int64_t total = m.vocab * m.hidden;
-  for (int layer = 0; layer < m.num_layers; ++layer) {
-    total += attention;
-    if (m.is_moe_layer(layer)) {
-      total += m.moe->top_k * mlp_matrices(m.mlp) * m.hidden * m.moe->expert_ffn_hidden +
-               m.hidden * m.moe->num_experts;
-    } else {
-      total += mlp_matrices(m.mlp) * m.hidden * m.ffn_hidden;
-    }
+  for (int layer = 0; layer < m.num_layers; ++layer)
+    total += layer_gemm_params(m, layer);
+  if (m.mtp_layers > 0) {
+    // Each module: the projection of [norm(h); norm(embedding)] (2·hidden → hidden), its block
+    // and its own pass through the shared LM head.
+    total += m.mtp_layers *
+             (2 * m.hidden * m.hidden + layer_gemm_params(m, m.num_layers) + m.vocab * m.hidden);
   }
   return total;
 }
 
 double attention_core_flops_per_token(const ModelSpec& m, std::int64_t seq, AttentionMask mask) {
-  // QKᵀ and PV: 2·s·q_dim each per token and layer over the full mask.
-  return static_cast<double>(m.num_layers) * 4.0 * static_cast<double>(seq) *
-         static_cast<double>(m.q_dim()) * mask_factor(mask);
+  // QKᵀ and PV: 2·keys·(heads × qk_head_dim) and 2·keys·(heads × v_head_dim) per token and
+  // layer, keys = s over the full mask.
+  const bool mtp_attention =
+      m.mtp_layers > 0 && m.layer_kind(m.num_layers).mixer == Mixer::kAttention;
+  if (!m.mla && m.sliding_window <= 0 && !m.is_hybrid() && !mtp_attention) {
+    return static_cast<double>(m.num_layers) * 4.0 * static_cast<double>(seq) *
+           static_cast<double>(m.q_dim()) * mask_factor(mask);
+  }
+  const double widths = 2.0 * static_cast<double>(static_cast<std::int64_t>(m.heads) *
+                                                  (m.qk_head_dim() + m.v_head_dim()));
+  double total = 0;
+  const int layers = m.num_layers + (mtp_attention ? m.mtp_layers : 0);
+  for (int layer = 0; layer < layers; ++layer) {
+    if (m.layer_kind(layer).mixer != Mixer::kAttention) continue;
+    const int window = layer < m.num_layers ? m.attention_window(layer) : 0;
+    total += widths * attended_keys(seq, window, mask);
+  }
+  return total;
+}
+
+double mamba_core_flops_per_token(const ModelSpec& m, std::int64_t seq) {
+  if (!m.mamba) return 0;
+  const MambaSpec& s = *m.mamba;
+  const double q = static_cast<double>(std::min<std::int64_t>(s.chunk, seq));
+  const double n = s.state_dim, p = s.head_dim, heads = s.heads, groups = s.groups;
+  // SSD per chunk of q tokens (Dao & Gu 2024 §6): C·Bᵀ per group (2·q²·N), its masked product
+  // with X per head (2·q²·P), the chunk states Bᵀ·X and the output C·state per head (2·q·N·P
+  // each); per token divide by q.
+  const double per_layer = 2.0 * q * n * groups + 2.0 * q * p * heads + 4.0 * n * p * heads;
+  int layers = m.mamba_layers();
+  if (m.mtp_layers > 0 && m.layer_kind(m.num_layers).mixer == Mixer::kMamba) {
+    layers += m.mtp_layers;
+  }
+  return per_layer * layers;
 }
 
 double forward_flops_per_token(const ModelSpec& m, std::int64_t seq, AttentionMask mask) {
   return 2.0 * static_cast<double>(gemm_params_per_token(m)) +
-         attention_core_flops_per_token(m, seq, mask);
+         attention_core_flops_per_token(m, seq, mask) + mamba_core_flops_per_token(m, seq);
 }
 
 Flops model_flops_per_step(const ModelSpec& m, const TrainingSpec& t) {
@@ -56,7 +137,10 @@ Flops hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& t, Recompu
   } else if (recompute == Recompute::kFull) {
     // Every layer's forward again; the LM head is not recomputed.
     extra = forward_flops_per_token(m, t.seq_length, AttentionMask::kCausal) -
-            2.0 * static_cast<double>(m.vocab * m.hidden);
+            2.0 * static_cast<double>(m.vocab * m.hidden) * (1 + m.mtp_layers);
+    // Nor are the MTP modules' projections (only transformer layers are recomputed).
+    if (m.mtp_layers > 0)
+      extra -= 2.0 * static_cast<double>(2 * m.hidden * m.hidden) * m.mtp_layers;
   }
   return model_flops_per_step(m, t) + Flops(extra * tokens);
 }
@@ -70,7 +154,13 @@ struct MegatronTerms {
   double attention_core_forward = 0;
 };
 
-MegatronTerms megatron_terms(const ModelSpec& m, std::int64_t batch, std::int64_t seq) {
+// Which Megatron-LM num_floating_point_operations(): core_r0.9 counts the full s×s attention
+// matrix; later releases (the Megatron-Bridge and NeMo 2 performance tables) count half of it
+// (causal), multi-latent attention, shared experts, Mamba layers and the MTP modules.
+enum class MegatronEra { kCoreR09, kCore };
+
+MegatronTerms megatron_terms(const ModelSpec& m, std::int64_t batch, std::int64_t seq,
+                             MegatronEra era = MegatronEra::kCoreR09) {
   // 12 = 3 (forward, dgrad, wgrad) × 2 (FLOPs per multiply-add) × 2 (GEMMs stacked in pairs).
   constexpr double kExpansion = 12.0;
   const double b = static_cast<double>(batch);
@@ -78,17 +168,44 @@ MegatronTerms megatron_terms(const ModelSpec& m, std::int64_t batch, std::int64_
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
   const double group_ratio = static_cast<double>(m.kv_heads) / static_cast<double>(m.heads);
-  const double gated = m.mlp == MlpKind::kGelu ? 1.0 : kGatedLinearMultiplier;
+  const double gated = is_gated(m.mlp) ? kGatedLinearMultiplier : 1.0;
+  const double core = era == MegatronEra::kCore ? 0.5 : 1.0;  // share of the s×s matrix counted
   MegatronTerms t;
-  for (int layer = 0; layer < m.num_layers; ++layer) {
-    const bool moe = m.is_moe_layer(layer);
-    const double ffn = static_cast<double>(moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
-    const double routed = moe ? static_cast<double>(m.moe->top_k) : 1.0;
-    t.layers +=
-        kExpansion * b * s * (h * q * (1.0 + group_ratio) + s * q + h * ffn * routed * gated);
-    t.attention_core_forward += 4.0 * b * s * s * q;
+  const int mtp = era == MegatronEra::kCore ? m.mtp_layers : 0;
+  for (int layer = 0; layer < m.num_layers + mtp; ++layer) {
+    const LayerKind kind = m.layer_kind(layer);
+    double per_token = 0;  // layer FLOPs per token / 12
+    if (kind.mixer == Mixer::kAttention && m.mla) {
+      // 6·(q term + kv term + rope key + output + core) in Megatron's MLA branch.
+      const MlaSpec& a = *m.mla;
+      const double H = m.heads, qk = m.qk_head_dim(), v = a.v_head_dim, ql = a.q_lora_rank;
+      const double kvl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim;
+      const double q_term = ql > 0 ? ql * (h + H * qk + 1.0) : h * H * qk;
+      per_token += (q_term + kvl * (h + H * (nope + v) + 1.0) + h * rope + H * v * h +
+                    s * H * qk * core + s * H * v * core) /
+                   2.0;
+      t.attention_core_forward += 2.0 * b * s * s * H * (qk + v);
+    } else if (kind.mixer == Mixer::kAttention) {
+      per_token += h * q * (1.0 + group_ratio) + s * q * core;
+      t.attention_core_forward += 4.0 * b * s * s * q;
+    } else if (kind.mixer == Mixer::kMamba) {
+      // mamba_layer_flops(): in_proj, the scan (7·d_inner·N) and out_proj, forward.
+      const double d_in = static_cast<double>(m.mamba->d_inner());
+      const double in = static_cast<double>(m.mamba->in_proj_dim());
+      per_token += (2.0 * h * in + 7.0 * d_in * m.mamba->state_dim + 2.0 * d_in * h) * 3.0 / 12.0;
+    }
+    if (kind.ffn == FfnKind::kDense) {
+      per_token += h * static_cast<double>(m.ffn_hidden) * 1.0 * gated;
+    } else if (kind.ffn == FfnKind::kMoe) {
+      per_token += h * static_cast<double>(m.moe->expert_ffn_hidden) *
+                       static_cast<double>(m.moe->top_k) * gated +
+                   h * static_cast<double>(m.moe->shared_ffn()) * gated;
+    }
+    t.layers += kExpansion * b * s * per_token;
   }
-  t.logits = kExpansion * b * s * h * static_cast<double>(m.vocab) / 2.0;
+  // The MTP modules' norms and projection (6·(3h + 2h²) per token), and their logits.
+  t.layers += 6.0 * b * s * mtp * (3.0 * h + 2.0 * h * h);
+  t.logits = kExpansion * b * s * h * static_cast<double>(m.vocab) / 2.0 * (1 + mtp);
   return t;
 }
 
@@ -96,6 +213,11 @@ MegatronTerms megatron_terms(const ModelSpec& m, std::int64_t batch, std::int64_
 
 Flops megatron_model_flops(const ModelSpec& m, std::int64_t batch, std::int64_t seq) {
   const MegatronTerms t = megatron_terms(m, batch, seq);
+  return Flops(t.layers + t.logits);
+}
+
+Flops megatron_core_model_flops(const ModelSpec& m, std::int64_t batch, std::int64_t seq) {
+  const MegatronTerms t = megatron_terms(m, batch, seq, MegatronEra::kCore);
   return Flops(t.layers + t.logits);
 }
 

@@ -4,6 +4,8 @@
 #include <climits>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "planner/core/json_reader.hpp"
 #include "planner/core/limits.hpp"
@@ -11,7 +13,22 @@
 namespace planner {
 namespace {
 
-enum class Style { kLlama, kMixtral, kQwen2Moe, kGemma, kGpt2, kNeoX, kFalcon };
+enum class Style {
+  kLlama,
+  kMixtral,
+  kQwen2Moe,
+  kQwen3Moe,
+  kDeepseek,
+  kGptOss,
+  kLlama4,
+  kDbrx,
+  kOlmoe,
+  kNemotronH,
+  kGemma,
+  kGpt2,
+  kNeoX,
+  kFalcon
+};
 
 struct Architecture {
   std::string_view name;
@@ -20,12 +37,22 @@ struct Architecture {
   std::string_view family;
 };
 
-constexpr std::array<Architecture, 11> kArchitectures{{
+constexpr std::array<Architecture, 22> kArchitectures{{
     {"LlamaForCausalLM", "llama", Style::kLlama, "llama"},
     {"MistralForCausalLM", "mistral", Style::kLlama, "mistral"},
     {"Qwen2ForCausalLM", "qwen2", Style::kLlama, "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3", Style::kLlama, "qwen3"},
     {"MixtralForCausalLM", "mixtral", Style::kMixtral, "mixtral"},
     {"Qwen2MoeForCausalLM", "qwen2_moe", Style::kQwen2Moe, "qwen2-moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", Style::kQwen3Moe, "qwen3-moe"},
+    {"DeepseekV3ForCausalLM", "deepseek_v3", Style::kDeepseek, "deepseek-v3"},
+    {"DeepseekV2ForCausalLM", "deepseek_v2", Style::kDeepseek, "deepseek-v2"},
+    {"GptOssForCausalLM", "gpt_oss", Style::kGptOss, "gpt-oss"},
+    {"Llama4ForConditionalGeneration", "llama4", Style::kLlama4, "llama4"},
+    {"Llama4ForCausalLM", "llama4_text", Style::kLlama4, "llama4"},
+    {"DbrxForCausalLM", "dbrx", Style::kDbrx, "dbrx"},
+    {"OlmoeForCausalLM", "olmoe", Style::kOlmoe, "olmoe"},
+    {"NemotronHForCausalLM", "nemotron_h", Style::kNemotronH, "nemotron-h"},
     {"GemmaForCausalLM", "gemma", Style::kGemma, "gemma"},
     {"Gemma2ForCausalLM", "gemma2", Style::kGemma, "gemma2"},
     {"GPT2LMHeadModel", "gpt2", Style::kGpt2, "gpt2"},
@@ -70,10 +97,76 @@ std::int64_t integer_limit(std::string_view key) {
   return limits::kMaxModelDim;
 }
 
-// Reads HF keys leniently (unknown keys are fine) but type-checks what it uses.
+// Reads HF keys leniently (unknown keys are fine) but type-checks what it uses. A reader over a
+// nested object (Llama 4's text_config, DBRX's attn_config) reports pointers below its key.
 class HfReader {
  public:
-  HfReader(const Json& root, Diagnostics& diag) : root_(root), diag_(diag) {}
+  HfReader(const Json& root, Diagnostics& diag, std::string prefix = {})
+      : root_(root), diag_(diag), prefix_(std::move(prefix)) {}
+
+  // The nested object under `key`; reports a non-object. Falls back to this reader's own object
+  // when the key is absent and `optional`.
+  std::optional<HfReader> object(std::string_view key, bool optional) {
+    if (!has(key)) {
+      if (optional) return HfReader(root_, diag_, prefix_);
+      diag_.add(pointer_to(key), "missing required key");
+      return std::nullopt;
+    }
+    const Json& v = root_.at(key);
+    if (!v.is_object()) {
+      diag_.add(pointer_to(key), "expected an object, got " + describe_json(v));
+      return std::nullopt;
+    }
+    return HfReader(v, diag_, pointer_to(key));
+  }
+  // An array of integers (Qwen's mlp_only_layers); nullopt (reported) when it is not one.
+  std::optional<std::vector<std::int64_t>> integers(std::string_view key) {
+    std::vector<std::int64_t> out;
+    if (!has(key)) return out;
+    const Json& v = root_.at(key);
+    bool ok = v.is_array();
+    for (std::size_t i = 0; ok && i < v.size(); ++i) {
+      ok = v[i].is_number_integer() && v[i].get<std::int64_t>() >= 0;
+      if (ok) out.push_back(v[i].get<std::int64_t>());
+    }
+    if (!ok) {
+      diag_.add(pointer_to(key), "expected an array of layer indices, got " + describe_json(v));
+      return std::nullopt;
+    }
+    return out;
+  }
+  // An array of strings (GPT-OSS's layer_types); nullopt (reported) when it is not one.
+  std::optional<std::vector<std::string>> strings(std::string_view key) {
+    std::vector<std::string> out;
+    if (!has(key)) return out;
+    const Json& v = root_.at(key);
+    bool ok = v.is_array();
+    for (std::size_t i = 0; ok && i < v.size(); ++i) {
+      ok = v[i].is_string();
+      if (ok) out.push_back(v[i].get<std::string>());
+    }
+    if (!ok) {
+      diag_.add(pointer_to(key), "expected an array of strings, got " + describe_json(v));
+      return std::nullopt;
+    }
+    return out;
+  }
+  // A non-negative integer where 0 or null means "none" (DeepSeek's q_lora_rank, n_shared_experts).
+  std::int64_t count(std::string_view key, std::int64_t fallback) {
+    if (!has(key)) return fallback;
+    const Json& v = root_.at(key);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
+      diag_.add(pointer_to(key), "expected a non-negative integer, got " + describe_json(v));
+      return fallback;
+    }
+    return v.get<std::int64_t>();
+  }
+  // Reports a problem with `key`.
+  void fail(std::string_view key, std::string message) {
+    diag_.add(pointer_to(key), std::move(message));
+  }
+  // A key's pointer below this reader's object.
+  std::string pointer_to(std::string_view key) const { return prefix_ + planner::pointer_to(key); }
 
   bool has(std::string_view key) const { return root_.contains(key) && !root_.at(key).is_null(); }
 
@@ -134,6 +227,7 @@ class HfReader {
  private:
   const Json& root_;
   Diagnostics& diag_;
+  std::string prefix_;
 };
 
 // Every int field is read with a limit below INT_MAX (integer_limit()), so this never truncates.
@@ -174,6 +268,192 @@ std::string name_from_path(std::string_view source) {
   std::error_code ec;
   const fs::path dir = fs::absolute(path, ec).parent_path().filename();
   return ec ? std::string() : dir.string();
+}
+
+// The experts of a Hugging Face MoE config whose keys are named in `keys`.
+struct MoeKeys {
+  std::string_view experts;
+  std::string_view top_k = "num_experts_per_tok";
+  std::string_view expert_ffn = "moe_intermediate_size";
+};
+
+MoeSpec read_moe(HfReader& r, const ModelSpec& m, const MoeKeys& keys) {
+  MoeSpec moe;
+  moe.num_experts = as_int(r.integer(keys.experts, 0, true));
+  moe.top_k = as_int(r.integer(keys.top_k, 0, true));
+  moe.expert_ffn_hidden =
+      keys.expert_ffn.empty() ? m.ffn_hidden : r.integer(keys.expert_ffn, m.ffn_hidden, true);
+  return moe;
+}
+
+// Qwen's decoder_sparse_step and mlp_only_layers: planner places dense layers first
+// (first_dense_layers), so mlp_only_layers must be a prefix 0..k-1.
+void read_qwen_sparsity(HfReader& r, MoeSpec& moe) {
+  moe.layer_freq = as_int(r.integer("decoder_sparse_step", 1, false));
+  if (auto dense = r.integers("mlp_only_layers")) {
+    for (std::size_t i = 0; i < dense->size(); ++i) {
+      if ((*dense)[i] != static_cast<std::int64_t>(i)) {
+        r.fail("mlp_only_layers",
+               "planner keeps dense MLPs only in the first layers (0, 1, ..., k-1); got layer " +
+                   std::to_string((*dense)[i]) + " at position " + std::to_string(i));
+        return;
+      }
+    }
+    moe.first_dense_layers = static_cast<int>(dense->size());
+  }
+}
+
+// DeepSeek-V2/V3: MLA, fine-grained and shared experts, the first k layers dense, group-limited
+// routing, and V3's sigmoid scoring and multi-token prediction.
+void read_deepseek(HfReader& r, ModelSpec& m) {
+  read_llama_like(r, m);
+  m.kv_heads = m.heads;  // MLA: num_key_value_heads repeats the heads
+  MlaSpec mla;
+  mla.q_lora_rank = as_int(r.count("q_lora_rank", 0));
+  mla.kv_lora_rank = as_int(r.integer("kv_lora_rank", 0, true));
+  mla.qk_nope_head_dim = as_int(r.integer("qk_nope_head_dim", 0, true));
+  mla.qk_rope_head_dim = as_int(r.integer("qk_rope_head_dim", 0, true));
+  mla.v_head_dim = as_int(r.integer("v_head_dim", 0, true));
+  m.mla = mla;
+  m.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  MoeSpec moe = read_moe(r, m, {"n_routed_experts"});
+  moe.shared_experts = as_int(r.count("n_shared_experts", 0));
+  moe.shared_expert_ffn_hidden = moe.expert_ffn_hidden;
+  moe.first_dense_layers = as_int(r.count("first_k_dense_replace", 0));
+  // DeepseekV3DecoderLayer: layer l >= first_k_dense_replace is MoE when l % moe_layer_freq == 0,
+  // which differs from planner's (l + 1) % layer_freq == 0 unless the frequency is 1 (as in every
+  // published DeepSeek config).
+  if (r.integer("moe_layer_freq", 1, false) != 1) {
+    r.fail("moe_layer_freq",
+           "planner imports DeepSeek configs with moe_layer_freq 1 (MoE in every "
+           "layer after the first_k_dense_replace dense ones)");
+  }
+  moe.expert_groups = as_int(r.integer("n_group", 1, false));
+  moe.group_top_k = as_int(r.integer("topk_group", moe.expert_groups, false));
+  const std::string scoring = r.string("scoring_func", "softmax");
+  if (scoring == "sigmoid") {
+    moe.scoring = RouterScoring::kSigmoid;
+  } else if (scoring != "softmax") {
+    r.fail("scoring_func", "expected \"softmax\" or \"sigmoid\", got \"" + scoring + "\"");
+  }
+  m.moe = moe;
+  m.mtp_layers = as_int(r.count("num_nextn_predict_layers", 0));
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+}
+
+// GPT-OSS: every layer MoE (intermediate_size is the expert width), biases on attention and
+// experts, alternating sliding-window and full attention.
+void read_gpt_oss(HfReader& r, ModelSpec& m) {
+  read_llama_like(r, m);
+  MoeSpec moe = read_moe(r, m, {"num_local_experts", "num_experts_per_tok", ""});
+  m.moe = moe;
+  m.bias = r.boolean("attention_bias", false);
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+  if (r.has("sliding_window")) {
+    m.sliding_window = as_int(r.integer("sliding_window", 0, false));
+    auto types = r.strings("layer_types");
+    if (types && !types->empty()) {
+      // full_attention every n-th layer (1-based), sliding otherwise.
+      int every = 0;
+      for (std::size_t i = 0; i < types->size(); ++i) {
+        if ((*types)[i] == "full_attention") {
+          every = static_cast<int>(i) + 1;
+          break;
+        }
+      }
+      bool periodic = true;
+      for (std::size_t i = 0; i < types->size(); ++i) {
+        const bool full = every > 0 && (static_cast<int>(i) + 1) % every == 0;
+        const std::string& want = full ? "full_attention" : "sliding_attention";
+        periodic = periodic && (*types)[i] == want;
+      }
+      if (!periodic) {
+        r.fail("layer_types",
+               "planner models full attention in every n-th layer and sliding "
+               "attention elsewhere; this pattern is not periodic");
+      }
+      m.full_attention_every = every;
+    }
+  }
+}
+
+// Llama 4: the text model in text_config (Llama4ForConditionalGeneration) or at the top level;
+// one shared expert of the expert width, MoE every interleave_moe_layer_step-th layer, dense
+// layers of intermediate_size_mlp.
+void read_llama4(HfReader& top, ModelSpec& m) {
+  auto text = top.object("text_config", /*optional=*/true);
+  if (!text) return;
+  HfReader& r = *text;
+  read_llama_like(r, m);
+  MoeSpec moe = read_moe(r, m, {"num_local_experts", "num_experts_per_tok", "intermediate_size"});
+  m.ffn_hidden = r.integer("intermediate_size_mlp", m.ffn_hidden, false);
+  moe.layer_freq = as_int(r.integer("interleave_moe_layer_step", 1, false));
+  moe.shared_experts = 1;
+  moe.shared_expert_ffn_hidden = moe.expert_ffn_hidden;
+  moe.scoring = RouterScoring::kSigmoid;  // Llama4TextMoe: sigmoid of the top-k router logits
+  m.moe = moe;
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+}
+
+// DBRX: MPT-style names with attention and FFN settings in nested objects.
+void read_dbrx(HfReader& r, ModelSpec& m) {
+  m.num_layers = as_int(r.integer("n_layers", 0, true));
+  m.hidden = r.integer("d_model", 0, true);
+  m.heads = as_int(r.integer("n_heads", 0, true));
+  m.vocab = r.integer("vocab_size", 0, true);
+  m.max_seq_len = r.integer("max_seq_len", 0, false);
+  m.norm = NormKind::kLayerNorm;
+  m.mlp = MlpKind::kSwiglu;
+  m.position_embedding = PositionEmbedding::kRope;
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+  m.kv_heads = m.heads;
+  if (auto attn = r.object("attn_config", false)) {
+    m.kv_heads = as_int(attn->integer("kv_n_heads", m.heads, false));
+  }
+  if (auto ffn = r.object("ffn_config", false)) {
+    m.ffn_hidden = ffn->integer("ffn_hidden_size", 0, true);
+    MoeSpec moe;
+    moe.num_experts = as_int(ffn->integer("moe_num_experts", 0, true));
+    moe.top_k = as_int(ffn->integer("moe_top_k", 0, true));
+    moe.expert_ffn_hidden = m.ffn_hidden;
+    m.moe = moe;
+  }
+}
+
+// Nemotron-H (Nemotron 3): hybrid_override_pattern of Mamba-2, attention, MLP and MoE blocks,
+// squared-ReLU MLPs and experts, one shared expert, sigmoid routing.
+void read_nemotron_h(HfReader& r, ModelSpec& m) {
+  read_llama_like(r, m);
+  m.mlp = MlpKind::kSquaredRelu;
+  m.bias = r.boolean("use_bias", false) || r.boolean("mlp_bias", false);
+  const std::string act = r.string("mlp_hidden_act", "relu2");
+  if (act != "relu2") {
+    r.fail("mlp_hidden_act",
+           "planner models Nemotron-H with squared-ReLU MLPs (relu2), got \"" + act + "\"");
+  }
+  m.layer_pattern = r.string("hybrid_override_pattern", "");
+  if (m.layer_pattern.empty()) r.fail("hybrid_override_pattern", "missing required key");
+  MambaSpec mamba;
+  mamba.heads = as_int(r.integer("mamba_num_heads", 0, true));
+  mamba.head_dim = as_int(r.integer("mamba_head_dim", 0, true));
+  mamba.state_dim = as_int(r.integer("ssm_state_size", 0, true));
+  mamba.groups = as_int(r.integer("n_groups", 1, false));
+  mamba.conv_kernel = as_int(r.integer("conv_kernel", 4, false));
+  mamba.chunk = as_int(r.integer("chunk_size", 128, false));
+  m.mamba = mamba;
+  if (m.layer_pattern.find(kPatternMoe) != std::string::npos) {
+    MoeSpec moe = read_moe(r, m, {"n_routed_experts"});
+    const std::int64_t shared = r.count("moe_shared_expert_intermediate_size", 0);
+    if (shared > 0) {
+      moe.shared_experts = 1;
+      moe.shared_expert_ffn_hidden = shared;
+    }
+    moe.scoring = RouterScoring::kSigmoid;
+    moe.expert_groups = as_int(r.integer("n_group", 1, false));
+    moe.group_top_k = as_int(r.integer("topk_group", moe.expert_groups, false));
+    m.moe = moe;
+  }
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
 }
 
 }  // namespace
@@ -237,22 +517,49 @@ Result<ModelSpec> import_hf_config(std::string_view text, std::string_view sourc
       m.tied_embeddings = r.boolean("tie_word_embeddings", false);
       break;
     case Style::kMixtral:
-    case Style::kQwen2Moe: {
       read_llama_like(r, m);
       m.tied_embeddings = r.boolean("tie_word_embeddings", false);
-      MoeSpec moe;
-      if (arch->style == Style::kMixtral) {
-        moe.num_experts = as_int(r.integer("num_local_experts", 0, true));
-        moe.expert_ffn_hidden = m.ffn_hidden;
-      } else {
-        moe.num_experts = as_int(r.integer("num_experts", 0, true));
-        moe.expert_ffn_hidden = r.integer("moe_intermediate_size", m.ffn_hidden, true);
-        moe.layer_freq = as_int(r.integer("decoder_sparse_step", 1, false));
+      m.moe = read_moe(r, m, {"num_local_experts", "num_experts_per_tok", ""});
+      break;
+    case Style::kQwen2Moe:
+    case Style::kQwen3Moe:
+    case Style::kOlmoe: {
+      read_llama_like(r, m);
+      if (arch->style == Style::kQwen2Moe) m.bias = false;  // q/k/v biases only, as for Qwen2
+      m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+      MoeSpec moe =
+          read_moe(r, m,
+                   {"num_experts", "num_experts_per_tok",
+                    arch->style == Style::kOlmoe ? "intermediate_size" : "moe_intermediate_size"});
+      if (arch->style != Style::kOlmoe) read_qwen_sparsity(r, moe);
+      if (arch->style == Style::kQwen2Moe) {
+        // Qwen2MoeSparseMoeBlock: one shared expert of shared_expert_intermediate_size, scaled by
+        // sigmoid(shared_expert_gate(x)).
+        const std::int64_t shared = r.count("shared_expert_intermediate_size", 0);
+        if (shared > 0) {
+          moe.shared_experts = 1;
+          moe.shared_expert_ffn_hidden = shared;
+          moe.shared_expert_gate = true;
+        }
       }
-      moe.top_k = as_int(r.integer("num_experts_per_tok", 0, true));
       m.moe = moe;
       break;
     }
+    case Style::kDeepseek:
+      read_deepseek(r, m);
+      break;
+    case Style::kGptOss:
+      read_gpt_oss(r, m);
+      break;
+    case Style::kLlama4:
+      read_llama4(r, m);
+      break;
+    case Style::kDbrx:
+      read_dbrx(r, m);
+      break;
+    case Style::kNemotronH:
+      read_nemotron_h(r, m);
+      break;
     case Style::kGemma:
       read_llama_like(r, m);
       m.mlp = MlpKind::kGeglu;

@@ -8,6 +8,7 @@
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/memory.hpp"
 #include "planner/core/model_partition.hpp"
+#include "planner/core/moe_routing.hpp"
 #include "planner/core/rank_grid.hpp"
 #include "planner/core/schedule.hpp"
 
@@ -32,6 +33,10 @@ constexpr std::int64_t kLastStageBatchBytesPerToken = kInt64 + kFp32;
 // Vocab-parallel cross-entropy all-reduces per token: the row max; then sum-exp and target logit.
 constexpr std::int64_t kLossMaxValues = 1;
 constexpr std::int64_t kLossSumValues = 2;
+
+// The SSD scan's matmuls per Mamba-2 layer: forward, and their input gradients in backward.
+constexpr int kScanForwardGemms = 4;
+constexpr int kScanBackwardGemms = 8;
 
 // ZeRO-3 gather slots (see program.hpp, OpRole::kDpParamGather).
 constexpr int kSlotLayerDense = 0;
@@ -83,7 +88,7 @@ struct RankState {
   int rank = 0;
   int stage = 0;
   const StageLayout* layout = nullptr;
-  std::int32_t g_tp = -1, g_dp = -1, g_edp = -1, g_ep = -1, g_emb = -1, g_norm = -1;
+  std::int32_t g_tp = -1, g_dp = -1, g_edp = -1, g_ep = -1, g_etp = -1, g_emb = -1, g_norm = -1;
   int pp_prev = -1, pp_next = -1, cp_prev = -1, cp_next = -1;
   std::vector<int> tensor_stamp, tensor_left;
   std::vector<int> bucket_stamp, bucket_left;
@@ -95,7 +100,16 @@ struct RankState {
   std::uint32_t last_bwd = kNoOp;
   std::uint32_t last_reduce = kNoOp;
   std::uint32_t emb_grad = kNoOp;       // last op producing the tied embedding / LM head gradient
+  std::uint32_t labels = kNoOp;         // this micro-batch's labels broadcast (last stage, tp > 1)
+  std::vector<std::uint32_t> mtp_loss;  // per micro-batch × MTP module: its loss op
+  std::vector<std::uint32_t> mtp_in;    // per micro-batch × MTP module: its norm op
   std::uint32_t first_compute = kNoOp;  // first compute op of the last layer emitted (prefetch)
+};
+
+// The ops producing one layer's weight gradients (ZeRO-3 reduces them per layer).
+struct LayerGrads {
+  std::vector<std::uint32_t> dense;
+  std::vector<std::uint32_t> expert;
 };
 
 struct AttentionGrad {
@@ -149,7 +163,7 @@ class Lowerer {
               std::int64_t written) const;
   OpDesc comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
               std::uint8_t flags = 0) const;
-  OpDesc attention(Phase ph, std::uint8_t flags) const;
+  OpDesc attention(Phase ph, std::uint8_t flags, int window = 0) const;
   std::uint32_t linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
                        std::int64_t out, std::int64_t batch = 1);
   std::uint32_t tp_collective(OpRole role, Phase ph, OpKind kind, std::int64_t tokens_full);
@@ -171,7 +185,10 @@ class Lowerer {
   std::uint32_t param_dep(RankState& r, int key);
 
   std::uint32_t tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep, std::int64_t tokens);
-  std::uint32_t attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv);
+  std::uint32_t etp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep);
+  // `qkv`: the op producing the keys and values (and queries); `q`: another producing the queries.
+  std::uint32_t attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv,
+                              std::uint32_t q = kNoOp);
   AttentionGrad attention_bwd(RankState& r, int layer, int mb, std::uint32_t dout);
   std::uint32_t zero3_gather(RankState& r, int layer, int mb, Phase ph, int slot,
                              std::int64_t elements, bool expert, std::uint32_t after);
@@ -182,12 +199,45 @@ class Lowerer {
   std::uint32_t layer_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t x,
                           std::uint32_t prefetch_after, std::uint32_t weights = kNoOp,
                           std::uint32_t expert_weights = kNoOp);
+  std::uint32_t moe_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
+                        std::uint32_t gather, std::uint32_t egather);
+  std::uint32_t shared_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
+                           std::uint32_t gather);
+  std::uint32_t mla_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n1,
+                        std::uint32_t gather);
+  std::uint32_t mamba_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n1,
+                          std::uint32_t gather);
   std::uint32_t layer_bwd(RankState& r, int layer, int mb, std::uint32_t dy, std::uint32_t saved,
                           std::uint32_t prefetch_after);
+  std::uint32_t dense_bwd(RankState& r, int layer, int mb, std::uint32_t dy, std::uint32_t saved,
+                          std::uint32_t gather, LayerGrads& grads);
+  std::uint32_t moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy, std::uint32_t saved,
+                        std::uint32_t gather, std::uint32_t egather, LayerGrads& grads);
+  std::uint32_t shared_bwd(RankState& r, int layer, int mb, std::uint32_t dy, LayerGrads& grads);
+  std::uint32_t attention_block_bwd(RankState& r, int layer, int mb, std::uint32_t dres,
+                                    std::uint32_t saved, std::uint32_t gather, bool first,
+                                    LayerGrads& grads);
+  std::uint32_t mla_bwd(RankState& r, int layer, int mb, std::uint32_t dres, std::uint32_t saved,
+                        std::uint32_t gather, bool first, LayerGrads& grads);
+  std::uint32_t mamba_bwd(RankState& r, int layer, int mb, std::uint32_t dres, std::uint32_t saved,
+                          std::uint32_t gather, bool first, LayerGrads& grads);
+  // MLA's all-gather (forward) or reduce-scatter (backward) of `width` latent columns over tp.
+  std::uint32_t mla_gather(RankState& r, OpId id, std::int64_t width,
+                           std::initializer_list<std::uint32_t> deps,
+                           OpKind kind = OpKind::kAllGather);
+  std::uint32_t mla_norm(OpRole role, Phase ph, std::int64_t width);
+  std::uint32_t scan_gemm(Phase ph, int slot);
   std::uint32_t embedding_fwd(RankState& r, int mb);
   void embedding_bwd(RankState& r, int mb, std::uint32_t dy);
-  std::uint32_t lm_head_fwd(RankState& r, int mb, std::uint32_t x);
-  std::uint32_t lm_head_bwd(RankState& r, int mb, std::uint32_t loss);
+  // The final norm, LM head and loss of the model (layer kNone) or of an MTP module (its block's
+  // layer), which shares the LM head.
+  std::uint32_t lm_head_fwd(RankState& r, int mb, std::uint32_t x, int layer = OpId::kNone);
+  std::uint32_t lm_head_bwd(RankState& r, int mb, std::uint32_t loss, int layer = OpId::kNone);
+  // Multi-token prediction on the last virtual stage: module i from the previous depth's output
+  // `x` (the main model's last layer for i = 0); returns its block's output (forward) or the
+  // gradient it sends back to `x` (backward).
+  std::uint32_t mtp_fwd(RankState& r, int mb, int i, std::uint32_t x);
+  std::uint32_t mtp_bwd(RankState& r, int mb, int i, std::uint32_t loss);
   void forward_pass(RankState& r, int mb, int chunk);
   void backward_pass(RankState& r, int mb, int chunk);
   void step_tail(RankState& r);
@@ -211,8 +261,13 @@ class Lowerer {
   Precision act_prec_ = Precision::kBf16;
   std::int64_t b_ = 1, sl_ = 0, T_ = 0, Ts_ = 0, h_ = 0, hd_ = 0, heads_l_ = 0, kv_heads_l_ = 0;
   std::int64_t q_l_ = 0, kv_l_ = 0, f_l_ = 0, V_l_ = 0;
-  std::int64_t experts_ = 0, experts_l_ = 0, fe_l_ = 0, per_expert_ = 0, routed_ = 0;
-  int tp_ = 1, cp_ = 1, ep_ = 1, m_count_ = 0, vstages_ = 1, dp_shard_ = 1, edp_ = 1, servers_ = 0;
+  std::int64_t experts_ = 0, experts_l_ = 0, fe_l_ = 0, per_expert_ = 0, routed_ = 0, fs_l_ = 0;
+  std::int64_t v_l_ = 0, kv_up_l_ = 0, kv_ring_bytes_ = 0;
+  std::int64_t mamba_in_l_ = 0, mamba_conv_l_ = 0, mamba_inner_l_ = 0;
+  bool shared_ = false, fp8_dispatch_ = false;
+  int head_key_ = 0;  // param_ready key of the final norm and LM head (after the MTP blocks)
+  int tp_ = 1, cp_ = 1, ep_ = 1, etp_ = 1, m_count_ = 0, vstages_ = 1, dp_shard_ = 1, edp_ = 1,
+      servers_ = 0;
   bool sp_ = false, split_ = false, gated_ = false, buckets_on_ = false;
   std::int64_t bucket_size_ = 0;
 };
@@ -228,7 +283,7 @@ void Lowerer::setup_sizes() {
   ep_ = p_.ep;
   sp_ = p_.sequence_parallel && p_.tp > 1;
   split_ = sched_.split_backward();
-  gated_ = m_.mlp != MlpKind::kGelu;
+  gated_ = is_gated(m_.mlp);
   m_count_ = sched_.microbatches();
   vstages_ = part_.virtual_stages();
   b_ = p_.micro_batch_size;
@@ -243,18 +298,34 @@ void Lowerer::setup_sizes() {
   kv_l_ = kv_heads_l_ * hd_;
   f_l_ = m_.ffn_hidden / tp_;
   V_l_ = m_.vocab / tp_;
+  etp_ = p_.expert_tp();
+  head_key_ = m_.num_layers + m_.mtp_layers;
+  v_l_ = heads_l_ * m_.v_head_dim();
+  kv_ring_bytes_ = 2 * b_ * kv_heads_l_ * sl_ * hd_ * bytes_.activation;
+  if (m_.mla) {
+    kv_up_l_ = heads_l_ * (m_.mla->qk_nope_head_dim + m_.mla->v_head_dim);
+    kv_ring_bytes_ = b_ * heads_l_ * sl_ * (m_.qk_head_dim() + m_.v_head_dim()) * bytes_.activation;
+  }
+  if (m_.mamba) {
+    mamba_in_l_ = m_.mamba->in_proj_dim() / tp_;
+    mamba_conv_l_ = m_.mamba->conv_dim() / tp_;
+    mamba_inner_l_ = m_.mamba->d_inner() / tp_;
+  }
   if (m_.is_moe()) {
     experts_ = m_.moe->num_experts;
     experts_l_ = experts_ / ep_;
-    fe_l_ = m_.moe->expert_ffn_hidden / tp_;
-    // Capacity per expert: capacity_factor × tokens × top_k / experts over the ep ranks' tokens.
-    per_expert_ = static_cast<std::int64_t>(
-        std::ceil(m_.moe->capacity_factor * static_cast<double>(T_ * m_.moe->top_k * ep_) /
-                  static_cast<double>(experts_)));
-    routed_ = ceil_div(per_expert_ * experts_l_, tp_);  // tokens held after the all-to-all
+    fe_l_ = m_.moe->expert_ffn_hidden / etp_;
+    shared_ = m_.moe->shared_ffn() > 0;
+    fs_l_ = m_.moe->shared_ffn() / tp_;
+    fp8_dispatch_ = p_.moe_fp8_dispatch;
+    // The busiest expert-parallel rank's tokens per local expert and tokens received
+    // (moe_routing.hpp).
+    const MoeRouting routing = moe_routing(m_, p_, t_.seq_length);
+    per_expert_ = routing.per_expert;
+    routed_ = routing.received;
   }
   dp_shard_ = p_.dp * p_.cp;
-  edp_ = static_cast<int>(static_cast<std::int64_t>(p_.dp) * p_.cp / p_.ep);
+  edp_ = static_cast<int>(p_.expert_dp());
   servers_ = p_.dp_sync == DpSync::kParameterServer ? p_.param_servers : 0;
   bucket_size_ = o_.bucket_elements > 0 ? o_.bucket_elements : default_bucket_elements(p_.dp);
   buckets_on_ =
@@ -307,7 +378,7 @@ OpDesc Lowerer::comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
   return d;
 }
 
-OpDesc Lowerer::attention(Phase ph, std::uint8_t flags) const {
+OpDesc Lowerer::attention(Phase ph, std::uint8_t flags, int window) const {
   OpDesc d;
   d.kind = OpKind::kAttention;
   d.precision = act_prec_;
@@ -317,17 +388,36 @@ OpDesc Lowerer::attention(Phase ph, std::uint8_t flags) const {
   d.n = t_.seq_length / cp_;
   d.k = hd_;
   d.aux = kv_heads_l_;
-  const double fraction = (flags & (kCausal | kHalfBlock)) != 0 ? 0.5 : 1.0;
-  const double forward = 4.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) *
-                         static_cast<double>(d.n) * static_cast<double>(d.k) * fraction;
   const bool backward = ph == Phase::kBackwardInput;
-  d.flops = Flops(backward ? 2.0 * forward : forward);
   const std::int64_t e = bytes_.activation;
-  const std::int64_t q = b_ * heads_l_ * d.m * hd_ * e;
-  const std::int64_t kv = 2 * b_ * kv_heads_l_ * d.n * hd_ * e;
   const std::int64_t lse = b_ * heads_l_ * d.m * kFp32;
-  d.bytes_read = Bytes(backward ? 3 * q + kv + lse : q + kv);  // + O and dO backward
-  d.bytes_written = Bytes(backward ? q + kv : q + lse);
+  if (!m_.mla && window == 0) {
+    const double fraction = (flags & (kCausal | kHalfBlock)) != 0 ? 0.5 : 1.0;
+    const double forward = 4.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) *
+                           static_cast<double>(d.n) * static_cast<double>(d.k) * fraction;
+    d.flops = Flops(backward ? 2.0 * forward : forward);
+    const std::int64_t q = b_ * heads_l_ * d.m * hd_ * e;
+    const std::int64_t kv = 2 * b_ * kv_heads_l_ * d.n * hd_ * e;
+    d.bytes_read = Bytes(backward ? 3 * q + kv + lse : q + kv);  // + O and dO backward
+    d.bytes_written = Bytes(backward ? q + kv : q + lse);
+    return d;
+  }
+  // MLA (QKᵀ over qk_head_dim, PV over v_head_dim per head) and local attention (each query
+  // attends to the last `window` keys: w − w²/(2m) on average, as flops.hpp counts).
+  const double widths = static_cast<double>(m_.qk_head_dim() + m_.v_head_dim());
+  const double m = static_cast<double>(d.m);
+  double keys = static_cast<double>(d.n) * ((flags & (kCausal | kHalfBlock)) != 0 ? 0.5 : 1.0);
+  if (window > 0) {
+    const double w = window;
+    keys = w - w * w / (2.0 * m);
+  }
+  const double forward = 2.0 * static_cast<double>(d.batch) * m * keys * widths;
+  d.flops = Flops(backward ? 2.0 * forward : forward);
+  const std::int64_t q = b_ * heads_l_ * d.m * m_.qk_head_dim() * e;
+  const std::int64_t kv = b_ * kv_heads_l_ * d.n * (m_.qk_head_dim() + m_.v_head_dim()) * e;
+  const std::int64_t o = b_ * heads_l_ * d.m * m_.v_head_dim() * e;
+  d.bytes_read = Bytes(backward ? q + kv + 2 * o + lse : q + kv);
+  d.bytes_written = Bytes(backward ? q + kv : o + lse);
   return d;
 }
 
@@ -471,6 +561,17 @@ int Lowerer::tensor_of(const RankState& r, int layer, OpRole role) const {
   const auto& idx = r.layout->tensor_index;
   auto it = idx.find(tensor_key(layer, role));
   if (it != idx.end()) return it->second;
+  if (layer >= m_.num_layers && layer != OpId::kNone) {
+    // MTP modules share the LM head and the word embedding: the last stage's copy of it when
+    // the model has several stages (tied: the LM head copy), the embedding itself on one stage.
+    if (role == OpRole::kLmHead) return tensor_of(r, OpId::kNone, OpRole::kLmHead);
+    if (role == OpRole::kEmbedding) {
+      auto copy = idx.find(tensor_key(m_.num_layers, OpRole::kEmbedding));
+      if (copy != idx.end()) return copy->second;
+      auto own = idx.find(tensor_key(OpId::kNone, OpRole::kEmbedding));
+      return own != idx.end() ? own->second : tensor_of(r, OpId::kNone, OpRole::kLmHead);
+    }
+  }
   if (role == OpRole::kLmHead) return tensor_of(r, OpId::kNone, OpRole::kEmbedding);  // tied
   return -1;
 }
@@ -541,12 +642,88 @@ std::uint32_t Lowerer::tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t d
   return add(r, id, tp_collective(id.role(), id.phase(), kind, tokens), {dep}, r.g_tp);
 }
 
-std::uint32_t Lowerer::attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv) {
+// An expert-tensor-parallel collective over the tokens routed to this rank's experts.
+std::uint32_t Lowerer::etp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep) {
+  return add(r, id, tp_collective(id.role(), id.phase(), kind, routed_ * etp_), {dep}, r.g_etp);
+}
+
+std::uint32_t Lowerer::mla_gather(RankState& r, OpId id, std::int64_t width,
+                                  std::initializer_list<std::uint32_t> deps, OpKind kind) {
+  const std::uint32_t desc = cached(id.role(), id.phase(), static_cast<int>(kind) % kVariants, [&] {
+    return comm(kind, Stream::kTpComm, T_ * width * bytes_.activation, act_prec_);
+  });
+  return add(r, id, desc, deps, r.g_tp);
+}
+
+std::uint32_t Lowerer::mla_norm(OpRole role, Phase ph, std::int64_t width) {
+  const std::int64_t e = bytes_.activation;
+  const bool backward = ph == Phase::kBackwardInput;
+  return cached(role, ph, 0, [&] {
+    return misc(OpKind::kNorm, Stream::kCompute, T_, width, (backward ? 2 : 1) * T_ * width * e,
+                T_ * width * e);
+  });
+}
+
+// The SSD scan's matmuls (Dao & Gu 2024 §6) over chunks of q = min(chunk, s/cp) tokens, per
+// micro-batch, chunk and local head (or B/C group): forward C·Bᵀ (slot 0), its masked product
+// with X (1), the chunk states Bᵀ·X (2) and their output C·state (3); backward the two input
+// gradients of each, in reverse (slots 0-7).
+std::uint32_t Lowerer::scan_gemm(Phase ph, int slot) {
+  return cached(OpRole::kMambaScan, ph, slot, [&] {
+    const MambaSpec& s = *m_.mamba;
+    const std::int64_t q = std::min<std::int64_t>(s.chunk, sl_);
+    const std::int64_t chunks = ceil_div(sl_, q);
+    const std::int64_t n = s.state_dim, p = s.head_dim;
+    const std::int64_t heads = b_ * chunks * (s.heads / tp_);
+    const std::int64_t groups = b_ * chunks * (s.groups / tp_);
+    if (ph != Phase::kBackwardInput) {
+      switch (slot) {
+        case 0:
+          return gemm(q, q, n, groups, kTransB);
+        case 1:
+          return gemm(q, p, q, heads, 0);
+        case 2:
+          return gemm(n, p, q, heads, kTransA);
+        default:
+          return gemm(q, p, n, heads, 0);
+      }
+    }
+    switch (slot) {
+      case 0:
+        return gemm(q, n, p, heads, kTransB);  // dC from the state output
+      case 1:
+        return gemm(n, p, q, heads, kTransA);  // d state
+      case 2:
+        return gemm(n, q, p, heads, kTransB);  // dB from the states
+      case 3:
+        return gemm(q, p, n, heads, 0);  // dX from the states
+      case 4:
+        return gemm(q, q, p, heads, kTransB);  // d scores
+      case 5:
+        return gemm(q, p, q, heads, kTransA);  // dX from the scores
+      case 6:
+        return gemm(q, n, q, groups, 0);  // dC from the scores
+      default:
+        return gemm(q, n, q, groups, kTransA);  // dB from the scores
+    }
+  });
+}
+
+std::uint32_t Lowerer::attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv,
+                                     std::uint32_t q) {
+  const int window = layer < m_.num_layers ? m_.attention_window(layer) : 0;
+  if (window > 0 && window < sl_) {
+    // Local attention: every key a query needs is within its own context-parallel chunks (the
+    // halo of the previous chunk is not modelled).
+    return add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore),
+               cached(OpRole::kAttnCore, ph, 2, [&] { return attention(ph, kCausal, window); }),
+               {qkv, q});
+  }
   if (cp_ == 1) {
     return add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore),
-               cached(OpRole::kAttnCore, ph, 0, [&] { return attention(ph, kCausal); }), {qkv});
+               cached(OpRole::kAttnCore, ph, 0, [&] { return attention(ph, kCausal); }), {qkv, q});
   }
-  const std::int64_t kv_bytes = 2 * b_ * kv_heads_l_ * sl_ * hd_ * bytes_.activation;
+  const std::int64_t kv_bytes = kv_ring_bytes_;
   const std::uint32_t send_d = cached(OpRole::kCpKvSend, ph, 0, [&] {
     return comm(OpKind::kSend, Stream::kCpSend, kv_bytes, act_prec_);
   });
@@ -560,8 +737,8 @@ std::uint32_t Lowerer::attention_fwd(RankState& r, int layer, int mb, Phase ph, 
   for (int j = 0; j < cp_; ++j) {
     std::uint32_t recv = kNoOp;
     if (j < cp_ - 1) {
-      const auto payload = static_cast<std::uint32_t>(
-          (static_cast<std::int64_t>(mb) * m_.num_layers + layer) * cp_ + j);
+      const auto payload =
+          static_cast<std::uint32_t>((static_cast<std::int64_t>(mb) * head_key_ + layer) * cp_ + j);
       add(r, OpId::make(layer, mb, ph, OpRole::kCpKvSend, j), send_d, {held}, -1, r.cp_next,
           p2p_tag(ch, payload));
       recv = add(r, OpId::make(layer, mb, ph, OpRole::kCpKvRecv, j), recv_d, {}, -1, r.cp_prev,
@@ -570,7 +747,7 @@ std::uint32_t Lowerer::attention_fwd(RankState& r, int layer, int mb, Phase ph, 
     const std::uint8_t flags = j == 0 ? kCausal : kHalfBlock;
     out = add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore, j),
               cached(OpRole::kAttnCore, ph, j == 0 ? 0 : 1, [&] { return attention(ph, flags); }),
-              {held, out});
+              {held, out, j == 0 ? q : kNoOp});
     held = recv;
   }
   return out;
@@ -578,12 +755,19 @@ std::uint32_t Lowerer::attention_fwd(RankState& r, int layer, int mb, Phase ph, 
 
 AttentionGrad Lowerer::attention_bwd(RankState& r, int layer, int mb, std::uint32_t dout) {
   const Phase ph = Phase::kBackwardInput;
+  const int window = layer < m_.num_layers ? m_.attention_window(layer) : 0;
+  if (window > 0 && window < sl_) {
+    return {add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore),
+                cached(OpRole::kAttnCore, ph, 2, [&] { return attention(ph, kCausal, window); }),
+                {dout}),
+            kNoOp};
+  }
   if (cp_ == 1) {
     return {add(r, OpId::make(layer, mb, ph, OpRole::kAttnCore),
                 cached(OpRole::kAttnCore, ph, 0, [&] { return attention(ph, kCausal); }), {dout}),
             kNoOp};
   }
-  const std::int64_t kv_bytes = 2 * b_ * kv_heads_l_ * sl_ * hd_ * bytes_.activation;
+  const std::int64_t kv_bytes = kv_ring_bytes_;
   const std::uint32_t send_d = cached(OpRole::kCpKvSend, ph, 0, [&] {
     return comm(OpKind::kSend, Stream::kCpSend, kv_bytes, act_prec_);
   });
@@ -600,8 +784,8 @@ AttentionGrad Lowerer::attention_bwd(RankState& r, int layer, int mb, std::uint3
   std::uint32_t partial = kNoOp;  // the received partial dK/dV of the block held
   std::uint32_t out = kNoOp;
   for (int j = 0; j < cp_; ++j) {
-    const auto payload = static_cast<std::uint32_t>(
-        (static_cast<std::int64_t>(mb) * m_.num_layers + layer) * cp_ + j);
+    const auto payload =
+        static_cast<std::uint32_t>((static_cast<std::int64_t>(mb) * head_key_ + layer) * cp_ + j);
     std::uint32_t recv = kNoOp;
     if (j < cp_ - 1) {
       add(r, OpId::make(layer, mb, ph, OpRole::kCpKvSend, j), send_d, {held}, -1, r.cp_next,
@@ -667,10 +851,13 @@ void Lowerer::zero3_reduce(RankState& r, int layer, int mb, int slot, std::int64
 
 // ---- the transformer layer
 
+// Forward (or recompute) of one layer: a mixer block (attention, MLA or Mamba-2; norm → mixer →
+// residual) and an MLP block (dense or MoE; norm → MLP → residual), either of which a hybrid
+// model's single-block layers leave out.
 std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t x,
                                  std::uint32_t prefetch_after, std::uint32_t weights,
                                  std::uint32_t expert_weights) {
-  const bool moe = m_.is_moe_layer(layer);
+  const LayerKind kind = m_.layer_kind(layer);
   std::uint32_t gather = weights, egather = expert_weights;
   if (p_.zero_stage == 3 && ph == Phase::kForward) {
     std::int64_t dense = 0, expert = 0;
@@ -686,34 +873,47 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
   const std::uint32_t norm_d = cached(OpRole::kAttnNorm, ph, 0, [&] {
     return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, Ts_ * h_ * e, Ts_ * h_ * e);
   });
-  const std::uint32_t n1 = add(r, id(OpRole::kAttnNorm), norm_d, {x, ready, gather});
-  r.first_compute = n1;
-  std::uint32_t in = n1;
-  if (sp_) in = tp_op(r, id(OpRole::kSpGatherAttn), OpKind::kAllGather, n1, T_);
-  const std::uint32_t qkv =
-      add(r, id(OpRole::kAttnQkv), linear(OpRole::kAttnQkv, ph, T_, h_, q_l_ + 2 * kv_l_),
-          {in, gather});
-  const std::uint32_t attn = attention_fwd(r, layer, mb, ph, qkv);
-  std::uint32_t out =
-      add(r, id(OpRole::kAttnOut), linear(OpRole::kAttnOut, ph, T_, q_l_, h_), {attn});
-  if (sp_) {
-    out = tp_op(r, id(OpRole::kSpScatterAttn), OpKind::kReduceScatter, out, T_);
-  } else if (tp_ > 1) {
-    out = tp_op(r, id(OpRole::kTpReduceAttn), OpKind::kAllReduce, out, T_);
-  }
   const std::uint32_t res_d = cached(OpRole::kAttnResidual, ph, 0, [&] {
     return misc(OpKind::kElementwise, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
   });
-  const std::uint32_t res1 = add(r, id(OpRole::kAttnResidual), res_d, {out, x});
-  const std::uint32_t n2 = add(r, id(OpRole::kMlpNorm), norm_d, {res1});
+  std::uint32_t res1 = x;
+  if (kind.mixer != Mixer::kNone) {
+    const std::uint32_t n1 = add(r, id(OpRole::kAttnNorm), norm_d, {x, ready, gather});
+    r.first_compute = n1;
+    std::uint32_t out = kNoOp;
+    if (kind.mixer == Mixer::kMamba) {
+      out = mamba_fwd(r, layer, mb, ph, n1, gather);
+    } else if (m_.mla) {
+      out = mla_fwd(r, layer, mb, ph, n1, gather);
+    } else {
+      std::uint32_t in = n1;
+      if (sp_) in = tp_op(r, id(OpRole::kSpGatherAttn), OpKind::kAllGather, n1, T_);
+      const std::uint32_t qkv =
+          add(r, id(OpRole::kAttnQkv), linear(OpRole::kAttnQkv, ph, T_, h_, q_l_ + 2 * kv_l_),
+              {in, gather});
+      const std::uint32_t attn = attention_fwd(r, layer, mb, ph, qkv);
+      out = add(r, id(OpRole::kAttnOut), linear(OpRole::kAttnOut, ph, T_, q_l_, h_), {attn});
+      if (sp_) {
+        out = tp_op(r, id(OpRole::kSpScatterAttn), OpKind::kReduceScatter, out, T_);
+      } else if (tp_ > 1) {
+        out = tp_op(r, id(OpRole::kTpReduceAttn), OpKind::kAllReduce, out, T_);
+      }
+    }
+    res1 = add(r, id(OpRole::kAttnResidual), res_d, {out, x});
+  }
+  if (kind.ffn == FfnKind::kNone) return res1;
+  const bool first = kind.mixer == Mixer::kNone;
+  const std::uint32_t n2 = first ? add(r, id(OpRole::kMlpNorm), norm_d, {res1, ready, gather})
+                                 : add(r, id(OpRole::kMlpNorm), norm_d, {res1});
+  if (first) r.first_compute = n2;
   std::uint32_t y = kNoOp;
-  if (!moe) {
+  if (kind.ffn == FfnKind::kDense) {
     std::uint32_t mi = n2;
     if (sp_) mi = tp_op(r, id(OpRole::kSpGatherMlp), OpKind::kAllGather, n2, T_);
     const std::uint32_t up_d = linear(OpRole::kMlpUp, ph, T_, h_, f_l_);
     std::uint32_t gate = kNoOp;
-    if (gated_) gate = add(r, id(OpRole::kMlpGate), up_d, {mi});
-    const std::uint32_t up = add(r, id(OpRole::kMlpUp), up_d, {mi});
+    if (gated_) gate = add(r, id(OpRole::kMlpGate), up_d, {mi, first ? gather : kNoOp});
+    const std::uint32_t up = add(r, id(OpRole::kMlpUp), up_d, {mi, first ? gather : kNoOp});
     const std::uint32_t act =
         add(r, id(OpRole::kMlpAct),
             cached(OpRole::kMlpAct, ph, 0,
@@ -730,63 +930,203 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
       y = tp_op(r, id(OpRole::kTpReduceMlp), OpKind::kAllReduce, y, T_);
     }
   } else {
-    const std::uint32_t router =
-        add(r, id(OpRole::kRouter), linear(OpRole::kRouter, ph, Ts_, h_, experts_), {n2});
-    const std::int64_t k = m_.moe->top_k;
-    std::uint32_t tok =
-        add(r, id(OpRole::kRouterTopk),
-            cached(OpRole::kRouterTopk, ph, 0,
-                   [&] {
-                     return misc(OpKind::kRouter, Stream::kCompute, Ts_, experts_,
-                                 Ts_ * (experts_ + h_) * e, routed_ * h_ * e + Ts_ * k * kFp32);
-                   }),
-            {router, n2});
-    const std::uint32_t a2a_d = cached(OpRole::kEpDispatch, ph, 0, [&] {
-      return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
-    });
-    if (ep_ > 1) tok = add(r, id(OpRole::kEpDispatch), a2a_d, {tok}, r.g_ep);
-    if (tp_ > 1) tok = tp_op(r, id(OpRole::kMoeTpGather), OpKind::kAllGather, tok, routed_ * tp_);
-    const std::uint32_t eup_d = linear(OpRole::kExpertUp, ph, per_expert_, h_, fe_l_, experts_l_);
-    std::uint32_t gate = kNoOp;
-    if (gated_) gate = add(r, id(OpRole::kExpertGate), eup_d, {tok, egather});
-    const std::uint32_t up = add(r, id(OpRole::kExpertUp), eup_d, {tok, egather});
-    const std::uint32_t act =
-        add(r, id(OpRole::kExpertAct),
-            cached(OpRole::kExpertAct, ph, 0,
-                   [&] {
-                     const std::int64_t rows = per_expert_ * experts_l_;
-                     const std::int64_t in_tensors = gated_ ? 2 : 1;
-                     return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
-                                 in_tensors * rows * fe_l_ * e, rows * fe_l_ * e);
-                   }),
-            {up, gate});
-    y = add(r, id(OpRole::kExpertDown),
-            linear(OpRole::kExpertDown, ph, per_expert_, fe_l_, h_, experts_l_), {act});
-    if (tp_ > 1) y = tp_op(r, id(OpRole::kMoeTpScatter), OpKind::kReduceScatter, y, routed_ * tp_);
-    if (ep_ > 1) {
-      y = add(r, id(OpRole::kEpCombine),
-              cached(OpRole::kEpCombine, ph, 0,
-                     [&] {
-                       return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
-                     }),
-              {y}, r.g_ep);
-    }
-    y = add(r, id(OpRole::kExpertCombine),
-            cached(OpRole::kExpertCombine, ph, 0,
-                   [&] {
-                     return misc(OpKind::kRouter, Stream::kCompute, Ts_, h_, routed_ * h_ * e,
-                                 Ts_ * h_ * e);
-                   }),
-            {y, tok});
+    y = moe_fwd(r, layer, mb, ph, n2, first ? gather : kNoOp, egather);
   }
   return add(r, id(OpRole::kMlpResidual), res_d, {y, res1});
 }
 
+// The MoE block after its norm `n2`: router, top-k and permutation, dispatch over ep, gather over
+// etp, the local experts' grouped GEMMs, and back; the shared experts run on the compute stream
+// while the dispatch is in flight.
+std::uint32_t Lowerer::moe_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
+                               std::uint32_t gather, std::uint32_t egather) {
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
+  const std::int64_t e = bytes_.activation;
+  const std::uint32_t router =
+      add(r, id(OpRole::kRouter), linear(OpRole::kRouter, ph, Ts_, h_, experts_), {n2, gather});
+  const std::int64_t k = m_.moe->top_k;
+  std::uint32_t tok =
+      add(r, id(OpRole::kRouterTopk),
+          cached(OpRole::kRouterTopk, ph, 0,
+                 [&] {
+                   return misc(OpKind::kRouter, Stream::kCompute, Ts_, experts_,
+                               Ts_ * (experts_ + h_) * e, routed_ * h_ * e + Ts_ * k * kFp32);
+                 }),
+          {router, n2});
+  const std::uint32_t a2a_d = cached(OpRole::kEpDispatch, ph, 0, [&] {
+    return fp8_dispatch_ ? comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_, Precision::kFp8)
+                         : comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+  });
+  if (ep_ > 1) tok = add(r, id(OpRole::kEpDispatch), a2a_d, {tok}, r.g_ep);
+  const std::uint32_t shared = shared_fwd(r, layer, mb, ph, n2, gather);
+  if (etp_ > 1) tok = etp_op(r, id(OpRole::kMoeTpGather), OpKind::kAllGather, tok);
+  const std::uint32_t eup_d = linear(OpRole::kExpertUp, ph, per_expert_, h_, fe_l_, experts_l_);
+  std::uint32_t gate = kNoOp;
+  if (gated_) gate = add(r, id(OpRole::kExpertGate), eup_d, {tok, egather});
+  const std::uint32_t up = add(r, id(OpRole::kExpertUp), eup_d, {tok, egather});
+  const std::uint32_t act =
+      add(r, id(OpRole::kExpertAct),
+          cached(OpRole::kExpertAct, ph, 0,
+                 [&] {
+                   const std::int64_t rows = per_expert_ * experts_l_;
+                   const std::int64_t in_tensors = gated_ ? 2 : 1;
+                   return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
+                               in_tensors * rows * fe_l_ * e, rows * fe_l_ * e);
+                 }),
+          {up, gate});
+  std::uint32_t y = add(r, id(OpRole::kExpertDown),
+                        linear(OpRole::kExpertDown, ph, per_expert_, fe_l_, h_, experts_l_), {act});
+  if (etp_ > 1) y = etp_op(r, id(OpRole::kMoeTpScatter), OpKind::kReduceScatter, y);
+  if (ep_ > 1) {
+    y = add(r, id(OpRole::kEpCombine),
+            cached(OpRole::kEpCombine, ph, 0,
+                   [&] {
+                     return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+                   }),
+            {y}, r.g_ep);
+  }
+  return add(r, id(OpRole::kExpertCombine),
+             cached(OpRole::kExpertCombine, ph, 0,
+                    [&] {
+                      return misc(OpKind::kRouter, Stream::kCompute, Ts_, h_,
+                                  routed_ * h_ * e + (shared_ ? Ts_ * h_ * e : 0), Ts_ * h_ * e);
+                    }),
+             {y, tok, shared});
+}
+
+// The shared experts of an MoE layer on its normalised input `n2` (tensor parallel like a dense
+// MLP, with Qwen2-MoE's sigmoid gate), or kNoOp when the model has none.
+std::uint32_t Lowerer::shared_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
+                                  std::uint32_t gather) {
+  if (!shared_) return kNoOp;
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t mi = n2;
+  if (sp_) mi = tp_op(r, id(OpRole::kSpGatherMlp), OpKind::kAllGather, n2, T_);
+  const std::uint32_t up_d = linear(OpRole::kSharedUp, ph, T_, h_, fs_l_);
+  std::uint32_t gate = kNoOp;
+  if (gated_) gate = add(r, id(OpRole::kSharedGate), up_d, {mi, gather});
+  const std::uint32_t up = add(r, id(OpRole::kSharedUp), up_d, {mi, gather});
+  const std::uint32_t act =
+      add(r, id(OpRole::kSharedAct),
+          cached(OpRole::kSharedAct, ph, 0,
+                 [&] {
+                   const std::int64_t in_tensors = gated_ ? 2 : 1;
+                   return misc(OpKind::kActivation, Stream::kCompute, T_, fs_l_,
+                               in_tensors * T_ * fs_l_ * e, T_ * fs_l_ * e);
+                 }),
+          {up, gate});
+  std::uint32_t y =
+      add(r, id(OpRole::kSharedDown), linear(OpRole::kSharedDown, ph, T_, fs_l_, h_), {act});
+  if (sp_) {
+    y = tp_op(r, id(OpRole::kSpScatterMlp), OpKind::kReduceScatter, y, T_);
+  } else if (tp_ > 1) {
+    y = tp_op(r, id(OpRole::kTpReduceMlp), OpKind::kAllReduce, y, T_);
+  }
+  if (m_.moe->shared_expert_gate) {
+    y = add(r, id(OpRole::kSharedExpertGate),
+            cached(OpRole::kSharedExpertGate, ph, 0,
+                   [&] {
+                     OpDesc d = gemm(Ts_, 1, h_, 1, kTransB);
+                     d.bytes_written = d.bytes_written + Bytes(Ts_ * h_ * e);  // the scaling
+                     return d;
+                   }),
+            {y, n2});
+  }
+  return y;
+}
+
+// Multi-head latent attention after the block's norm `n1`: down-projections of the
+// sequence-sharded tokens (replicated weights), an all-gather of the small latents over tp, their
+// norms, the column-parallel up-projections, attention over qk_head_dim / v_head_dim heads and the
+// row-parallel output projection. Without a query latent the queries come from the gathered hidden
+// state.
+std::uint32_t Lowerer::mla_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n1,
+                               std::uint32_t gather) {
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
+  const MlaSpec& a = *m_.mla;
+  const std::int64_t ql = a.q_lora_rank, kvl = a.kv_lora_rank, rope = a.qk_rope_head_dim;
+  std::uint32_t q_in = kNoOp;  // the query up-projection's input
+  const std::uint32_t kvd = add(r, id(OpRole::kMlaKvDown),
+                                linear(OpRole::kMlaKvDown, ph, Ts_, h_, kvl + rope), {n1, gather});
+  std::uint32_t kv_latent = kvd;
+  if (ql > 0) {
+    const std::uint32_t qd =
+        add(r, id(OpRole::kMlaQDown), linear(OpRole::kMlaQDown, ph, Ts_, h_, ql), {n1, gather});
+    std::uint32_t q_latent = qd;
+    if (sp_) {
+      q_latent = kv_latent =
+          mla_gather(r, id(OpRole::kMlaLatentGather), ql + kvl + rope, {qd, kvd});
+    }
+    q_in = add(r, id(OpRole::kMlaQNorm), mla_norm(OpRole::kMlaQNorm, ph, ql), {q_latent});
+  } else {
+    q_in = n1;
+    if (sp_) q_in = tp_op(r, id(OpRole::kSpGatherAttn), OpKind::kAllGather, n1, T_);
+    if (sp_) kv_latent = mla_gather(r, id(OpRole::kMlaLatentGather), kvl + rope, {kvd});
+  }
+  const std::uint32_t kvn =
+      add(r, id(OpRole::kMlaKvNorm), mla_norm(OpRole::kMlaKvNorm, ph, kvl), {kv_latent});
+  const std::uint32_t qu =
+      add(r, id(OpRole::kMlaQUp), linear(OpRole::kMlaQUp, ph, T_, ql > 0 ? ql : h_, q_l_), {q_in});
+  const std::uint32_t kvu =
+      add(r, id(OpRole::kMlaKvUp), linear(OpRole::kMlaKvUp, ph, T_, kvl, kv_up_l_), {kvn});
+  const std::uint32_t attn = attention_fwd(r, layer, mb, ph, kvu, qu);
+  std::uint32_t out =
+      add(r, id(OpRole::kAttnOut), linear(OpRole::kAttnOut, ph, T_, v_l_, h_), {attn});
+  if (sp_) {
+    out = tp_op(r, id(OpRole::kSpScatterAttn), OpKind::kReduceScatter, out, T_);
+  } else if (tp_ > 1) {
+    out = tp_op(r, id(OpRole::kTpReduceAttn), OpKind::kAllReduce, out, T_);
+  }
+  return out;
+}
+
+// The Mamba-2 mixer after the block's norm `n1`: in_proj (column parallel over the heads), the
+// causal depthwise convolution, the SSD scan as its chunked matmuls, the gated norm and the
+// row-parallel out_proj.
+std::uint32_t Lowerer::mamba_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n1,
+                                 std::uint32_t gather) {
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t in = n1;
+  if (sp_) in = tp_op(r, id(OpRole::kSpGatherMamba), OpKind::kAllGather, n1, T_);
+  const std::uint32_t proj =
+      add(r, id(OpRole::kMambaInProj), linear(OpRole::kMambaInProj, ph, T_, h_, mamba_in_l_),
+          {in, gather});
+  const std::uint32_t conv =
+      add(r, id(OpRole::kMambaConv),
+          cached(OpRole::kMambaConv, ph, 0,
+                 [&] {
+                   return misc(OpKind::kActivation, Stream::kCompute, T_, mamba_conv_l_,
+                               T_ * mamba_conv_l_ * e, T_ * mamba_conv_l_ * e);
+                 }),
+          {proj});
+  std::uint32_t scan = conv;
+  for (int slot = 0; slot < kScanForwardGemms; ++slot) {
+    scan = add(r, id(OpRole::kMambaScan, slot), scan_gemm(ph, slot), {scan, conv});
+  }
+  const std::uint32_t norm =
+      add(r, id(OpRole::kMambaNorm),
+          cached(OpRole::kMambaNorm, ph, 0,
+                 [&] {
+                   return misc(OpKind::kNorm, Stream::kCompute, T_, mamba_inner_l_,
+                               2 * T_ * mamba_inner_l_ * e, T_ * mamba_inner_l_ * e);
+                 }),
+          {scan, proj});
+  std::uint32_t out =
+      add(r, id(OpRole::kMambaOut), linear(OpRole::kMambaOut, ph, T_, mamba_inner_l_, h_), {norm});
+  if (sp_) {
+    out = tp_op(r, id(OpRole::kSpScatterMamba), OpKind::kReduceScatter, out, T_);
+  } else if (tp_ > 1) {
+    out = tp_op(r, id(OpRole::kTpReduceMamba), OpKind::kAllReduce, out, T_);
+  }
+  return out;
+}
+
 std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t dy,
                                  std::uint32_t saved, std::uint32_t prefetch_after) {
-  const bool moe = m_.is_moe_layer(layer);
+  const LayerKind kind = m_.layer_kind(layer);
   const Phase B = Phase::kBackwardInput;
-  const Phase W = Phase::kBackwardWeight;
   std::uint32_t gather = kNoOp, egather = kNoOp;
   std::int64_t dense_elems = 0, expert_elems = 0;
   if (p_.zero_stage == 3) {
@@ -800,7 +1140,7 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
     // The layer forward again from its stored input, once its output gradient has arrived.
     saved = layer_fwd(r, layer, mb, Phase::kRecompute, dy, kNoOp, gather, egather);
   }
-  std::vector<std::uint32_t> grads, egrads;  // ops producing this layer's weight gradients
+  LayerGrads grads;  // ops producing this layer's weight gradients
   auto id = [&](OpRole role, Phase ph, int slot = 0) {
     return OpId::make(layer, mb, ph, role, slot);
   };
@@ -813,133 +1153,265 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
     return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
   });
   // ---- MLP block
-  std::uint32_t d_in = kNoOp;  // gradient at the block input, before the norm
-  if (!moe) {
-    std::uint32_t g = dy;
-    if (sp_) g = tp_op(r, id(OpRole::kSpScatterMlp, B), OpKind::kAllGather, dy, T_);
-    const std::uint32_t dd = add(r, id(OpRole::kMlpDown, B),
-                                 linear(OpRole::kMlpDown, B, T_, f_l_, h_), {g, saved, gather});
-    r.first_compute = dd;
-    grads.push_back(add_w(r, mb, id(OpRole::kMlpDown, W), linear(OpRole::kMlpDown, W, T_, f_l_, h_),
-                          {g, saved}, -1, tensor(OpRole::kMlpDown)));
-    const std::uint32_t act =
-        add(r, id(OpRole::kMlpAct, B),
-            cached(OpRole::kMlpAct, B, 0,
-                   [&] {
-                     const std::int64_t tensors = gated_ ? 3 : 2;
-                     return misc(OpKind::kActivation, Stream::kCompute, T_, f_l_,
-                                 tensors * T_ * f_l_ * e, (tensors - 1) * T_ * f_l_ * e);
-                   }),
-            {dd});
-    std::uint32_t x_full = kNoOp;  // the MLP input again for the weight gradients (SP)
-    if (sp_) {
-      x_full = add_w(r, mb, id(OpRole::kSpGatherMlp, W),
-                     tp_collective(OpRole::kSpGatherMlp, W, OpKind::kAllGather, T_), {dy}, r.g_tp);
+  std::uint32_t dres = dy;  // gradient at the mixer block's output
+  if (kind.ffn != FfnKind::kNone) {
+    std::uint32_t d_in = kNoOp;  // gradient at the block input, before the norm
+    if (kind.ffn == FfnKind::kDense) {
+      d_in = dense_bwd(r, layer, mb, dy, saved, gather, grads);
+    } else {
+      d_in = moe_bwd(r, layer, mb, dy, saved, gather, egather, grads);
     }
-    const std::uint32_t up_b = linear(OpRole::kMlpUp, B, T_, h_, f_l_);
-    const std::uint32_t up_w = linear(OpRole::kMlpUp, W, T_, h_, f_l_);
-    std::uint32_t dg = kNoOp;
-    if (gated_) {
-      dg = add(r, id(OpRole::kMlpGate, B), up_b, {act});
-      grads.push_back(
-          add_w(r, mb, id(OpRole::kMlpGate, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpGate)));
-    }
-    const std::uint32_t du = add(r, id(OpRole::kMlpUp, B), up_b, {act, dg});
-    grads.push_back(
-        add_w(r, mb, id(OpRole::kMlpUp, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpUp)));
-    d_in = du;
-    if (sp_) {
-      d_in = tp_op(r, id(OpRole::kSpGatherMlp, B), OpKind::kReduceScatter, du, T_);
-    } else if (tp_ > 1) {
-      d_in = tp_op(r, id(OpRole::kTpReduceMlp, B), OpKind::kAllReduce, du, T_);
-    }
-  } else {
-    const std::int64_t k = m_.moe->top_k;
-    std::uint32_t g = add(r, id(OpRole::kExpertCombine, B),
-                          cached(OpRole::kExpertCombine, B, 0,
-                                 [&] {
-                                   return misc(OpKind::kRouter, Stream::kCompute, Ts_, h_,
-                                               Ts_ * h_ * e + routed_ * h_ * e,
-                                               routed_ * h_ * e + Ts_ * k * kFp32);
-                                 }),
-                          {dy, saved});
-    r.first_compute = g;
-    if (ep_ > 1) {
-      g = add(r, id(OpRole::kEpCombine, B),
-              cached(OpRole::kEpCombine, B, 0,
-                     [&] {
-                       return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
-                     }),
-              {g}, r.g_ep);
-    }
-    if (tp_ > 1) g = tp_op(r, id(OpRole::kMoeTpScatter, B), OpKind::kAllGather, g, routed_ * tp_);
-    const std::uint32_t dd =
-        add(r, id(OpRole::kExpertDown, B),
-            linear(OpRole::kExpertDown, B, per_expert_, fe_l_, h_, experts_l_), {g, egather});
-    egrads.push_back(add_w(r, mb, id(OpRole::kExpertDown, W),
-                           linear(OpRole::kExpertDown, W, per_expert_, fe_l_, h_, experts_l_), {g},
-                           -1, tensor(OpRole::kExpertDown)));
-    const std::uint32_t act =
-        add(r, id(OpRole::kExpertAct, B),
-            cached(OpRole::kExpertAct, B, 0,
-                   [&] {
-                     const std::int64_t rows = per_expert_ * experts_l_;
-                     const std::int64_t tensors = gated_ ? 3 : 2;
-                     return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
-                                 tensors * rows * fe_l_ * e, (tensors - 1) * rows * fe_l_ * e);
-                   }),
-            {dd});
-    const std::uint32_t up_b = linear(OpRole::kExpertUp, B, per_expert_, h_, fe_l_, experts_l_);
-    const std::uint32_t up_w = linear(OpRole::kExpertUp, W, per_expert_, h_, fe_l_, experts_l_);
-    std::uint32_t dg = kNoOp;
-    if (gated_) {
-      dg = add(r, id(OpRole::kExpertGate, B), up_b, {act});
-      egrads.push_back(
-          add_w(r, mb, id(OpRole::kExpertGate, W), up_w, {act}, -1, tensor(OpRole::kExpertGate)));
-    }
-    std::uint32_t dx = add(r, id(OpRole::kExpertUp, B), up_b, {act, dg});
-    egrads.push_back(
-        add_w(r, mb, id(OpRole::kExpertUp, W), up_w, {act}, -1, tensor(OpRole::kExpertUp)));
-    if (tp_ > 1)
-      dx = tp_op(r, id(OpRole::kMoeTpGather, B), OpKind::kReduceScatter, dx, routed_ * tp_);
-    if (ep_ > 1) {
-      dx =
-          add(r, id(OpRole::kEpDispatch, B),
-              cached(OpRole::kEpDispatch, B, 0,
-                     [&] {
-                       return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
-                     }),
-              {dx}, r.g_ep);
-    }
-    const std::uint32_t topk =
-        add(r, id(OpRole::kRouterTopk, B),
-            cached(OpRole::kRouterTopk, B, 0,
-                   [&] {
-                     return misc(OpKind::kRouter, Stream::kCompute, Ts_, experts_,
-                                 routed_ * h_ * e + Ts_ * experts_ * e, Ts_ * (experts_ + h_) * e);
-                   }),
-            {dx, g});
-    // The router's input gradient accumulates onto the token path's (both reach the norm output).
-    const std::uint32_t rd =
-        add(r, id(OpRole::kRouter, B),
-            cached(OpRole::kRouter, B, 0, [&] { return gemm(Ts_, h_, experts_, 1, kAccumulate); }),
-            {topk});
-    grads.push_back(add_w(r, mb, id(OpRole::kRouter, W),
-                          linear(OpRole::kRouter, W, Ts_, h_, experts_), {topk}, -1,
-                          tensor(OpRole::kRouter)));
-    d_in = rd;
+    const std::uint32_t n2 = add(r, id(OpRole::kMlpNorm, B), norm_d, {d_in});
+    grad_ready(r, tensor(OpRole::kMlpNorm), n2, mb);
+    grads.dense.push_back(n2);
+    dres = add(r, id(OpRole::kMlpResidual, B), res_d, {n2, dy});
+    saved = kNoOp;  // consumed by the MLP block's first op
   }
-  const std::uint32_t n2 = add(r, id(OpRole::kMlpNorm, B), norm_d, {d_in});
-  grad_ready(r, tensor(OpRole::kMlpNorm), n2, mb);
-  grads.push_back(n2);
-  const std::uint32_t dres = add(r, id(OpRole::kMlpResidual, B), res_d, {n2, dy});
-  // ---- attention block
+  const bool mixer_first = kind.ffn == FfnKind::kNone;
+  // ---- mixer block
+  std::uint32_t out = dres;
+  if (kind.mixer != Mixer::kNone) {
+    std::uint32_t dx = kNoOp;
+    if (kind.mixer == Mixer::kMamba) {
+      dx = mamba_bwd(r, layer, mb, dres, saved, gather, mixer_first, grads);
+    } else if (m_.mla) {
+      dx = mla_bwd(r, layer, mb, dres, saved, gather, mixer_first, grads);
+    } else {
+      dx = attention_block_bwd(r, layer, mb, dres, saved, gather, mixer_first, grads);
+    }
+    const std::uint32_t n1 = add(r, id(OpRole::kAttnNorm, B), norm_d, {dx});
+    grad_ready(r, tensor(OpRole::kAttnNorm), n1, mb);
+    grads.dense.push_back(n1);
+    out = add(r, id(OpRole::kAttnResidual, B), res_d, {n1, dres});
+  }
+  r.last_bwd = out;
+  if (p_.zero_stage == 3) {
+    zero3_reduce(r, layer, mb, kSlotLayerDense, dense_elems, false, grads.dense);
+    zero3_reduce(r, layer, mb, kSlotLayerExpert, expert_elems, true, grads.expert);
+  }
+  return out;
+}
+
+// A dense MLP's backward from the layer output's gradient `dy`; returns the gradient at the MLP
+// input (before the norm's backward).
+std::uint32_t Lowerer::dense_bwd(RankState& r, int layer, int mb, std::uint32_t dy,
+                                 std::uint32_t saved, std::uint32_t gather, LayerGrads& grads) {
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t g = dy;
+  if (sp_) g = tp_op(r, id(OpRole::kSpScatterMlp, B), OpKind::kAllGather, dy, T_);
+  const std::uint32_t dd = add(r, id(OpRole::kMlpDown, B),
+                               linear(OpRole::kMlpDown, B, T_, f_l_, h_), {g, saved, gather});
+  r.first_compute = dd;
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kMlpDown, W),
+                              linear(OpRole::kMlpDown, W, T_, f_l_, h_), {g, saved}, -1,
+                              tensor(OpRole::kMlpDown)));
+  const std::uint32_t act =
+      add(r, id(OpRole::kMlpAct, B),
+          cached(OpRole::kMlpAct, B, 0,
+                 [&] {
+                   const std::int64_t tensors = gated_ ? 3 : 2;
+                   return misc(OpKind::kActivation, Stream::kCompute, T_, f_l_,
+                               tensors * T_ * f_l_ * e, (tensors - 1) * T_ * f_l_ * e);
+                 }),
+          {dd});
+  std::uint32_t x_full = kNoOp;  // the MLP input again for the weight gradients (SP)
+  if (sp_) {
+    x_full = add_w(r, mb, id(OpRole::kSpGatherMlp, W),
+                   tp_collective(OpRole::kSpGatherMlp, W, OpKind::kAllGather, T_), {dy}, r.g_tp);
+  }
+  const std::uint32_t up_b = linear(OpRole::kMlpUp, B, T_, h_, f_l_);
+  const std::uint32_t up_w = linear(OpRole::kMlpUp, W, T_, h_, f_l_);
+  std::uint32_t dg = kNoOp;
+  if (gated_) {
+    dg = add(r, id(OpRole::kMlpGate, B), up_b, {act});
+    grads.dense.push_back(
+        add_w(r, mb, id(OpRole::kMlpGate, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpGate)));
+  }
+  const std::uint32_t du = add(r, id(OpRole::kMlpUp, B), up_b, {act, dg});
+  grads.dense.push_back(
+      add_w(r, mb, id(OpRole::kMlpUp, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpUp)));
+  if (sp_) return tp_op(r, id(OpRole::kSpGatherMlp, B), OpKind::kReduceScatter, du, T_);
+  if (tp_ > 1) return tp_op(r, id(OpRole::kTpReduceMlp, B), OpKind::kAllReduce, du, T_);
+  return du;
+}
+
+// An MoE block's backward: combine, the reverse all-to-all, the experts' input and weight
+// gradients, the dispatch's reverse, the permutation and the router; the shared experts'
+// backward overlaps the all-to-alls. Returns the gradient at the block input.
+std::uint32_t Lowerer::moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy,
+                               std::uint32_t saved, std::uint32_t gather, std::uint32_t egather,
+                               LayerGrads& grads) {
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
+  const std::int64_t e = bytes_.activation;
+  const std::int64_t k = m_.moe->top_k;
+  std::uint32_t g =
+      add(r, id(OpRole::kExpertCombine, B),
+          cached(OpRole::kExpertCombine, B, 0,
+                 [&] {
+                   return misc(OpKind::kRouter, Stream::kCompute, Ts_, h_,
+                               Ts_ * h_ * e + routed_ * h_ * e, routed_ * h_ * e + Ts_ * k * kFp32);
+                 }),
+          {dy, saved});
+  r.first_compute = g;
+  if (ep_ > 1) {
+    g = add(r, id(OpRole::kEpCombine, B),
+            cached(OpRole::kEpCombine, B, 0,
+                   [&] {
+                     return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+                   }),
+            {g}, r.g_ep);
+  }
+  const std::uint32_t shared = shared_bwd(r, layer, mb, dy, grads);
+  if (etp_ > 1) g = etp_op(r, id(OpRole::kMoeTpScatter, B), OpKind::kAllGather, g);
+  const std::uint32_t dd =
+      add(r, id(OpRole::kExpertDown, B),
+          linear(OpRole::kExpertDown, B, per_expert_, fe_l_, h_, experts_l_), {g, egather});
+  grads.expert.push_back(add_w(r, mb, id(OpRole::kExpertDown, W),
+                               linear(OpRole::kExpertDown, W, per_expert_, fe_l_, h_, experts_l_),
+                               {g}, -1, tensor(OpRole::kExpertDown)));
+  const std::uint32_t act =
+      add(r, id(OpRole::kExpertAct, B),
+          cached(OpRole::kExpertAct, B, 0,
+                 [&] {
+                   const std::int64_t rows = per_expert_ * experts_l_;
+                   const std::int64_t tensors = gated_ ? 3 : 2;
+                   return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
+                               tensors * rows * fe_l_ * e, (tensors - 1) * rows * fe_l_ * e);
+                 }),
+          {dd});
+  const std::uint32_t up_b = linear(OpRole::kExpertUp, B, per_expert_, h_, fe_l_, experts_l_);
+  const std::uint32_t up_w = linear(OpRole::kExpertUp, W, per_expert_, h_, fe_l_, experts_l_);
+  std::uint32_t dg = kNoOp;
+  if (gated_) {
+    dg = add(r, id(OpRole::kExpertGate, B), up_b, {act});
+    grads.expert.push_back(
+        add_w(r, mb, id(OpRole::kExpertGate, W), up_w, {act}, -1, tensor(OpRole::kExpertGate)));
+  }
+  std::uint32_t dx = add(r, id(OpRole::kExpertUp, B), up_b, {act, dg});
+  grads.expert.push_back(
+      add_w(r, mb, id(OpRole::kExpertUp, W), up_w, {act}, -1, tensor(OpRole::kExpertUp)));
+  if (etp_ > 1) dx = etp_op(r, id(OpRole::kMoeTpGather, B), OpKind::kReduceScatter, dx);
+  if (ep_ > 1) {
+    dx = add(r, id(OpRole::kEpDispatch, B),
+             cached(OpRole::kEpDispatch, B, 0,
+                    [&] {
+                      return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+                    }),
+             {dx}, r.g_ep);
+  }
+  const std::uint32_t topk =
+      add(r, id(OpRole::kRouterTopk, B),
+          cached(OpRole::kRouterTopk, B, 0,
+                 [&] {
+                   return misc(OpKind::kRouter, Stream::kCompute, Ts_, experts_,
+                               routed_ * h_ * e + Ts_ * experts_ * e, Ts_ * (experts_ + h_) * e);
+                 }),
+          {dx, g, shared});
+  // The router's input gradient accumulates onto the token path's (both reach the norm output),
+  // as does the shared experts'.
+  const std::uint32_t rd =
+      add(r, id(OpRole::kRouter, B),
+          cached(OpRole::kRouter, B, 0, [&] { return gemm(Ts_, h_, experts_, 1, kAccumulate); }),
+          {topk, gather});
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kRouter, W),
+                              linear(OpRole::kRouter, W, Ts_, h_, experts_), {topk}, -1,
+                              tensor(OpRole::kRouter)));
+  return rd;
+}
+
+// The shared experts' backward from the MoE block output's gradient `dy` (kNoOp without shared
+// experts): its input gradient is left for the router's accumulation.
+std::uint32_t Lowerer::shared_bwd(RankState& r, int layer, int mb, std::uint32_t dy,
+                                  LayerGrads& grads) {
+  if (!shared_) return kNoOp;
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t g = dy;
+  if (m_.moe->shared_expert_gate) {
+    g = add(r, id(OpRole::kSharedExpertGate, B),
+            cached(OpRole::kSharedExpertGate, B, 0,
+                   [&] {
+                     OpDesc d = gemm(Ts_, h_, 1, 1, kAccumulate);
+                     d.bytes_read = d.bytes_read + Bytes(2 * Ts_ * h_ * e);
+                     return d;
+                   }),
+            {dy});
+    grads.dense.push_back(add_w(r, mb, id(OpRole::kSharedExpertGate, W),
+                                cached(OpRole::kSharedExpertGate, W, 0,
+                                       [&] { return gemm(1, h_, Ts_, 1, kTransA | kAccumulate); }),
+                                {g}, -1, tensor(OpRole::kSharedExpertGate)));
+  }
+  if (sp_) g = tp_op(r, id(OpRole::kSpScatterMlp, B), OpKind::kAllGather, g, T_);
+  const std::uint32_t dd =
+      add(r, id(OpRole::kSharedDown, B), linear(OpRole::kSharedDown, B, T_, fs_l_, h_), {g});
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kSharedDown, W),
+                              linear(OpRole::kSharedDown, W, T_, fs_l_, h_), {g}, -1,
+                              tensor(OpRole::kSharedDown)));
+  const std::uint32_t act =
+      add(r, id(OpRole::kSharedAct, B),
+          cached(OpRole::kSharedAct, B, 0,
+                 [&] {
+                   const std::int64_t tensors = gated_ ? 3 : 2;
+                   return misc(OpKind::kActivation, Stream::kCompute, T_, fs_l_,
+                               tensors * T_ * fs_l_ * e, (tensors - 1) * T_ * fs_l_ * e);
+                 }),
+          {dd});
+  std::uint32_t x_full = kNoOp;
+  if (sp_) {
+    x_full = add_w(r, mb, id(OpRole::kSpGatherMlp, W),
+                   tp_collective(OpRole::kSpGatherMlp, W, OpKind::kAllGather, T_), {dy}, r.g_tp);
+  }
+  const std::uint32_t up_b = linear(OpRole::kSharedUp, B, T_, h_, fs_l_);
+  const std::uint32_t up_w = linear(OpRole::kSharedUp, W, T_, h_, fs_l_);
+  std::uint32_t dg = kNoOp;
+  if (gated_) {
+    dg = add(r, id(OpRole::kSharedGate, B), up_b, {act});
+    grads.dense.push_back(add_w(r, mb, id(OpRole::kSharedGate, W), up_w, {act, x_full}, -1,
+                                tensor(OpRole::kSharedGate)));
+  }
+  const std::uint32_t du = add(r, id(OpRole::kSharedUp, B), up_b, {act, dg});
+  grads.dense.push_back(
+      add_w(r, mb, id(OpRole::kSharedUp, W), up_w, {act, x_full}, -1, tensor(OpRole::kSharedUp)));
+  if (sp_) return tp_op(r, id(OpRole::kSpGatherMlp, B), OpKind::kReduceScatter, du, T_);
+  if (tp_ > 1) return tp_op(r, id(OpRole::kTpReduceMlp, B), OpKind::kAllReduce, du, T_);
+  return du;
+}
+
+// Standard attention's backward from the block output's gradient `dres`; returns the gradient at
+// the block input (before the norm's backward).
+std::uint32_t Lowerer::attention_block_bwd(RankState& r, int layer, int mb, std::uint32_t dres,
+                                           std::uint32_t saved, std::uint32_t gather, bool first,
+                                           LayerGrads& grads) {
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
   std::uint32_t g = dres;
   if (sp_) g = tp_op(r, id(OpRole::kSpScatterAttn, B), OpKind::kAllGather, dres, T_);
-  const std::uint32_t od =
-      add(r, id(OpRole::kAttnOut, B), linear(OpRole::kAttnOut, B, T_, q_l_, h_), {g, gather});
-  grads.push_back(add_w(r, mb, id(OpRole::kAttnOut, W), linear(OpRole::kAttnOut, W, T_, q_l_, h_),
-                        {g}, -1, tensor(OpRole::kAttnOut)));
+  const std::uint32_t od = add(r, id(OpRole::kAttnOut, B),
+                               linear(OpRole::kAttnOut, B, T_, q_l_, h_), {g, gather, saved});
+  if (first) r.first_compute = od;
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kAttnOut, W),
+                              linear(OpRole::kAttnOut, W, T_, q_l_, h_), {g}, -1,
+                              tensor(OpRole::kAttnOut)));
   if (p_.recompute == Recompute::kSelective) attention_fwd(r, layer, mb, Phase::kRecompute, od);
   const AttentionGrad attn = attention_bwd(r, layer, mb, od);
   std::uint32_t x_full = kNoOp;
@@ -950,25 +1422,162 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
   const std::int64_t qkv_out = q_l_ + 2 * kv_l_;
   const std::uint32_t qd = add(r, id(OpRole::kAttnQkv, B),
                                linear(OpRole::kAttnQkv, B, T_, h_, qkv_out), {attn.dq, attn.dkv});
-  grads.push_back(add_w(r, mb, id(OpRole::kAttnQkv, W),
-                        linear(OpRole::kAttnQkv, W, T_, h_, qkv_out), {attn.dq, attn.dkv, x_full},
-                        -1, tensor(OpRole::kAttnQkv)));
-  std::uint32_t dx = qd;
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kAttnQkv, W),
+                              linear(OpRole::kAttnQkv, W, T_, h_, qkv_out),
+                              {attn.dq, attn.dkv, x_full}, -1, tensor(OpRole::kAttnQkv)));
+  if (sp_) return tp_op(r, id(OpRole::kSpGatherAttn, B), OpKind::kReduceScatter, qd, T_);
+  if (tp_ > 1) return tp_op(r, id(OpRole::kTpReduceAttn, B), OpKind::kAllReduce, qd, T_);
+  return qd;
+}
+
+// MLA's backward from the block output's gradient `dres`: output projection, attention, the
+// up-projections, the latent norms, the reverse of the latent gather and the down-projections,
+// whose input gradients accumulate. Returns the gradient at the block input.
+std::uint32_t Lowerer::mla_bwd(RankState& r, int layer, int mb, std::uint32_t dres,
+                               std::uint32_t saved, std::uint32_t gather, bool first,
+                               LayerGrads& grads) {
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
+  const MlaSpec& a = *m_.mla;
+  const std::int64_t ql = a.q_lora_rank, kvl = a.kv_lora_rank, rope = a.qk_rope_head_dim;
+  std::uint32_t g = dres;
+  if (sp_) g = tp_op(r, id(OpRole::kSpScatterAttn, B), OpKind::kAllGather, dres, T_);
+  const std::uint32_t od = add(r, id(OpRole::kAttnOut, B),
+                               linear(OpRole::kAttnOut, B, T_, v_l_, h_), {g, gather, saved});
+  if (first) r.first_compute = od;
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kAttnOut, W),
+                              linear(OpRole::kAttnOut, W, T_, v_l_, h_), {g}, -1,
+                              tensor(OpRole::kAttnOut)));
+  if (p_.recompute == Recompute::kSelective) attention_fwd(r, layer, mb, Phase::kRecompute, od);
+  const AttentionGrad attn = attention_bwd(r, layer, mb, od);
+  // Up-projections: input and weight gradients (their inputs, the normalised latents, are kept).
+  const std::uint32_t kvu =
+      add(r, id(OpRole::kMlaKvUp, B), linear(OpRole::kMlaKvUp, B, T_, kvl, kv_up_l_),
+          {attn.dq, attn.dkv});
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kMlaKvUp, W),
+                              linear(OpRole::kMlaKvUp, W, T_, kvl, kv_up_l_), {attn.dq, attn.dkv},
+                              -1, tensor(OpRole::kMlaKvUp)));
+  const std::int64_t q_in = ql > 0 ? ql : h_;
+  const std::uint32_t qu =
+      add(r, id(OpRole::kMlaQUp, B), linear(OpRole::kMlaQUp, B, T_, q_in, q_l_), {attn.dq});
+  std::uint32_t x_full = kNoOp;
+  if (ql == 0 && sp_) {
+    x_full = add_w(r, mb, id(OpRole::kSpGatherAttn, W),
+                   tp_collective(OpRole::kSpGatherAttn, W, OpKind::kAllGather, T_), {dres}, r.g_tp);
+  }
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kMlaQUp, W),
+                              linear(OpRole::kMlaQUp, W, T_, q_in, q_l_), {attn.dq, x_full}, -1,
+                              tensor(OpRole::kMlaQUp)));
+  const std::uint32_t kvn =
+      add(r, id(OpRole::kMlaKvNorm, B), mla_norm(OpRole::kMlaKvNorm, B, kvl), {kvu});
+  grad_ready(r, tensor(OpRole::kMlaKvNorm), kvn, mb);
+  grads.dense.push_back(kvn);
+  std::uint32_t dkv_latent = kvn;  // gradients of the latents on this rank's rows
+  std::uint32_t dq_latent = kNoOp;
+  std::uint32_t dq_in = qu;  // gradient at the queries' input (no query latent)
+  if (ql > 0) {
+    const std::uint32_t qn =
+        add(r, id(OpRole::kMlaQNorm, B), mla_norm(OpRole::kMlaQNorm, B, ql), {qu});
+    grad_ready(r, tensor(OpRole::kMlaQNorm), qn, mb);
+    grads.dense.push_back(qn);
+    dq_latent = qn;
+    if (sp_) {
+      dq_latent = dkv_latent = mla_gather(r, id(OpRole::kMlaLatentGather, B), ql + kvl + rope,
+                                          {qn, kvn}, OpKind::kReduceScatter);
+    }
+    dq_in = kNoOp;
+  } else if (sp_) {
+    dkv_latent =
+        mla_gather(r, id(OpRole::kMlaLatentGather, B), kvl + rope, {kvn}, OpKind::kReduceScatter);
+    dq_in = tp_op(r, id(OpRole::kSpGatherAttn, B), OpKind::kReduceScatter, qu, T_);
+  }
+  // Down-projections on the sequence-sharded rows; the second accumulates onto the first's input
+  // gradient (and onto the queries' without a latent).
+  std::uint32_t dx = kNoOp;
+  if (ql > 0) {
+    dx = add(r, id(OpRole::kMlaQDown, B), linear(OpRole::kMlaQDown, B, Ts_, h_, ql), {dq_latent});
+    grads.dense.push_back(add_w(r, mb, id(OpRole::kMlaQDown, W),
+                                linear(OpRole::kMlaQDown, W, Ts_, h_, ql), {dq_latent}, -1,
+                                tensor(OpRole::kMlaQDown)));
+  }
+  dx = add(
+      r, id(OpRole::kMlaKvDown, B),
+      cached(OpRole::kMlaKvDown, B, 0, [&] { return gemm(Ts_, h_, kvl + rope, 1, kAccumulate); }),
+      {dkv_latent, dx, dq_in});
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kMlaKvDown, W),
+                              linear(OpRole::kMlaKvDown, W, Ts_, h_, kvl + rope), {dkv_latent}, -1,
+                              tensor(OpRole::kMlaKvDown)));
+  return dx;
+}
+
+// The Mamba-2 mixer's backward: out_proj, the gated norm, the scan's matmuls in reverse, the
+// convolution and in_proj. Returns the gradient at the block input.
+std::uint32_t Lowerer::mamba_bwd(RankState& r, int layer, int mb, std::uint32_t dres,
+                                 std::uint32_t saved, std::uint32_t gather, bool first,
+                                 LayerGrads& grads) {
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t g = dres;
+  if (sp_) g = tp_op(r, id(OpRole::kSpScatterMamba, B), OpKind::kAllGather, dres, T_);
+  const std::uint32_t od =
+      add(r, id(OpRole::kMambaOut, B), linear(OpRole::kMambaOut, B, T_, mamba_inner_l_, h_),
+          {g, gather, saved});
+  if (first) r.first_compute = od;
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kMambaOut, W),
+                              linear(OpRole::kMambaOut, W, T_, mamba_inner_l_, h_), {g}, -1,
+                              tensor(OpRole::kMambaOut)));
+  const std::uint32_t norm =
+      add(r, id(OpRole::kMambaNorm, B),
+          cached(OpRole::kMambaNorm, B, 0,
+                 [&] {
+                   return misc(OpKind::kNorm, Stream::kCompute, T_, mamba_inner_l_,
+                               3 * T_ * mamba_inner_l_ * e, 2 * T_ * mamba_inner_l_ * e);
+                 }),
+          {od});
+  grad_ready(r, tensor(OpRole::kMambaNorm), norm, mb);
+  grads.dense.push_back(norm);
+  std::uint32_t scan = norm;
+  for (int slot = 0; slot < kScanBackwardGemms; ++slot) {
+    scan = add(r, id(OpRole::kMambaScan, B, slot), scan_gemm(B, slot), {scan});
+  }
+  grad_ready(r, tensor(OpRole::kMambaScan), scan, mb);  // A_log, D and dt_bias
+  grads.dense.push_back(scan);
+  const std::uint32_t conv_d = cached(OpRole::kMambaConv, B, 0, [&] {
+    return misc(OpKind::kActivation, Stream::kCompute, T_, mamba_conv_l_,
+                2 * T_ * mamba_conv_l_ * e, T_ * mamba_conv_l_ * e);
+  });
+  const std::uint32_t conv = add(r, id(OpRole::kMambaConv, B), conv_d, {scan});
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kMambaConv, W),
+                              cached(OpRole::kMambaConv, W, 0,
+                                     [&] {
+                                       return misc(OpKind::kActivation, Stream::kCompute, T_,
+                                                   mamba_conv_l_, 2 * T_ * mamba_conv_l_ * e,
+                                                   mamba_conv_l_ * m_.mamba->conv_kernel * kFp32);
+                                     }),
+                              {scan}, -1, tensor(OpRole::kMambaConv)));
+  std::uint32_t x_full = kNoOp;
   if (sp_) {
-    dx = tp_op(r, id(OpRole::kSpGatherAttn, B), OpKind::kReduceScatter, qd, T_);
-  } else if (tp_ > 1) {
-    dx = tp_op(r, id(OpRole::kTpReduceAttn, B), OpKind::kAllReduce, qd, T_);
+    x_full =
+        add_w(r, mb, id(OpRole::kSpGatherMamba, W),
+              tp_collective(OpRole::kSpGatherMamba, W, OpKind::kAllGather, T_), {dres}, r.g_tp);
   }
-  const std::uint32_t n1 = add(r, id(OpRole::kAttnNorm, B), norm_d, {dx});
-  grad_ready(r, tensor(OpRole::kAttnNorm), n1, mb);
-  grads.push_back(n1);
-  const std::uint32_t out = add(r, id(OpRole::kAttnResidual, B), res_d, {n1, dres});
-  r.last_bwd = out;
-  if (p_.zero_stage == 3) {
-    zero3_reduce(r, layer, mb, kSlotLayerDense, dense_elems, false, grads);
-    zero3_reduce(r, layer, mb, kSlotLayerExpert, expert_elems, true, egrads);
-  }
-  return out;
+  const std::uint32_t in = add(r, id(OpRole::kMambaInProj, B),
+                               linear(OpRole::kMambaInProj, B, T_, h_, mamba_in_l_), {conv, norm});
+  grads.dense.push_back(add_w(r, mb, id(OpRole::kMambaInProj, W),
+                              linear(OpRole::kMambaInProj, W, T_, h_, mamba_in_l_),
+                              {conv, norm, x_full}, -1, tensor(OpRole::kMambaInProj)));
+  if (sp_) return tp_op(r, id(OpRole::kSpGatherMamba, B), OpKind::kReduceScatter, in, T_);
+  if (tp_ > 1) return tp_op(r, id(OpRole::kTpReduceMamba, B), OpKind::kAllReduce, in, T_);
+  return in;
 }
 
 // ---- model ends
@@ -1035,12 +1644,13 @@ void Lowerer::embedding_bwd(RankState& r, int mb, std::uint32_t dy) {
   }
 }
 
-std::uint32_t Lowerer::lm_head_fwd(RankState& r, int mb, std::uint32_t x) {
+std::uint32_t Lowerer::lm_head_fwd(RankState& r, int mb, std::uint32_t x, int layer) {
   const Phase ph = Phase::kForward;
-  auto id = [&](OpRole role, int slot = 0) { return OpId::make(OpId::kNone, mb, ph, role, slot); };
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
   const std::int64_t e = bytes_.activation;
-  std::uint32_t labels = kNoOp;
-  if (tp_ > 1) {
+  const bool mtp = layer != OpId::kNone;
+  std::uint32_t labels = r.labels;
+  if (tp_ > 1 && !mtp) {
     labels = add(r, id(OpRole::kDataBroadcast, 1),
                  cached(OpRole::kDataBroadcast, ph, 1,
                         [&] {
@@ -1048,12 +1658,16 @@ std::uint32_t Lowerer::lm_head_fwd(RankState& r, int mb, std::uint32_t x) {
                                       T_ * kLastStageBatchBytesPerToken, Precision::kFp32);
                         }),
                  {}, r.g_tp);
+    r.labels = labels;
   }
   std::uint32_t gather = kNoOp;
-  if (p_.zero_stage == 3) {
+  if (p_.zero_stage == 3 && !mtp) {
     std::int64_t elems = 0;
     for (const ParamTensor& pt : r.layout->tensors) {
-      if (pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead) elems += pt.elements;
+      if ((pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead) &&
+          pt.layer == OpId::kNone) {
+        elems += pt.elements;
+      }
     }
     gather = zero3_gather(r, OpId::kNone, mb, ph, kSlotLmHead, elems, false, kNoOp);
   }
@@ -1063,7 +1677,7 @@ std::uint32_t Lowerer::lm_head_fwd(RankState& r, int mb, std::uint32_t x) {
                                         return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_,
                                                     Ts_ * h_ * e, Ts_ * h_ * e);
                                       }),
-                               {x, gather, param_dep(r, m_.num_layers)});
+                               {x, gather, mtp ? kNoOp : param_dep(r, head_key_)});
   std::uint32_t in = fn;
   if (sp_) in = tp_op(r, id(OpRole::kLmHeadGather), OpKind::kAllGather, fn, T_);
   const std::uint32_t logits =
@@ -1116,16 +1730,20 @@ std::uint32_t Lowerer::lm_head_fwd(RankState& r, int mb, std::uint32_t x) {
              {sum});
 }
 
-std::uint32_t Lowerer::lm_head_bwd(RankState& r, int mb, std::uint32_t loss) {
+std::uint32_t Lowerer::lm_head_bwd(RankState& r, int mb, std::uint32_t loss, int layer) {
   const Phase B = Phase::kBackwardInput;
   const Phase W = Phase::kBackwardWeight;
-  auto id = [&](OpRole role, Phase ph) { return OpId::make(OpId::kNone, mb, ph, role); };
+  auto id = [&](OpRole role, Phase ph) { return OpId::make(layer, mb, ph, role); };
   const std::int64_t e = bytes_.activation;
+  const bool mtp = layer != OpId::kNone;
   std::uint32_t gather = kNoOp;
   std::int64_t elems = 0;
-  if (p_.zero_stage == 3) {
+  if (p_.zero_stage == 3 && !mtp) {
     for (const ParamTensor& pt : r.layout->tensors) {
-      if (pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead) elems += pt.elements;
+      if ((pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead) &&
+          pt.layer == OpId::kNone) {
+        elems += pt.elements;
+      }
     }
     gather = zero3_gather(r, OpId::kNone, mb, B, kSlotLmHead, elems, false, kNoOp);
   }
@@ -1159,11 +1777,129 @@ std::uint32_t Lowerer::lm_head_bwd(RankState& r, int mb, std::uint32_t loss) {
                                                     2 * Ts_ * h_ * e, Ts_ * h_ * e);
                                       }),
                                {d});
-  grad_ready(r, tensor_of(r, OpId::kNone, OpRole::kFinalNorm), fn, mb);
+  grad_ready(r, tensor_of(r, layer, OpRole::kFinalNorm), fn, mb);
   grads.push_back(fn);
   r.last_bwd = fn;
-  if (p_.zero_stage == 3) zero3_reduce(r, OpId::kNone, mb, kSlotLmHead, elems, false, grads);
+  if (p_.zero_stage == 3 && !mtp) {
+    zero3_reduce(r, OpId::kNone, mb, kSlotLmHead, elems, false, grads);
+  }
   return fn;
+}
+
+// ---- multi-token prediction (DeepSeek-V3 §2.2; Megatron-core's MultiTokenPredictionLayer)
+
+std::uint32_t Lowerer::mtp_fwd(RankState& r, int mb, int i, std::uint32_t x) {
+  const Phase ph = Phase::kForward;
+  const int layer = m_.num_layers + i;
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
+  const std::int64_t e = bytes_.activation;
+  // The embedding of the tokens one further ahead (the labels this stage already holds).
+  std::uint32_t emb = add(r, id(OpRole::kEmbedding),
+                          cached(OpRole::kEmbedding, ph, 0,
+                                 [&] {
+                                   OpDesc d = misc(OpKind::kEmbedding, Stream::kCompute, T_, h_,
+                                                   T_ * h_ * e + T_ * kInt64, T_ * h_ * e);
+                                   d.aux = V_l_;
+                                   return d;
+                                 }),
+                          {r.labels, param_dep(r, layer)});
+  if (sp_) {
+    emb = tp_op(r, id(OpRole::kEmbeddingReduce), OpKind::kReduceScatter, emb, T_);
+  } else if (tp_ > 1) {
+    emb = tp_op(r, id(OpRole::kEmbeddingReduce), OpKind::kAllReduce, emb, T_);
+  }
+  // enorm and hnorm, then eh_proj of the concatenation (2·hidden → hidden, column parallel),
+  // gathered back to the full hidden (Megatron's gather_output) and split along the sequence.
+  const std::uint32_t norms = add(r, id(OpRole::kMtpNorm),
+                                  cached(OpRole::kMtpNorm, ph, 0,
+                                         [&] {
+                                           return misc(OpKind::kNorm, Stream::kCompute, 2 * Ts_, h_,
+                                                       2 * Ts_ * h_ * e, 2 * Ts_ * h_ * e);
+                                         }),
+                                  {x, emb});
+  r.mtp_in[static_cast<std::size_t>(mb * m_.mtp_layers + i)] = norms;
+  std::uint32_t in = norms;
+  if (sp_) in = mla_gather(r, id(OpRole::kMtpProj, 1), 2 * h_, {norms});
+  std::uint32_t proj =
+      add(r, id(OpRole::kMtpProj), linear(OpRole::kMtpProj, ph, T_, 2 * h_, h_ / tp_), {in});
+  if (tp_ > 1) proj = mla_gather(r, id(OpRole::kMtpProj, 2), h_ / tp_ * tp_, {proj});
+  const std::uint32_t block = layer_fwd(r, layer, mb, ph, proj, kNoOp);
+  r.mtp_loss[static_cast<std::size_t>(mb * m_.mtp_layers + i)] = lm_head_fwd(r, mb, block, layer);
+  return block;
+}
+
+std::uint32_t Lowerer::mtp_bwd(RankState& r, int mb, int i, std::uint32_t from_deeper) {
+  const Phase B = Phase::kBackwardInput;
+  const Phase W = Phase::kBackwardWeight;
+  const int layer = m_.num_layers + i;
+  auto id = [&](OpRole role, Phase ph, int slot = 0) {
+    return OpId::make(layer, mb, ph, role, slot);
+  };
+  const std::int64_t e = bytes_.activation;
+  const std::size_t at = static_cast<std::size_t>(mb * m_.mtp_layers + i);
+  std::uint32_t d = lm_head_bwd(r, mb, r.mtp_loss[at], layer);
+  if (from_deeper != kNoOp) {
+    // The deeper module's gradient for this module's output adds to its own head's.
+    d = add(r, id(OpRole::kMtpNorm, B, 1),
+            cached(OpRole::kMtpNorm, B, 1,
+                   [&] {
+                     return misc(OpKind::kElementwise, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e,
+                                 Ts_ * h_ * e);
+                   }),
+            {d, from_deeper});
+  }
+  d = layer_bwd(r, layer, mb, d, kNoOp, kNoOp);
+  // eh_proj: the gradient of its gathered output is this rank's rows, gathered back over the
+  // sequence; its input gradient is reduced over tp (to the sequence shard with SP).
+  std::uint32_t g = d;
+  if (tp_ > 1) g = mla_gather(r, id(OpRole::kMtpProj, B, 2), h_ / tp_ * tp_, {d});
+  const std::uint32_t pd =
+      add(r, id(OpRole::kMtpProj, B), linear(OpRole::kMtpProj, B, T_, 2 * h_, h_ / tp_), {g});
+  std::uint32_t x_full = kNoOp;
+  if (sp_) {
+    x_full = add_w(
+        r, mb, id(OpRole::kMtpProj, W, 1),
+        cached(
+            OpRole::kMtpProj, W, 1,
+            [&] { return comm(OpKind::kAllGather, Stream::kTpComm, T_ * 2 * h_ * e, act_prec_); }),
+        {d}, r.g_tp);
+  }
+  add_w(r, mb, id(OpRole::kMtpProj, W), linear(OpRole::kMtpProj, W, T_, 2 * h_, h_ / tp_),
+        {g, x_full}, -1, tensor_of(r, layer, OpRole::kMtpProj));
+  std::uint32_t dn = pd;
+  if (sp_) {
+    dn = mla_gather(r, id(OpRole::kMtpProj, B, 1), 2 * h_, {pd}, OpKind::kReduceScatter);
+  } else if (tp_ > 1) {
+    dn = add(r, id(OpRole::kMtpProj, B, 1),
+             cached(OpRole::kMtpProj, B, 3,
+                    [&] {
+                      return comm(OpKind::kAllReduce, Stream::kTpComm, T_ * 2 * h_ * e, act_prec_);
+                    }),
+             {pd}, r.g_tp);
+  }
+  const std::uint32_t norms = add(r, id(OpRole::kMtpNorm, B),
+                                  cached(OpRole::kMtpNorm, B, 0,
+                                         [&] {
+                                           return misc(OpKind::kNorm, Stream::kCompute, 2 * Ts_, h_,
+                                                       4 * Ts_ * h_ * e, 2 * Ts_ * h_ * e);
+                                         }),
+                                  {dn});
+  grad_ready(r, tensor_of(r, layer, OpRole::kMtpNorm), norms, mb);
+  // The embedding's part: back over tp and scattered into the embedding's rows.
+  std::uint32_t g_emb = norms;
+  if (sp_) {
+    g_emb = tp_op(r, id(OpRole::kEmbeddingReduce, B), OpKind::kAllGather, norms, T_);
+  }
+  add_w(r, mb, id(OpRole::kEmbedding, W),
+        cached(OpRole::kEmbedding, W, 0,
+               [&] {
+                 OpDesc desc = misc(OpKind::kEmbedding, Stream::kCompute, T_, h_,
+                                    T_ * h_ * e + T_ * kInt64, T_ * h_ * bytes_.grad);
+                 desc.aux = V_l_;
+                 return desc;
+               }),
+        {g_emb}, -1, tensor_of(r, layer, OpRole::kEmbedding));
+  return norms;
 }
 
 // ---- passes
@@ -1190,7 +1926,11 @@ void Lowerer::forward_pass(RankState& r, int mb, int chunk) {
     prev_first = r.first_compute;
   }
   if (vs == vstages_ - 1) {
+    const std::uint32_t hidden = x;
     x = lm_head_fwd(r, mb, x);
+    std::uint32_t depth = hidden;
+    for (int i = 0; i < m_.mtp_layers; ++i)
+      depth = mtp_fwd(r, mb, i, depth);
   } else {
     add(r, OpId::make(last, mb, Phase::kForward, OpRole::kPpSendActivation),
         cached(OpRole::kPpSendActivation, Phase::kForward, 0,
@@ -1210,7 +1950,22 @@ void Lowerer::backward_pass(RankState& r, int mb, int chunk) {
   const std::uint32_t saved = r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() + chunk)];
   std::uint32_t dy = kNoOp;
   if (vs == vstages_ - 1) {
+    // The MTP modules' backward (deepest first) sends a gradient to the main model's output,
+    // which adds to the one through the final norm.
+    std::uint32_t to_main = kNoOp;
+    for (int i = m_.mtp_layers - 1; i >= 0; --i)
+      to_main = mtp_bwd(r, mb, i, to_main);
     dy = lm_head_bwd(r, mb, saved);
+    if (to_main != kNoOp) {
+      const std::int64_t e = bytes_.activation;
+      dy = add(r, OpId::make(m_.num_layers, mb, Phase::kBackwardInput, OpRole::kMtpNorm, 1),
+               cached(OpRole::kMtpNorm, Phase::kBackwardInput, 1,
+                      [&] {
+                        return misc(OpKind::kElementwise, Stream::kCompute, Ts_, h_,
+                                    2 * Ts_ * h_ * e, Ts_ * h_ * e);
+                      }),
+               {dy, to_main});
+    }
   } else {
     dy = add(r, OpId::make(last, mb, Phase::kBackwardInput, OpRole::kPpRecvGrad),
              cached(OpRole::kPpRecvGrad, Phase::kBackwardInput, 0,
@@ -1332,12 +2087,15 @@ Status Lowerer::lower_worker(int rank) {
                            group(dense_, cp_ > 1 ? "dp-cp" : "dp", cp_ > 1 ? "dp-cp" : "dp"));
   if (m_.is_moe()) {
     PLANNER_ASSIGN_OR_RETURN(r.g_ep, group(expert_, "ep", "ep"));
+    PLANNER_ASSIGN_OR_RETURN(r.g_etp, group(expert_, "tp", etp_ == tp_ ? "tp" : "etp"));
     PLANNER_ASSIGN_OR_RETURN(r.g_edp, group(expert_, "dp", "edp"));
   }
   if (o_.clip_gradients) {
-    PLANNER_ASSIGN_OR_RETURN(r.g_norm,
-                             group(dense_, p_.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp",
-                                   p_.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp"));
+    // The gradient norm spans every distinct gradient: the data-parallel ranks too when they hold
+    // different shards (ZeRO) or different experts (expert parallelism).
+    const bool over_dp = p_.zero_stage >= 1 || (m_.is_moe() && ep_ > 1);
+    PLANNER_ASSIGN_OR_RETURN(r.g_norm, group(dense_, over_dp ? "tp-cp-dp-pp" : "tp-cp-pp",
+                                             over_dp ? "tp-cp-dp-pp" : "tp-cp-pp"));
   }
   AxisSizes coord;
   for (int a = 0; a < kNumAxes; ++a)
@@ -1348,7 +2106,7 @@ Status Lowerer::lower_worker(int rank) {
     r.pp_prev = dense_.rank_at(c);
     c.pp = (s + 1) % p_.pp;
     r.pp_next = dense_.rank_at(c);
-    if (m_.tied_embeddings && (s == 0 || s == p_.pp - 1)) {
+    if ((m_.tied_embeddings || m_.mtp_layers > 0) && (s == 0 || s == p_.pp - 1)) {
       c.pp = 0;
       const int a = dense_.rank_at(c);
       c.pp = p_.pp - 1;
@@ -1368,13 +2126,15 @@ Status Lowerer::lower_worker(int rank) {
   r.bucket_left.assign(L.buckets.size(), 0);
   r.bucket_ready.assign(L.buckets.size(), {});
   r.last_fwd.assign(static_cast<std::size_t>(m_count_ * part_.chunks()), kNoOp);
+  r.mtp_loss.assign(static_cast<std::size_t>(m_count_ * m_.mtp_layers), kNoOp);
+  r.mtp_in.assign(static_cast<std::size_t>(m_count_ * m_.mtp_layers), kNoOp);
   if (split_) r.pending.assign(static_cast<std::size_t>(m_count_), {});
 
   // ZeRO-1/2 with overlap_param_gather: the previous step's parameter all-gathers run at the start
   // of this step, in the order the forward needs them; each layer's first use waits for its bucket.
   if ((p_.zero_stage == 1 || p_.zero_stage == 2) && p_.overlap_param_gather) {
-    r.param_ready.assign(static_cast<std::size_t>(m_.num_layers + 2), kNoOp);
-    r.param_used.assign(static_cast<std::size_t>(m_.num_layers + 2), 0);
+    r.param_ready.assign(static_cast<std::size_t>(m_.num_layers + m_.mtp_layers + 2), kNoOp);
+    r.param_used.assign(static_cast<std::size_t>(m_.num_layers + m_.mtp_layers + 2), 0);
     for (std::size_t b = L.buckets.size(); b-- > 0;) {
       const std::int32_t g = L.buckets[b].expert ? r.g_edp : r.g_dp;
       if (g < 0) continue;
@@ -1386,7 +2146,7 @@ Status Lowerer::lower_worker(int rank) {
         if (L.tensor_bucket[t] != static_cast<int>(b)) continue;
         const ParamTensor& pt = L.tensors[t];
         const bool head = pt.role == OpRole::kFinalNorm || pt.role == OpRole::kLmHead;
-        const int key = pt.layer != OpId::kNone ? pt.layer : (head ? m_.num_layers : OpId::kNone);
+        const int key = pt.layer != OpId::kNone ? pt.layer : (head ? head_key_ : OpId::kNone);
         auto& slot = r.param_ready[static_cast<std::size_t>(key + 1)];
         slot = slot == kNoOp ? op : std::max(slot, op);
       }
@@ -1520,13 +2280,13 @@ Result<StepProgram> lower(const ModelSpec& model, const TrainingSpec& training,
   PLANNER_ASSIGN_OR_RETURN(RankGrid expert, RankGrid::expert(parallel));
   const std::int64_t mb = training.global_batch_size /
                           (static_cast<std::int64_t>(parallel.dp) * parallel.micro_batch_size);
-  if (mb > OpId::kMaxMicrobatch || model.num_layers > OpId::kMaxLayer) {
+  if (mb > OpId::kMaxMicrobatch || model.num_layers + model.mtp_layers > OpId::kMaxLayer) {
     return Status::invalid_input("cannot lower: " + std::to_string(mb) + " micro-batches and " +
                                  std::to_string(model.num_layers) +
                                  " layers exceed what op ids hold (2^20 - 2 and 65534)");
   }
   const std::int64_t vstages = static_cast<std::int64_t>(parallel.pp) * parallel.virtual_stages;
-  const std::int64_t cp_tags = mb * model.num_layers * parallel.cp;
+  const std::int64_t cp_tags = mb * (model.num_layers + model.mtp_layers) * parallel.cp;
   if (mb * vstages > kMaxTagPayload || cp_tags > kMaxTagPayload) {
     return Status::invalid_input("cannot lower: micro-batches x virtual stages (" +
                                  std::to_string(mb * vstages) +

@@ -1,11 +1,13 @@
 #include "planner/core/memory.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/core/model_partition.hpp"
+#include "planner/core/moe_routing.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/schedule.hpp"
 
@@ -25,38 +27,87 @@ constexpr int kZero3GatheredLayers = 2;
 // Pipeline send and receive buffers, and the context-parallel K/V ring's two blocks.
 constexpr int kP2pBuffers = 2;
 
+// LayerKind as an index (mixer × 3 + MLP kind); kLayerKinds of them.
+constexpr int kLayerKinds = 9;
+std::size_t kind_index(LayerKind k) {
+  return static_cast<std::size_t>(static_cast<int>(k.mixer) * 3 + static_cast<int>(k.ffn));
+}
+
+// The kinds of the model's layers and MTP blocks, each once.
+std::vector<LayerKind> layer_kinds_of(const ModelSpec& m) {
+  std::vector<LayerKind> kinds;
+  for (int l = 0; l < m.num_layers + m.mtp_layers; ++l) {
+    const LayerKind k = m.layer_kind(l);
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+    if (!m.is_hybrid() && !m.is_moe()) break;  // every layer alike
+  }
+  return kinds;
+}
+
 struct Activations {
   double split = 0;      // bytes sharded over tp by tensor parallelism itself
   double unsplit = 0;    // bytes replicated over tp unless sequence parallelism shards them
   double quadratic = 0;  // the softmax term (5·a·s²·b), tp-split
+  double rank = 0;       // bytes of one rank already (the busiest rank's routed tokens)
 };
 
-// Korthikanti et al.'s per-layer accounting, generalised to the layer's actual shapes.
-Activations layer_terms(const ModelSpec& m, double s, double b, double e, bool moe) {
+// Korthikanti et al.'s per-layer accounting, generalised to the layer's actual shapes and parts.
+Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerKind kind,
+                        const MoeRouting& routing) {
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
   const double kv = static_cast<double>(m.kv_dim());
   Activations a;
-  // Attention: QKV input, dropout mask | Q, K, V, output-projection input.
-  a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
-  a.split += e * s * b * (q + kv + kv + q);
-  // softmax output (2), its dropout mask (1) and dropout output (2) per head: 5·a·s²·b.
-  a.quadratic = 5.0 * static_cast<double>(m.heads) * s * s * b;
-  const bool gated = m.mlp != MlpKind::kGelu;
+  if (kind.mixer == Mixer::kAttention && m.mla) {
+    // MLA: the down-projections' input, the latents before and after their norms (the
+    // up-projections' inputs, replicated over tp), the rope key, dropout mask | Q, K (qk_head),
+    // V and the output projection's input (v_head).
+    const MlaSpec& l = *m.mla;
+    const double latents =
+        2.0 * l.q_lora_rank + 2.0 * l.kv_lora_rank + static_cast<double>(l.qk_rope_head_dim);
+    a.unsplit += e * s * b * (h + latents) + kMaskBytes * s * b * h;
+    const double qk = static_cast<double>(m.heads) * m.qk_head_dim();
+    const double v = static_cast<double>(m.v_dim());
+    a.split += e * s * b * (qk + qk + v + v);
+  } else if (kind.mixer == Mixer::kAttention) {
+    // Attention: QKV input, dropout mask | Q, K, V, output-projection input.
+    a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
+    a.split += e * s * b * (q + kv + kv + q);
+  } else if (kind.mixer == Mixer::kMamba) {
+    // Mamba-2: in_proj input | its output (z, x, B, C, dt), the convolved x | B | C, the scan
+    // output and the gated norm's output (out_proj input), and the fp32 state of every chunk.
+    const MambaSpec& mb = *m.mamba;
+    a.unsplit += e * s * b * h;
+    a.split += e * s * b * static_cast<double>(mb.in_proj_dim() + mb.conv_dim() + 2 * mb.d_inner());
+    const double chunks = std::ceil(s / static_cast<double>(mb.chunk));
+    a.split += kFp32Bytes * b * chunks * static_cast<double>(mb.d_inner()) * mb.state_dim;
+  }
+  if (kind.mixer == Mixer::kAttention) {
+    // softmax output (2), its dropout mask (1) and dropout output (2) per head: 5·a·s²·b.
+    a.quadratic = 5.0 * static_cast<double>(m.heads) * s * s * b;
+  }
+  const bool gated = is_gated(m.mlp);
   const double ffn_tensors = gated ? 3.0 : 2.0;  // (gate, up,) activation output
-  if (moe) {
-    const double routed = static_cast<double>(m.moe->top_k) * m.moe->capacity_factor;
-    const double f = static_cast<double>(m.moe->expert_ffn_hidden);
+  if (kind.ffn == FfnKind::kMoe) {
     a.unsplit += e * s * b * h + kMaskBytes * s * b * h;                        // MLP input, mask
     a.unsplit += kFp32Bytes * s * b * static_cast<double>(m.moe->num_experts);  // router probs
-    a.unsplit += e * routed * s * b * h;                                        // dispatched tokens
-    a.split += e * routed * s * b * f * ffn_tensors;
-  } else {
+    // The busiest rank's experts (moe_routing.hpp): the dispatched tokens after the etp gather
+    // (kept for the first projection's weight gradient) and the expert intermediates, ffn / etp
+    // wide.
+    const double rows = static_cast<double>(routing.per_expert * routing.local_experts);
+    a.rank += e * rows * h;
+    a.rank += e * rows * static_cast<double>(routing.expert_ffn) * ffn_tensors;
+    if (m.moe->shared_ffn() > 0) {
+      a.split += e * s * b * static_cast<double>(m.moe->shared_ffn()) * ffn_tensors;
+    }
+  } else if (kind.ffn == FfnKind::kDense) {
     const double f = static_cast<double>(m.ffn_hidden);
     a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
     a.split += e * s * b * f * ffn_tensors;
   }
-  a.unsplit += 2.0 * e * s * b * h;  // inputs of the two norms
+  // inputs of the norms: two per attention + MLP layer, one per single-block layer
+  const bool two_blocks = kind.mixer != Mixer::kNone && kind.ffn != FfnKind::kNone;
+  a.unsplit += (two_blocks ? 2.0 : 1.0) * e * s * b * h;
   return a;
 }
 
@@ -68,7 +119,8 @@ Bytes saturated_bytes(double b) {
 }
 
 double combine(const Activations& a, double t, bool sp, bool quadratic) {
-  return (sp ? a.unsplit / t : a.unsplit) + a.split / t + (quadratic ? a.quadratic / t : 0.0);
+  return (sp ? a.unsplit / t : a.unsplit) + a.split / t + (quadratic ? a.quadratic / t : 0.0) +
+         a.rank;
 }
 
 }  // namespace
@@ -85,7 +137,7 @@ PrecisionBytes precision_bytes(const TrainingSpec& training, bool fp32_grads) {
 }
 
 Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
-                             const ParallelConfig& p, bool moe_layer,
+                             const ParallelConfig& p, LayerKind kind,
                              const MemoryOptions& options) {
   const double s = static_cast<double>(training.seq_length) / p.cp;
   const double b = static_cast<double>(p.micro_batch_size);
@@ -97,7 +149,17 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
     return saturated_bytes(sp ? input / t : input);
   }
   const bool quadratic = !options.flash_attention && p.cp == 1 && p.recompute == Recompute::kNone;
-  return saturated_bytes(combine(layer_terms(m, s, b, e, moe_layer), t, sp, quadratic));
+  const MoeRouting routing = moe_routing(m, p, training.seq_length);
+  return saturated_bytes(combine(layer_terms(m, s, b, e, kind, routing), t, sp, quadratic));
+}
+
+Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
+                             const ParallelConfig& p, bool moe_layer,
+                             const MemoryOptions& options) {
+  return layer_activation_bytes(
+      m, training, p,
+      LayerKind{Mixer::kAttention, moe_layer && m.is_moe() ? FfnKind::kMoe : FfnKind::kDense},
+      options);
 }
 
 namespace {
@@ -111,7 +173,8 @@ struct Common {
   double seq_shard = 1;
   std::int64_t dense_shard = 1, expert_shard = 1;
   bool ps = false;
-  Bytes dense_layer, moe_layer;
+  std::array<Bytes, kLayerKinds> layer{};  // one layer's activations by kind_index()
+  MoeRouting routing;
   Bytes working_layer;  // one layer's full activations while it is recomputed (full recompute)
   double embedding_extra = 0;
   double head_extra = 0;
@@ -129,21 +192,29 @@ Common common_terms(const ModelSpec& m, const TrainingSpec& training, const Para
   c.e = c.pb.activation;
   c.seq_shard = c.sp ? c.t : 1.0;
   c.dense_shard = static_cast<std::int64_t>(p.dp) * p.cp;
-  c.expert_shard = c.dense_shard / p.ep;
+  c.expert_shard = std::max<std::int64_t>(1, p.expert_dp());
   c.ps = p.dp_sync == DpSync::kParameterServer;
-  c.dense_layer = layer_activation_bytes(m, training, p, false, options);
-  c.moe_layer = layer_activation_bytes(m, training, p, true, options);
+  c.routing = moe_routing(m, p, training.seq_length);
   ParallelConfig no_recompute = p;
   no_recompute.recompute = Recompute::kNone;
-  c.working_layer =
-      p.recompute == Recompute::kFull
-          ? std::max(layer_activation_bytes(m, training, no_recompute, false, options),
-                     m.is_moe() ? layer_activation_bytes(m, training, no_recompute, true, options)
-                                : Bytes(0))
-          : Bytes(0);
+  for (LayerKind kind : layer_kinds_of(m)) {
+    c.layer[kind_index(kind)] = layer_activation_bytes(m, training, p, kind, options);
+    if (p.recompute == Recompute::kFull) {
+      c.working_layer = std::max(c.working_layer,
+                                 layer_activation_bytes(m, training, no_recompute, kind, options));
+    }
+  }
   c.embedding_extra = kMaskBytes * c.s * c.b * c.h / c.seq_shard;
   c.head_extra = 2.0 * c.e * c.s * c.b * c.h / c.seq_shard +
                  kFp32Bytes * c.s * c.b * static_cast<double>(m.vocab) / c.t;
+  if (m.mtp_layers > 0) {
+    // Each MTP module: its norms' and projection's inputs (the main stream and the shifted
+    // embedding, 3·h), its block, and its own LM head input and logits.
+    c.head_extra +=
+        m.mtp_layers *
+        (3.0 * c.e * c.s * c.b * c.h / c.seq_shard +
+         static_cast<double>(c.layer[kind_index(m.layer_kind(m.num_layers))].raw()) + c.head_extra);
+  }
   return c;
 }
 
@@ -202,7 +273,8 @@ void fill_states(StageMemory& sm, const StageParamInfo& info, const ModelSpec& m
   if (p.pp > 1) comm += kP2pBuffers * c.e * c.s * c.b * c.h / c.seq_shard;
   if (p.cp > 1) comm += kP2pBuffers * 2.0 * c.e * c.b * c.s * static_cast<double>(m.kv_dim()) / c.t;
   if (m.is_moe() && p.ep > 1) {
-    comm += 2.0 * c.e * c.s * c.b * c.h / c.seq_shard * m.moe->top_k * m.moe->capacity_factor;
+    // All-to-all send and receive buffers of the busiest rank's dispatched tokens.
+    comm += 2.0 * c.e * static_cast<double>(c.routing.received) * c.h;
   }
   if (p.zero_stage >= 3) comm += static_cast<double>(info.largest_layer * c.pb.grad);
   sm.comm_buffers = saturated_bytes(comm);
@@ -240,7 +312,7 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
       double bytes = 0;
       const int first = part.first_layer(stage, chunk);
       for (int l = first; l < first + part.layers_per_chunk(); ++l) {
-        bytes += static_cast<double>((m.is_moe_layer(l) ? c.moe_layer : c.dense_layer).raw());
+        bytes += static_cast<double>(c.layer[kind_index(m.layer_kind(l))].raw());
       }
       return bytes;
     };
@@ -318,7 +390,7 @@ void keep_maximal(std::vector<std::vector<int>>& vs) {
 
 struct MemoryEstimator::Layout {
   std::vector<StageParamInfo> stages;
-  std::vector<int> moe_layers;  // per stage × chunks + chunk
+  std::vector<std::array<int, kLayerKinds>> kinds;  // per stage × chunks + chunk: layers by kind
   int layers_per_chunk = 0;
   bool has_embedding_stage0 = true;
 };
@@ -343,9 +415,7 @@ int MemoryEstimator::schedule_microbatches(Schedule schedule, int stages, int mi
 }
 
 Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelConfig& p) {
-  const std::uint64_t key =
-      pack(static_cast<std::uint64_t>(p.tp), static_cast<std::uint64_t>(p.ep),
-           static_cast<std::uint64_t>(p.pp), static_cast<std::uint64_t>(p.virtual_stages));
+  const std::array<int, 5> key{p.tp, p.ep, p.pp, p.virtual_stages, p.expert_tp()};
   auto it = layouts_.find(key);
   if (it != layouts_.end()) return it->second.get();
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model_, p));
@@ -354,11 +424,11 @@ Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelCon
   for (int stage = 0; stage < p.pp; ++stage) {
     l->stages.push_back(stage_param_info(part, stage));
     for (int c = 0; c < part.chunks(); ++c) {
-      int moe = 0;
+      std::array<int, kLayerKinds> counts{};
       const int first = part.first_layer(stage, c);
       for (int layer = first; layer < first + part.layers_per_chunk(); ++layer)
-        moe += model_.is_moe_layer(layer) ? 1 : 0;
-      l->moe_layers.push_back(moe);
+        ++counts[kind_index(model_.layer_kind(layer))];
+      l->kinds.push_back(counts);
     }
   }
   const Layout* out = l.get();
@@ -411,8 +481,6 @@ Result<MemoryPeak> MemoryEstimator::peak(const ParallelConfig& p) {
   PLANNER_ASSIGN_OR_RETURN(const Layout* l, layout(p));
   PLANNER_ASSIGN_OR_RETURN(const InFlight* f, in_flight(p, microbatches_of(training_, p)));
   const Common c = common_terms(model_, training_, p, options_);
-  const double dense = static_cast<double>(c.dense_layer.raw());
-  const double moe = static_cast<double>(c.moe_layer.raw());
   const int chunks = p.virtual_stages;
   MemoryPeak out;
   out.capacity = gpu_.hbm;
@@ -421,8 +489,11 @@ Result<MemoryPeak> MemoryEstimator::peak(const ParallelConfig& p) {
     StageMemory sm;
     fill_states(sm, l->stages[static_cast<std::size_t>(stage)], model_, p, c, options_);
     for (int ch = 0; ch < chunks; ++ch) {
-      const int n_moe = l->moe_layers[static_cast<std::size_t>(stage * chunks + ch)];
-      double w = n_moe * moe + (l->layers_per_chunk - n_moe) * dense;
+      const auto& counts = l->kinds[static_cast<std::size_t>(stage * chunks + ch)];
+      double w = 0;
+      for (std::size_t k = 0; k < counts.size(); ++k) {
+        if (counts[k] > 0) w += counts[k] * static_cast<double>(c.layer[k].raw());
+      }
       if (stage == 0 && ch == 0) w += c.embedding_extra;
       if (stage == p.pp - 1 && ch == chunks - 1) w += c.head_extra;
       weight[static_cast<std::size_t>(ch)] = w;

@@ -22,6 +22,7 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
   part.model_ = model;
   part.tp_ = p.tp;
   part.ep_ = p.ep;
+  part.etp_ = p.expert_tp();
   part.stages_ = p.pp;
   part.chunks_ = p.virtual_stages;
   part.layers_per_chunk_ = model.num_layers / chunks;
@@ -39,40 +40,112 @@ std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) cons
                  bool expert = false) {
     out.push_back({role, layer, split + replicated, replicated, expert, 1});
   };
-  const bool single_stage_tied = m.tied_embeddings && stages_ * chunks_ == 1;
+  const bool single_stage = stages_ * chunks_ == 1;
+  const bool single_stage_tied = m.tied_embeddings && single_stage;
+  // Ops adding to the gradients of the embedding (and of the LM head): the lookup, the LM head
+  // when tied, and each MTP module's lookup and LM head.
+  const int mtp = m.mtp_layers;
   if (has_embedding(stage, chunk)) {
     const std::int64_t positions =
         m.position_embedding == PositionEmbedding::kLearned ? m.max_seq_len * h : 0;
     add(OpRole::kEmbedding, OpId::kNone, m.vocab / t * h, positions);
-    if (single_stage_tied) out.back().grad_producers = 2;
+    if (single_stage_tied) out.back().grad_producers = 2 + 2 * mtp;
+    if (single_stage && !m.tied_embeddings) out.back().grad_producers = 1 + mtp;
   }
   const int first = first_layer(stage, chunk);
-  for (int layer = first; layer < first + layers_per_chunk_; ++layer) {
-    const std::int64_t qkv = m.q_dim() + 2 * m.kv_dim();
-    add(OpRole::kAttnNorm, layer, 0, norm);
-    add(OpRole::kAttnQkv, layer, h * qkv / t + bias * qkv / t, 0);
-    add(OpRole::kAttnOut, layer, m.q_dim() / t * h, bias * h);
-    add(OpRole::kMlpNorm, layer, 0, norm);
-    const bool gated = m.mlp != MlpKind::kGelu;
-    if (m.is_moe_layer(layer)) {
-      const std::int64_t local = m.moe->num_experts / ep_;
-      const std::int64_t f = m.moe->expert_ffn_hidden / t;
-      add(OpRole::kRouter, layer, 0, h * m.moe->num_experts);
-      if (gated) add(OpRole::kExpertGate, layer, local * (h * f + bias * f), 0, true);
-      add(OpRole::kExpertUp, layer, local * (h * f + bias * f), 0, true);
-      add(OpRole::kExpertDown, layer, local * f * h, local * bias * h, true);
-    } else {
-      const std::int64_t f = m.ffn_hidden / t;
-      if (gated) add(OpRole::kMlpGate, layer, h * f + bias * f, 0);
-      add(OpRole::kMlpUp, layer, h * f + bias * f, 0);
-      add(OpRole::kMlpDown, layer, f * h, bias * h);
-    }
-  }
+  for (int layer = first; layer < first + layers_per_chunk_; ++layer)
+    layer_params(layer, out);
   if (has_lm_head(stage, chunk)) {
     add(OpRole::kFinalNorm, OpId::kNone, 0, norm);
-    if (!single_stage_tied) add(OpRole::kLmHead, OpId::kNone, m.vocab / t * h, 0);
+    if (!single_stage_tied) {
+      add(OpRole::kLmHead, OpId::kNone, m.vocab / t * h, 0);
+      // The tied copy on the last of several stages also serves the MTP modules' lookups.
+      out.back().grad_producers = 1 + mtp + (m.tied_embeddings ? mtp : 0);
+    }
+    for (int i = 0; i < m.mtp_layers; ++i) {
+      const int layer = m.num_layers + i;
+      if (i == 0 && !single_stage && !m.tied_embeddings) {
+        // The word embedding's copy for the MTP modules' lookups, kept equal to the first
+        // stage's by the embedding group's gradient all-reduce (as Megatron-core does).
+        add(OpRole::kEmbedding, layer, m.vocab / t * h, 0);
+        out.back().grad_producers = mtp;
+      }
+      // enorm and hnorm, eh_proj (column parallel), the block, the module's final norm.
+      add(OpRole::kMtpNorm, layer, 0, 2 * norm);
+      add(OpRole::kMtpProj, layer, 2 * h * h / t + bias * h / t, 0);
+      layer_params(layer, out);
+      add(OpRole::kFinalNorm, layer, 0, norm);
+    }
   }
   return out;
+}
+
+void ModelPartition::layer_params(int layer, std::vector<ParamTensor>& out) const {
+  const ModelSpec& m = model_;
+  const std::int64_t t = tp_;
+  const std::int64_t h = m.hidden;
+  const std::int64_t bias = m.bias ? 1 : 0;
+  const std::int64_t norm = norm_elements(m);
+  auto add = [&](OpRole role, std::int64_t split, std::int64_t replicated, bool expert = false) {
+    out.push_back({role, layer, split + replicated, replicated, expert, 1});
+  };
+  const LayerKind kind = m.layer_kind(layer);
+  const bool gated = is_gated(m.mlp);
+  if (kind.mixer == Mixer::kAttention && m.mla) {
+    const MlaSpec& a = *m.mla;
+    const std::int64_t H = m.heads, qk = m.qk_head_dim();
+    const std::int64_t kv_latent = static_cast<std::int64_t>(a.kv_lora_rank) + a.qk_rope_head_dim;
+    add(OpRole::kAttnNorm, 0, norm);
+    if (a.q_lora_rank > 0) {
+      add(OpRole::kMlaQDown, 0, h * a.q_lora_rank + bias * a.q_lora_rank);
+      add(OpRole::kMlaQNorm, 0, a.q_lora_rank);
+      add(OpRole::kMlaQUp, a.q_lora_rank * H * qk / t + bias * H * qk / t, 0);
+    } else {
+      add(OpRole::kMlaQUp, h * H * qk / t + bias * H * qk / t, 0);
+    }
+    add(OpRole::kMlaKvDown, 0, h * kv_latent + bias * kv_latent);
+    add(OpRole::kMlaKvNorm, 0, a.kv_lora_rank);
+    const std::int64_t kv_up = H * (a.qk_nope_head_dim + a.v_head_dim);
+    add(OpRole::kMlaKvUp, a.kv_lora_rank * kv_up / t + bias * kv_up / t, 0);
+    add(OpRole::kAttnOut, m.v_dim() / t * h, bias * h);
+  } else if (kind.mixer == Mixer::kAttention) {
+    const std::int64_t qkv = m.q_dim() + 2 * m.kv_dim();
+    add(OpRole::kAttnNorm, 0, norm);
+    add(OpRole::kAttnQkv, h * qkv / t + bias * qkv / t, 0);
+    add(OpRole::kAttnOut, m.q_dim() / t * h, bias * h);
+  } else if (kind.mixer == Mixer::kMamba) {
+    const MambaSpec& s = *m.mamba;
+    add(OpRole::kAttnNorm, 0, norm);
+    add(OpRole::kMambaInProj, h * s.in_proj_dim() / t + bias * s.in_proj_dim() / t, 0);
+    add(OpRole::kMambaConv, s.conv_dim() / t * (s.conv_kernel + 1), 0);
+    add(OpRole::kMambaScan, 3 * s.heads / t, 0);
+    add(OpRole::kMambaNorm, s.d_inner() / t, 0);
+    add(OpRole::kMambaOut, s.d_inner() / t * h, bias * h);
+  }
+  if (kind.ffn == FfnKind::kMoe) {
+    const std::int64_t local = m.moe->num_experts / ep_;
+    const std::int64_t f = m.moe->expert_ffn_hidden / etp_;
+    add(OpRole::kMlpNorm, 0, norm);
+    add(OpRole::kRouter, 0, h * m.moe->num_experts);
+    if (gated) add(OpRole::kExpertGate, local * (h * f + bias * f), 0, true);
+    add(OpRole::kExpertUp, local * (h * f + bias * f), 0, true);
+    // The down projections' biases are replicated over the expert tensor parallel group.
+    add(OpRole::kExpertDown, local * f * h + (etp_ > 1 ? 0 : local * bias * h),
+        etp_ > 1 ? local * bias * h : 0, true);
+    if (m.moe->shared_ffn() > 0) {
+      const std::int64_t fs = m.moe->shared_ffn() / t;
+      if (gated) add(OpRole::kSharedGate, h * fs + bias * fs, 0);
+      add(OpRole::kSharedUp, h * fs + bias * fs, 0);
+      add(OpRole::kSharedDown, fs * h, bias * h);
+      if (m.moe->shared_expert_gate) add(OpRole::kSharedExpertGate, 0, h);
+    }
+  } else if (kind.ffn == FfnKind::kDense) {
+    const std::int64_t f = m.ffn_hidden / t;
+    add(OpRole::kMlpNorm, 0, norm);
+    if (gated) add(OpRole::kMlpGate, h * f + bias * f, 0);
+    add(OpRole::kMlpUp, h * f + bias * f, 0);
+    add(OpRole::kMlpDown, f * h, bias * h);
+  }
 }
 
 RankParams ModelPartition::rank_params(int stage) const {

@@ -7,6 +7,21 @@ std::string short_label(const ParallelConfig& p) {
       "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
   if (p.cp > 1) s += " cp" + std::to_string(p.cp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
+  if (p.etp > 0 && p.etp != p.tp) s += " etp" + std::to_string(p.etp);
+  if (p.moe_capacity_factor == 0) s += " dropless";
+  if (p.moe_capacity_factor > 0) {
+    std::string cf = std::to_string(p.moe_capacity_factor);
+    cf.erase(cf.find_last_not_of('0') + 1);
+    if (!cf.empty() && cf.back() == '.') cf.pop_back();
+    s += " cf" + cf + (p.moe_pad_to_capacity ? "-pad" : "");
+  }
+  if (p.moe_imbalance > 1.0) {
+    std::string r = std::to_string(p.moe_imbalance);
+    r.erase(r.find_last_not_of('0') + 1);
+    if (!r.empty() && r.back() == '.') r.pop_back();
+    s += " skew" + r;
+  }
+  if (p.moe_fp8_dispatch) s += " fp8-a2a";
   if (p.sequence_parallel) s += " sp";
   s += " mb" + std::to_string(p.micro_batch_size);
   if (p.pp > 1) {

@@ -6,6 +6,7 @@
 #include "planner/core/checked.hpp"
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/limits.hpp"
+#include "planner/core/rank_grid.hpp"
 
 namespace planner {
 namespace {
@@ -69,9 +70,20 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
   } else if (m.kv_heads % p.tp != 0) {
     diag.add("/parallel/tp", "must divide kv_heads (" + str(m.kv_heads) + "), got " + str(p.tp));
   }
-  if (m.ffn_hidden % p.tp != 0) {
+  bool dense_mlps = false;  // all-MoE models never use ffn_hidden
+  for (int l = 0; l < m.num_layers && !dense_mlps; ++l)
+    dense_mlps = m.layer_kind(l).ffn == FfnKind::kDense;
+  if (dense_mlps && m.ffn_hidden % p.tp != 0) {
     diag.add("/parallel/tp",
              "must divide ffn_hidden (" + str(m.ffn_hidden) + "), got " + str(p.tp));
+  }
+  if (m.is_moe() && m.moe->shared_ffn() % p.tp != 0) {
+    diag.add("/parallel/tp", "must divide the shared experts' ffn size (" +
+                                 str(m.moe->shared_ffn()) + "), got " + str(p.tp));
+  }
+  if (m.mamba && (m.mamba->heads % p.tp != 0 || m.mamba->groups % p.tp != 0)) {
+    diag.add("/parallel/tp", "must divide the Mamba-2 heads (" + str(m.mamba->heads) +
+                                 ") and groups (" + str(m.mamba->groups) + "), got " + str(p.tp));
   }
   if (m.vocab % p.tp != 0) {
     diag.add("/parallel/tp", "must divide vocab (" + str(m.vocab) +
@@ -130,19 +142,69 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
              "exceeds the model's learned position embeddings (max_seq_len " + str(m.max_seq_len) +
                  "), got " + str(t.seq_length));
   }
-  if (p.ep > 1) {
-    if (!m.is_moe()) {
-      diag.add("/parallel/ep", "expert parallelism needs an MoE model, got ep " + str(p.ep) +
-                                   " for dense model " + m.name);
-    } else if (m.moe->num_experts % p.ep != 0) {
-      diag.add("/parallel/ep", "must divide the number of experts (" + str(m.moe->num_experts) +
-                                   "), got " + str(p.ep));
+  if (p.ep > 1 && !m.is_moe()) {
+    diag.add("/parallel/ep", "expert parallelism needs an MoE model, got ep " + str(p.ep) +
+                                 " for dense model " + m.name);
+  } else if (p.ep > 1 && m.moe->num_experts % p.ep != 0) {
+    diag.add("/parallel/ep", "must divide the number of experts (" + str(m.moe->num_experts) +
+                                 "), got " + str(p.ep));
+  }
+  if (p.etp < 0) {
+    diag.add("/parallel/etp", "must be >= 1, got " + str(p.etp));
+  } else if (p.etp > 0 && p.etp != p.tp && !m.is_moe()) {
+    diag.add("/parallel/etp", "expert tensor parallelism needs an MoE model, got etp " +
+                                  str(p.etp) + " for dense model " + m.name);
+  } else if (m.is_moe()) {
+    const std::int64_t etp = p.expert_tp();
+    const std::int64_t stage = static_cast<std::int64_t>(p.tp) * p.cp * p.dp;
+    if (stage % (etp * p.ep) != 0) {
+      diag.add(p.etp > 0 ? "/parallel/etp" : "/parallel/ep",
+               "etp x ep (" + str(etp) + " x " + str(p.ep) + ") must divide tp x cp x dp (" +
+                   str(stage) +
+                   "): the MoE layers regroup each pipeline stage's ranks as etp x ep "
+                   "x expert data parallel");
+    } else if (m.moe->expert_ffn_hidden % etp != 0) {
+      diag.add(p.etp > 0 ? "/parallel/etp" : "/parallel/tp", "must divide the experts' ffn size (" +
+                                                                 str(m.moe->expert_ffn_hidden) +
+                                                                 "), got " + str(etp));
+    } else {
+      auto dense = RankGrid::dense(p);
+      auto expert = RankGrid::expert(p);
+      if (dense && expert && !RankGrid::same_stages(*dense, *expert)) {
+        diag.add("/parallel/order",
+                 "puts ranks on different pipeline stages in the dense and the expert grid (cp "
+                 "folds into expert data parallelism); keep pp outside tp, cp, ep and dp, got \"" +
+                     p.order + "\"");
+      }
     }
-    if ((static_cast<std::int64_t>(p.dp) * p.cp) % p.ep != 0) {
-      diag.add("/parallel/ep",
-               "must divide dp x cp (" + str(static_cast<std::int64_t>(p.dp) * p.cp) +
-                   "): experts are spread over data-parallel ranks, got " + str(p.ep));
+  }
+  if (!m.is_moe()) {
+    if (p.moe_imbalance != 1.0) {
+      diag.add("/parallel/moe_imbalance",
+               "routing imbalance needs an MoE model, got " + std::to_string(p.moe_imbalance));
     }
+    if (p.moe_capacity_factor >= 0 || p.moe_pad_to_capacity || p.moe_fp8_dispatch) {
+      diag.add("/parallel",
+               "moe_capacity_factor, moe_pad_to_capacity and moe_fp8_dispatch need "
+               "an MoE model");
+    }
+  } else {
+    if (p.moe_imbalance < 1.0) {
+      diag.add("/parallel/moe_imbalance",
+               "is the hottest expert's load over the mean, so >= 1, got " +
+                   std::to_string(p.moe_imbalance));
+    }
+    const double cf = p.moe_capacity_factor >= 0 ? p.moe_capacity_factor : m.moe->capacity_factor;
+    if (p.moe_pad_to_capacity && cf <= 0) {
+      diag.add("/parallel/moe_pad_to_capacity",
+               "padding to capacity needs a capacity factor; the routing is dropless");
+    }
+  }
+  if (m.sliding_window > 0 && p.cp > 1 && m.sliding_window > t.seq_length / (2 * p.cp)) {
+    diag.add("/parallel/cp", "local attention over " + str(m.sliding_window) +
+                                 " tokens needs chunks of at least that many with context "
+                                 "parallelism (seq_length / (2 x cp) = " +
+                                 str(t.seq_length / (2 * p.cp)) + ")");
   }
   if (p.sequence_parallel && p.tp == 1) {
     diag.add("/parallel/sequence_parallel",

@@ -115,18 +115,29 @@ Result<RankGrid> RankGrid::dense(const ParallelConfig& p) {
 }
 
 Result<RankGrid> RankGrid::expert(const ParallelConfig& p) {
-  const std::int64_t dp_cp = static_cast<std::int64_t>(p.dp) * p.cp;
-  if (p.ep < 1 || dp_cp % p.ep != 0) {
-    return Status::invalid_input("rank grid: ep (" + std::to_string(p.ep) +
-                                 ") must divide dp x cp (" + std::to_string(dp_cp) + ")");
+  const int etp = p.expert_tp();
+  const std::int64_t stage = static_cast<std::int64_t>(p.tp) * p.cp * p.dp;
+  const std::int64_t group = static_cast<std::int64_t>(etp) * p.ep;
+  if (p.ep < 1 || etp < 1 || stage % group != 0) {
+    return Status::invalid_input("rank grid: etp x ep (" + std::to_string(etp) + " x " +
+                                 std::to_string(p.ep) + ") must divide tp x cp x dp (" +
+                                 std::to_string(stage) + ")");
   }
   AxisSizes s;
-  s.tp = p.tp;
+  s.tp = etp;
   s.cp = 1;
   s.ep = p.ep;
-  s.dp = static_cast<int>(dp_cp / p.ep);
+  s.dp = static_cast<int>(stage / group);
   s.pp = p.pp;
   return create(s, p.order);
+}
+
+bool RankGrid::same_stages(const RankGrid& dense, const RankGrid& expert) {
+  if (dense.world_size() != expert.world_size()) return false;
+  for (int r = 0; r < dense.world_size(); ++r) {
+    if (dense.coordinate(r, Axis::kPp) != expert.coordinate(r, Axis::kPp)) return false;
+  }
+  return true;
 }
 
 int RankGrid::coordinate(int rank, Axis axis) const {

@@ -46,6 +46,101 @@ double params_upper_bound(const ModelSpec& m) {
          (2 * static_cast<double>(m.vocab) + static_cast<double>(m.max_seq_len) + 2) * h;
 }
 
+// The moe object of a model document.
+MoeSpec read_moe(JsonObject& mo, const ModelSpec& m, bool have_layers) {
+  MoeSpec s;
+  s.expert_ffn_hidden = m.ffn_hidden;
+  const bool have_experts = mo.read("experts", s.num_experts, Need::kRequired, {2, 1000000});
+  if (mo.read("top_k", s.top_k, Need::kRequired, {1, 1000000}) && have_experts &&
+      s.top_k > s.num_experts) {
+    mo.error("top_k", "must be <= experts (" + str(s.num_experts) + "), got " + str(s.top_k));
+  }
+  mo.read("expert_ffn_hidden", s.expert_ffn_hidden, Need::kOptional, {1, kMaxDim});
+  if (const Json* cf = mo.child("capacity_factor", Need::kOptional)) {
+    if (cf->is_string() && cf->get<std::string>() == "dropless") {
+      s.capacity_factor = 0.0;
+    } else {
+      mo.read("capacity_factor", s.capacity_factor, Need::kOptional,
+              {0.0, 64.0, true, "tokens per expert over the mean, or \"dropless\""});
+    }
+  }
+  if (mo.read("layer_freq", s.layer_freq, Need::kOptional, {1, 100000}) && have_layers &&
+      s.layer_freq > m.num_layers) {
+    mo.error("layer_freq",
+             "must be <= layers (" + str(m.num_layers) + "), got " + str(s.layer_freq));
+  }
+  if (mo.read("first_dense_layers", s.first_dense_layers, Need::kOptional, {0, 100000}) &&
+      have_layers && s.first_dense_layers >= m.num_layers) {
+    mo.error("first_dense_layers", "must leave at least one MoE layer of the " + str(m.num_layers) +
+                                       ", got " + str(s.first_dense_layers));
+  }
+  const bool have_shared = mo.read("shared_experts", s.shared_experts, Need::kOptional, {0, 1024});
+  s.shared_expert_ffn_hidden = s.expert_ffn_hidden;
+  mo.read("shared_expert_ffn_hidden", s.shared_expert_ffn_hidden, Need::kOptional, {1, kMaxDim});
+  mo.read("shared_expert_gate", s.shared_expert_gate, Need::kOptional);
+  if ((mo.has("shared_expert_ffn_hidden") || s.shared_expert_gate) &&
+      (!have_shared || s.shared_experts == 0)) {
+    mo.error("shared_experts",
+             "must be >= 1 when shared_expert_ffn_hidden or shared_expert_gate "
+             "is given");
+  }
+  mo.read_enum("scoring", s.scoring, Need::kOptional);
+  const bool have_groups = mo.read("expert_groups", s.expert_groups, Need::kOptional, {1, 1000000});
+  const bool have_group_k = mo.read("group_top_k", s.group_top_k, Need::kOptional, {1, 1000000});
+  if (have_groups && have_experts && s.num_experts % s.expert_groups != 0) {
+    mo.error("expert_groups",
+             "must divide experts (" + str(s.num_experts) + "), got " + str(s.expert_groups));
+  }
+  if (have_group_k && s.group_top_k > s.expert_groups) {
+    mo.error("group_top_k",
+             "must be <= expert_groups (" + str(s.expert_groups) + "), got " + str(s.group_top_k));
+  } else if (have_group_k && have_experts && s.expert_groups > 0 &&
+             s.num_experts % s.expert_groups == 0 &&
+             static_cast<std::int64_t>(s.group_top_k) * (s.num_experts / s.expert_groups) <
+                 s.top_k) {
+    mo.error("group_top_k",
+             "the chosen groups hold " +
+                 str(static_cast<std::int64_t>(s.group_top_k) * (s.num_experts / s.expert_groups)) +
+                 " experts, fewer than top_k (" + str(s.top_k) + ")");
+  }
+  if (!have_group_k && have_groups) s.group_top_k = s.expert_groups;
+  mo.finish();
+  return s;
+}
+
+// layer_pattern: one known character per layer, and the specs its characters need.
+void check_pattern(JsonObject& obj, const ModelSpec& m) {
+  const std::string& p = m.layer_pattern;
+  if (m.num_layers > 0 && static_cast<std::int64_t>(p.size()) != m.num_layers) {
+    obj.error("layer_pattern", "must have one character per layer (" + str(m.num_layers) +
+                                   "), got " + str(static_cast<std::int64_t>(p.size())));
+    return;
+  }
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c != kPatternMamba && c != kPatternAttention && c != kPatternDense && c != kPatternMoe) {
+      obj.error("layer_pattern", "character " + str(static_cast<std::int64_t>(i)) + " is '" +
+                                     std::string(1, c) +
+                                     "'; expected M (Mamba-2), * (attention), - (MLP) or E (MoE)");
+      return;
+    }
+  }
+  if (p.find(kPatternMamba) != std::string::npos && !m.mamba) {
+    obj.error("layer_pattern", "has Mamba-2 layers (M) but the model gives no \"mamba\" object");
+  }
+  if (p.find(kPatternMoe) != std::string::npos && !m.moe) {
+    obj.error("layer_pattern", "has MoE layers (E) but the model gives no \"moe\" object");
+  }
+  if (m.moe && p.find(kPatternMoe) == std::string::npos) {
+    obj.error("layer_pattern", "has no MoE layer (E) but the model gives a \"moe\" object");
+  }
+  if (m.moe && (m.moe->first_dense_layers != 0 || m.moe->layer_freq != 1)) {
+    obj.error("layer_pattern",
+              "places the MoE layers itself: leave out moe.first_dense_layers "
+              "and moe.layer_freq");
+  }
+}
+
 }  // namespace
 
 bool ModelSpec::matches(std::string_view query) const {
@@ -117,7 +212,7 @@ bool read_model_fields(JsonObject& obj, ModelSpec& m) {
   if (have_heads && have_kv && m.heads % m.kv_heads != 0) {
     obj.error("kv_heads", "must divide heads (" + str(m.heads) + "), got " + str(m.kv_heads));
   }
-  if (have_heads && have_hidden && !have_head_dim && !obj.has("head_dim")) {
+  if (have_heads && have_hidden && !have_head_dim && !obj.has("head_dim") && !obj.has("mla")) {
     if (m.hidden % m.heads != 0) {
       obj.error("heads", "must divide hidden (" + str(m.hidden) + "), got " + str(m.heads) +
                              " (or give head_dim explicitly)");
@@ -133,26 +228,62 @@ bool read_model_fields(JsonObject& obj, ModelSpec& m) {
   if (const Json* moe = obj.child("moe", Need::kOptional)) {
     if (!moe->is_null()) {
       JsonObject mo(*moe, obj.pointer_of("moe"), diag);
-      if (mo.valid()) {
-        MoeSpec s;
-        s.expert_ffn_hidden = m.ffn_hidden;
-        const bool have_experts = mo.read("experts", s.num_experts, Need::kRequired, {2, 1000000});
-        if (mo.read("top_k", s.top_k, Need::kRequired, {1, 1000000}) && have_experts &&
-            s.top_k > s.num_experts) {
-          mo.error("top_k", "must be <= experts (" + str(s.num_experts) + "), got " + str(s.top_k));
-        }
-        mo.read("expert_ffn_hidden", s.expert_ffn_hidden, Need::kOptional, {1, kMaxDim});
-        mo.read("capacity_factor", s.capacity_factor, Need::kOptional, {0.0, 64.0, true});
-        if (mo.read("layer_freq", s.layer_freq, Need::kOptional, {1, 100000}) && have_layers &&
-            s.layer_freq > m.num_layers) {
-          mo.error("layer_freq",
-                   "must be <= layers (" + str(m.num_layers) + "), got " + str(s.layer_freq));
-        }
-        mo.finish();
-        m.moe = s;
+      if (mo.valid()) m.moe = read_moe(mo, m, have_layers);
+    }
+  }
+  if (const Json* mla = obj.child("mla", Need::kOptional)) {
+    JsonObject ml(*mla, obj.pointer_of("mla"), diag);
+    if (ml.valid()) {
+      MlaSpec s;
+      const IntRange dim{1, 1'000'000};
+      ml.read("q_lora_rank", s.q_lora_rank, Need::kRequired,
+              {0, 1'000'000, "0 projects queries without a latent"});
+      ml.read("kv_lora_rank", s.kv_lora_rank, Need::kRequired, dim);
+      ml.read("qk_nope_head_dim", s.qk_nope_head_dim, Need::kRequired, dim);
+      ml.read("qk_rope_head_dim", s.qk_rope_head_dim, Need::kRequired, dim);
+      ml.read("v_head_dim", s.v_head_dim, Need::kRequired, dim);
+      ml.finish();
+      m.mla = s;
+      const int qk = s.qk_nope_head_dim + s.qk_rope_head_dim;
+      if (have_head_dim && m.head_dim != qk) {
+        obj.error("head_dim",
+                  "with mla the head dimension is qk_nope_head_dim + qk_rope_head_dim (" + str(qk) +
+                      "), got " + str(m.head_dim));
+      }
+      m.head_dim = qk;
+      if (have_heads && have_kv && m.kv_heads != m.heads) {
+        obj.error("kv_heads",
+                  "multi-head latent attention has one key/value head per query head (" +
+                      str(m.heads) + "), got " + str(m.kv_heads));
       }
     }
   }
+  if (const Json* mamba = obj.child("mamba", Need::kOptional)) {
+    JsonObject mo(*mamba, obj.pointer_of("mamba"), diag);
+    if (mo.valid()) {
+      MambaSpec s;
+      const IntRange dim{1, 1'000'000};
+      mo.read("heads", s.heads, Need::kRequired, dim);
+      mo.read("head_dim", s.head_dim, Need::kRequired, dim);
+      mo.read("state_dim", s.state_dim, Need::kRequired, dim);
+      const bool have_groups = mo.read("groups", s.groups, Need::kOptional, dim);
+      mo.read("conv_kernel", s.conv_kernel, Need::kOptional, {1, 1024});
+      mo.read("chunk", s.chunk, Need::kOptional, {1, 1'000'000});
+      if (have_groups && s.heads > 0 && s.heads % s.groups != 0) {
+        mo.error("groups", "must divide heads (" + str(s.heads) + "), got " + str(s.groups));
+      }
+      mo.finish();
+      m.mamba = s;
+    }
+  }
+  if (obj.read("layer_pattern", m.layer_pattern, Need::kOptional)) check_pattern(obj, m);
+  obj.read("sliding_window", m.sliding_window, Need::kOptional, {1, 1'000'000'000});
+  if (obj.read("full_attention_every", m.full_attention_every, Need::kOptional,
+               {1, 100000, "every n-th layer attends to the whole sequence; omit for none"}) &&
+      !obj.has("sliding_window")) {
+    obj.error("full_attention_every", "only used with sliding_window");
+  }
+  obj.read("mtp_layers", m.mtp_layers, Need::kOptional, {0, 64});
   obj.finish();
   // Within every field's limit a model can still have more parameters than 64-bit counts of its
   // bytes and FLOPs hold (100,000 layers of hidden 10^7): refuse it rather than overflow.
@@ -267,6 +398,19 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("dp", p.dp, Need::kOptional, axis);
   obj.read("cp", p.cp, Need::kOptional, axis);
   obj.read("ep", p.ep, Need::kOptional, axis);
+  obj.read("etp", p.etp, Need::kOptional, axis);
+  if (const Json* cf = obj.child("moe_capacity_factor", Need::kOptional)) {
+    if (cf->is_string() && cf->get<std::string>() == "dropless") {
+      p.moe_capacity_factor = 0.0;
+    } else {
+      obj.read("moe_capacity_factor", p.moe_capacity_factor, Need::kOptional,
+               {0.0, 64.0, true, "tokens per expert over the mean, or \"dropless\""});
+    }
+  }
+  obj.read("moe_pad_to_capacity", p.moe_pad_to_capacity, Need::kOptional);
+  obj.read("moe_imbalance", p.moe_imbalance, Need::kOptional,
+           {1.0, 1000.0, false, "the hottest expert's tokens over the mean: 1 is balanced"});
+  obj.read("moe_fp8_dispatch", p.moe_fp8_dispatch, Need::kOptional);
   obj.read("sequence_parallel", p.sequence_parallel, Need::kOptional);
   obj.read("micro_batch_size", p.micro_batch_size, Need::kOptional, {1, 1'000'000});
   obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
@@ -371,7 +515,7 @@ Json to_json(const ModelSpec& m) {
   j["hidden"] = m.hidden;
   j["heads"] = m.heads;
   j["kv_heads"] = m.kv_heads;
-  if (m.head_dim > 0 && m.hidden != static_cast<std::int64_t>(m.heads) * m.head_dim) {
+  if (m.head_dim > 0 && !m.mla && m.hidden != static_cast<std::int64_t>(m.heads) * m.head_dim) {
     j["head_dim"] = m.head_dim;
   }
   j["ffn_hidden"] = m.ffn_hidden;
@@ -384,12 +528,49 @@ Json to_json(const ModelSpec& m) {
   if (m.pretrain_seq_len > 0) j["pretrain_seq_len"] = m.pretrain_seq_len;
   j["bias"] = m.bias;
   if (m.is_moe()) {
-    j["moe"] = {{"experts", m.moe->num_experts},
-                {"top_k", m.moe->top_k},
-                {"expert_ffn_hidden", m.moe->expert_ffn_hidden},
-                {"capacity_factor", m.moe->capacity_factor},
-                {"layer_freq", m.moe->layer_freq}};
+    const MoeSpec& e = *m.moe;
+    Json moe = {
+        {"experts", e.num_experts}, {"top_k", e.top_k}, {"expert_ffn_hidden", e.expert_ffn_hidden}};
+    if (e.capacity_factor > 0) {
+      moe["capacity_factor"] = e.capacity_factor;
+    } else {
+      moe["capacity_factor"] = "dropless";
+    }
+    if (m.layer_pattern.empty()) moe["layer_freq"] = e.layer_freq;
+    if (e.first_dense_layers > 0) moe["first_dense_layers"] = e.first_dense_layers;
+    if (e.shared_experts > 0) {
+      moe["shared_experts"] = e.shared_experts;
+      moe["shared_expert_ffn_hidden"] = e.shared_expert_ffn_hidden;
+      if (e.shared_expert_gate) moe["shared_expert_gate"] = true;
+    }
+    if (e.scoring != RouterScoring::kSoftmax) moe["scoring"] = to_string(e.scoring);
+    if (e.expert_groups > 1) {
+      moe["expert_groups"] = e.expert_groups;
+      moe["group_top_k"] = e.group_top_k;
+    }
+    j["moe"] = std::move(moe);
   }
+  if (m.mla) {
+    j["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
+                {"kv_lora_rank", m.mla->kv_lora_rank},
+                {"qk_nope_head_dim", m.mla->qk_nope_head_dim},
+                {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
+                {"v_head_dim", m.mla->v_head_dim}};
+  }
+  if (m.mamba) {
+    j["mamba"] = {{"heads", m.mamba->heads},
+                  {"head_dim", m.mamba->head_dim},
+                  {"state_dim", m.mamba->state_dim},
+                  {"groups", m.mamba->groups},
+                  {"conv_kernel", m.mamba->conv_kernel},
+                  {"chunk", m.mamba->chunk}};
+  }
+  if (!m.layer_pattern.empty()) j["layer_pattern"] = m.layer_pattern;
+  if (m.sliding_window > 0) {
+    j["sliding_window"] = m.sliding_window;
+    if (m.full_attention_every > 0) j["full_attention_every"] = m.full_attention_every;
+  }
+  if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
   return j;
 }
 
@@ -465,6 +646,15 @@ Json to_json(const ParallelConfig& p) {
          {"overlap_grad_reduce", p.overlap_grad_reduce},
          {"overlap_param_gather", p.overlap_param_gather}};
   if (p.dp_sync == DpSync::kParameterServer) j["param_servers"] = p.param_servers;
+  if (p.etp > 0) j["etp"] = p.etp;
+  if (p.moe_capacity_factor == 0) {
+    j["moe_capacity_factor"] = "dropless";
+  } else if (p.moe_capacity_factor > 0) {
+    j["moe_capacity_factor"] = p.moe_capacity_factor;
+  }
+  if (p.moe_pad_to_capacity) j["moe_pad_to_capacity"] = true;
+  if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;
+  if (p.moe_fp8_dispatch) j["moe_fp8_dispatch"] = true;
   return j;
 }
 

@@ -63,6 +63,9 @@ class MpiCommunicator final : public Communicator {
                             std::string_view what) override;
   Result<Ticket> reduce_scatter(const void* send, void* recv, std::int64_t count, DType type,
                                 ReduceOp op, std::string_view what) override;
+  Result<Ticket> all_to_all_v(const void* send, const std::vector<std::int64_t>& send_counts,
+                              void* recv, const std::vector<std::int64_t>& recv_counts, DType type,
+                              std::string_view what) override;
   Result<Ticket> all_to_all(const void* send, void* recv, std::int64_t count, DType type,
                             std::string_view what) override;
   Result<Ticket> broadcast(void* buf, std::int64_t count, DType type, int root,
@@ -115,7 +118,7 @@ class CpuBackend final : public Backend {
   // from the temporary block to its place in the buffer on completion.
   Result<Ticket> started(int rc, MPI_Request request, const char* call, const MpiCommunicator& comm,
                          std::string_view what, Event start, void* copy_to = nullptr,
-                         void* temp = nullptr, std::int64_t bytes = 0);
+                         void* temp = nullptr, std::int64_t bytes = 0, std::vector<int> keep = {});
   CpuDevice& cpu_device() { return device_; }
   // The MPI reduction of `op` on `type`: MPI's own, or planner's for 16-bit floats.
   MPI_Op mpi_op(ReduceOp op, DType type) const;
@@ -132,6 +135,7 @@ class CpuBackend final : public Backend {
     void* copy_to = nullptr;
     void* temp = nullptr;
     std::int64_t bytes = 0;
+    std::vector<int> keep;  // arrays MPI reads until completion (all-to-all-v counts)
   };
   Status complete(TicketState& t);
   // Polls until `ticket` (all tickets when null) has completed or the deadline passes.
@@ -238,6 +242,39 @@ Result<Ticket> MpiCommunicator::all_to_all(const void* send, void* recv, std::in
   MPI_Request req = MPI_REQUEST_NULL;
   const int rc = MPI_Ialltoall(send, n, mpi_type(type), recv, n, mpi_type(type), comm_, &req);
   return backend_.started(rc, req, "MPI_Ialltoall", *this, what, start);
+}
+
+Result<Ticket> MpiCommunicator::all_to_all_v(const void* send,
+                                             const std::vector<std::int64_t>& send_counts,
+                                             void* recv,
+                                             const std::vector<std::int64_t>& recv_counts,
+                                             DType type, std::string_view what) {
+  const auto n = static_cast<std::size_t>(size());
+  if (send_counts.size() != n || recv_counts.size() != n) {
+    return Status::internal("MPI_Ialltoallv for " + std::string(what) + " on " + label() +
+                            ": counts for " + std::to_string(send_counts.size()) + " and " +
+                            std::to_string(recv_counts.size()) + " members, the group has " +
+                            std::to_string(n));
+  }
+  // send counts | send displacements | receive counts | receive displacements
+  std::vector<int> arrays(4 * n);
+  std::int64_t sent = 0, received = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    PLANNER_ASSIGN_OR_RETURN(arrays[i], checked_count(send_counts[i], "MPI_Ialltoallv", what));
+    PLANNER_ASSIGN_OR_RETURN(arrays[2 * n + i],
+                             checked_count(recv_counts[i], "MPI_Ialltoallv", what));
+    PLANNER_ASSIGN_OR_RETURN(arrays[n + i], checked_count(sent, "MPI_Ialltoallv", what));
+    PLANNER_ASSIGN_OR_RETURN(arrays[3 * n + i], checked_count(received, "MPI_Ialltoallv", what));
+    sent += send_counts[i];
+    received += recv_counts[i];
+  }
+  const Event start = backend_.cpu_device().record();
+  MPI_Request req = MPI_REQUEST_NULL;
+  const int rc =
+      MPI_Ialltoallv(send, arrays.data(), arrays.data() + n, mpi_type(type), recv,
+                     arrays.data() + 2 * n, arrays.data() + 3 * n, mpi_type(type), comm_, &req);
+  return backend_.started(rc, req, "MPI_Ialltoallv", *this, what, start, nullptr, nullptr, 0,
+                          std::move(arrays));
 }
 
 Result<Ticket> MpiCommunicator::broadcast(void* buf, std::int64_t count, DType type, int root,
@@ -352,7 +389,8 @@ Result<std::unique_ptr<Communicator>> CpuBackend::create_communicator(const Grou
 
 Result<Ticket> CpuBackend::started(int rc, MPI_Request request, const char* call,
                                    const MpiCommunicator& comm, std::string_view what, Event start,
-                                   void* copy_to, void* temp, std::int64_t bytes) {
+                                   void* copy_to, void* temp, std::int64_t bytes,
+                                   std::vector<int> keep) {
   if (rc != MPI_SUCCESS) {
     if (temp != nullptr) device_.deallocate(temp, bytes);
     return mpi_check(rc, std::string(call) + " on " + comm.label() + " for " + std::string(what));
@@ -366,7 +404,8 @@ Result<Ticket> CpuBackend::started(int rc, MPI_Request request, const char* call
   t.copy_to = copy_to;
   t.temp = temp;
   t.bytes = bytes;
-  tickets_.push_back(t);
+  t.keep = std::move(keep);  // a moved vector keeps its heap block, which MPI points into
+  tickets_.push_back(std::move(t));
   const auto id = static_cast<std::uint32_t>(tickets_.size() - 1);
   active_.push_back(id);
   return Ticket{id};

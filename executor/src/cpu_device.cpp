@@ -15,6 +15,7 @@
 #include "planner/kernels/cpu/elementwise.hpp"
 #include "planner/kernels/cpu/embedding.hpp"
 #include "planner/kernels/cpu/loss_scale.hpp"
+#include "planner/kernels/cpu/moe.hpp"
 #include "planner/kernels/cpu/norm.hpp"
 #include "planner/kernels/cpu/rope.hpp"
 
@@ -484,6 +485,48 @@ void CpuDevice::to_activation_type(const float* x, std::int64_t n, void* y) {
 void CpuDevice::narrow_int64(const std::int64_t* in, std::int64_t n, std::int32_t* out) {
   for (std::int64_t i = 0; i < n; ++i)
     out[i] = static_cast<std::int32_t>(in[i]);
+}
+void CpuDevice::moe_route(const void* logits, std::int64_t rows, const MoeRouteConfig& config,
+                          float* scores, std::int32_t* experts, float* weights) {
+  const View x(activation_type(), logits, rows * config.experts);
+  cpu::moe_route(x.get(), rows, config, scores, experts, weights);
+}
+void CpuDevice::moe_route_backward(const float* scores, const std::int32_t* experts,
+                                   const float* weights, const float* dweights, std::int64_t rows,
+                                   const MoeRouteConfig& config, void* dlogits) {
+  View d(activation_type(), dlogits, rows * config.experts, false);
+  cpu::moe_route_backward(scores, experts, weights, dweights, rows, config, d.get());
+  d.store(dlogits);
+}
+void CpuDevice::gather_rows(const void* src, const std::int32_t* index, std::int64_t rows,
+                            std::int64_t cols, void* dst) {
+  // A row copy: exact in any storage type.
+  const std::int64_t width = cols * activation_bytes();
+  const auto* from = static_cast<const std::byte*>(src);
+  auto* to = static_cast<std::byte*>(dst);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    std::memcpy(to + i * width, from + static_cast<std::int64_t>(index[i]) * width,
+                static_cast<std::size_t>(width));
+  }
+}
+void CpuDevice::moe_combine(const void* src, const std::int32_t* pos, const float* weights,
+                            std::int64_t rows, std::int64_t k, std::int64_t cols, bool accumulate,
+                            void* dst) {
+  const DType t = activation_type();
+  const View in(t, src, rows * k * cols);
+  View out(t, dst, rows * cols, accumulate);
+  cpu::moe_combine(in.get(), pos, weights, rows, k, cols, accumulate, out.get());
+  out.store(dst);
+}
+void CpuDevice::moe_combine_backward(const void* dy, const void* src, const std::int32_t* pos,
+                                     const float* weights, std::int64_t rows, std::int64_t k,
+                                     std::int64_t cols, void* dsrc, float* dweights) {
+  const DType t = activation_type();
+  const View g(t, dy, rows * cols);
+  const View in(t, src, rows * k * cols);
+  View out(t, dsrc, rows * k * cols, false);
+  cpu::moe_combine_backward(g.get(), in.get(), pos, weights, rows, k, cols, out.get(), dweights);
+  out.store(dsrc);
 }
 
 }  // namespace planner::exec

@@ -136,6 +136,9 @@ class NcclCommunicator final : public Communicator {
                             std::string_view what) override;
   Result<Ticket> reduce_scatter(const void* send, void* recv, std::int64_t count, DType type,
                                 ReduceOp op, std::string_view what) override;
+  Result<Ticket> all_to_all_v(const void* send, const std::vector<std::int64_t>& send_counts,
+                              void* recv, const std::vector<std::int64_t>& recv_counts, DType type,
+                              std::string_view what) override;
   Result<Ticket> all_to_all(const void* send, void* recv, std::int64_t count, DType type,
                             std::string_view what) override;
   Result<Ticket> broadcast(void* buf, std::int64_t count, DType type, int root,
@@ -376,6 +379,40 @@ Result<Ticket> NcclCommunicator::all_to_all(const void* send, void* recv, std::i
         r = ncclRecv(static_cast<std::byte*>(recv) + j * bytes, static_cast<std::size_t>(count),
                      nccl_type(type), j, comm_, s);
       }
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    return r == ncclSuccess || r == ncclInProgress ? end : r;
+  });
+}
+
+Result<Ticket> NcclCommunicator::all_to_all_v(const void* send,
+                                              const std::vector<std::int64_t>& send_counts,
+                                              void* recv,
+                                              const std::vector<std::int64_t>& recv_counts,
+                                              DType type, std::string_view what) {
+  const auto n = static_cast<std::size_t>(size());
+  if (send_counts.size() != n || recv_counts.size() != n) {
+    return Status::internal("all-to-all-v for " + std::string(what) + " on " + label_ +
+                            ": counts for " + std::to_string(send_counts.size()) + " and " +
+                            std::to_string(recv_counts.size()) + " members, the group has " +
+                            std::to_string(n));
+  }
+  const std::int64_t element = dtype_bytes(type);
+  return run("ncclSend/ncclRecv (all-to-all-v)", what, [&](cudaStream_t s) {
+    ncclResult_t r = ncclGroupStart();
+    std::int64_t sent = 0, received = 0;
+    for (std::size_t j = 0; j < n && (r == ncclSuccess || r == ncclInProgress); ++j) {
+      const int peer = static_cast<int>(j);
+      if (send_counts[j] > 0) {
+        r = ncclSend(static_cast<const std::byte*>(send) + sent * element,
+                     static_cast<std::size_t>(send_counts[j]), nccl_type(type), peer, comm_, s);
+      }
+      if (recv_counts[j] > 0 && (r == ncclSuccess || r == ncclInProgress)) {
+        r = ncclRecv(static_cast<std::byte*>(recv) + received * element,
+                     static_cast<std::size_t>(recv_counts[j]), nccl_type(type), peer, comm_, s);
+      }
+      sent += send_counts[j];
+      received += recv_counts[j];
     }
     const ncclResult_t end = ncclGroupEnd();
     return r == ncclSuccess || r == ncclInProgress ? end : r;

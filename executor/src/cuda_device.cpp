@@ -14,6 +14,7 @@
 #include "planner/kernels/cuda/elementwise.hpp"
 #include "planner/kernels/cuda/embedding.hpp"
 #include "planner/kernels/cuda/loss_scale.hpp"
+#include "planner/kernels/cuda/moe.hpp"
 #include "planner/kernels/cuda/norm.hpp"
 #include "planner/kernels/cuda/rope.hpp"
 
@@ -720,6 +721,46 @@ void CudaDevice::to_activation_type(const float* x, std::int64_t n, void* y) {
 }
 void CudaDevice::narrow_int64(const std::int64_t* in64, std::int64_t n, std::int32_t* out32) {
   launch([&](auto, cudaStream_t s) { return kc::narrow_int64(in64, n, out32, s); });
+}
+void CudaDevice::moe_route(const void* logits, std::int64_t rows, const MoeRouteConfig& config,
+                           float* scores, std::int32_t* experts, float* weights) {
+  launch([&](auto tag, cudaStream_t s) {
+    using T = typename decltype(tag)::type;
+    return kc::moe_route<T>(in<T>(logits), rows, config, scores, experts, weights, s);
+  });
+}
+void CudaDevice::moe_route_backward(const float* scores, const std::int32_t* experts,
+                                    const float* weights, const float* dweights, std::int64_t rows,
+                                    const MoeRouteConfig& config, void* dlogits) {
+  launch([&](auto tag, cudaStream_t s) {
+    using T = typename decltype(tag)::type;
+    return kc::moe_route_backward<T>(scores, experts, weights, dweights, rows, config,
+                                     out<T>(dlogits), s);
+  });
+}
+void CudaDevice::gather_rows(const void* src, const std::int32_t* index, std::int64_t rows,
+                             std::int64_t cols, void* dst) {
+  launch([&](auto tag, cudaStream_t s) {
+    using T = typename decltype(tag)::type;
+    return kc::gather_rows<T>(in<T>(src), index, rows, cols, out<T>(dst), s);
+  });
+}
+void CudaDevice::moe_combine(const void* src, const std::int32_t* pos, const float* weights,
+                             std::int64_t rows, std::int64_t k, std::int64_t cols, bool accumulate,
+                             void* dst) {
+  launch([&](auto tag, cudaStream_t s) {
+    using T = typename decltype(tag)::type;
+    return kc::moe_combine<T>(in<T>(src), pos, weights, rows, k, cols, accumulate, out<T>(dst), s);
+  });
+}
+void CudaDevice::moe_combine_backward(const void* dy, const void* src, const std::int32_t* pos,
+                                      const float* weights, std::int64_t rows, std::int64_t k,
+                                      std::int64_t cols, void* dsrc, float* dweights) {
+  launch([&](auto tag, cudaStream_t s) {
+    using T = typename decltype(tag)::type;
+    return kc::moe_combine_backward<T>(in<T>(dy), in<T>(src), pos, weights, rows, k, cols,
+                                       out<T>(dsrc), dweights, s);
+  });
 }
 
 }  // namespace planner::exec

@@ -41,9 +41,10 @@ void constant(std::vector<float>& out, std::int64_t n, float value) {
   out.insert(out.end(), static_cast<std::size_t>(n), value);
 }
 
-// The initial values of one tensor held by tensor-parallel rank `r` (see model_state.hpp).
-std::vector<float> initial_values(const ModelSpec& m, int tp, int r, const ParamTensor& pt,
-                                  std::uint64_t seed) {
+// The initial values of one tensor held by tensor-parallel rank `r` and expert-parallel rank
+// `ep_rank` (see model_state.hpp).
+std::vector<float> initial_values(const ModelSpec& m, int tp, int r, int ep, int ep_rank,
+                                  const ParamTensor& pt, std::uint64_t seed) {
   const std::int64_t h = m.hidden;
   const std::int64_t q_l = m.q_dim() / tp;
   const std::int64_t kv_l = m.kv_dim() / tp;
@@ -90,6 +91,47 @@ std::vector<float> initial_values(const ModelSpec& m, int tp, int r, const Param
                    out_std);
       if (m.bias) constant(v, h, 0.0f);
       break;
+    case OpRole::kRouter:
+      normal_block(v, layer_name(l, "moe.router.weight"), seed, h, 0, 0, m.moe->num_experts, h,
+                   kInitStd);
+      break;
+    case OpRole::kExpertGate:
+    case OpRole::kExpertUp:
+    case OpRole::kExpertDown: {
+      // Every local expert's weights (expert tensor parallelism 1: whole experts), then biases.
+      const std::int64_t fe = m.moe->expert_ffn_hidden;
+      const std::int64_t local = m.moe->num_experts / ep;
+      for (std::int64_t i = 0; i < local; ++i) {
+        const std::string name = "moe.expert." + std::to_string(ep_rank * local + i) +
+                                 (pt.role == OpRole::kExpertGate ? ".gate.weight"
+                                  : pt.role == OpRole::kExpertUp ? ".up.weight"
+                                                                 : ".down.weight");
+        if (pt.role == OpRole::kExpertDown) {
+          normal_block(v, layer_name(l, name.c_str()), seed, fe, 0, 0, h, fe, out_std);
+        } else {
+          normal_block(v, layer_name(l, name.c_str()), seed, h, 0, 0, fe, h, kInitStd);
+        }
+      }
+      if (m.bias) constant(v, local * (pt.role == OpRole::kExpertDown ? h : fe), 0.0f);
+      break;
+    }
+    case OpRole::kSharedGate:
+    case OpRole::kSharedUp: {
+      const std::int64_t fs = m.moe->shared_ffn() / tp;
+      normal_block(v,
+                   layer_name(l, pt.role == OpRole::kSharedGate ? "moe.shared.gate.weight"
+                                                                : "moe.shared.up.weight"),
+                   seed, h, r * fs, 0, fs, h, kInitStd);
+      if (m.bias) constant(v, fs, 0.0f);
+      break;
+    }
+    case OpRole::kSharedDown: {
+      const std::int64_t fs = m.moe->shared_ffn() / tp;
+      normal_block(v, layer_name(l, "moe.shared.down.weight"), seed, m.moe->shared_ffn(), 0, r * fs,
+                   h, fs, out_std);
+      if (m.bias) constant(v, h, 0.0f);
+      break;
+    }
     case OpRole::kLmHead:
       // A tied model's LM head (a copy on the last of several stages) starts as the embedding.
       normal_block(v, m.tied_embeddings ? "embedding.word" : "lm_head.weight", seed, h, r * v_l, 0,
@@ -117,6 +159,7 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Device& device, const Con
     for (const GradBucket& b : state->params_.buckets) {
       groups.emplace_back();
       groups.back().tensors = b.tensors;
+      groups.back().expert = b.expert;
     }
   } else {
     state->layer_group_.assign(static_cast<std::size_t>(c.model.num_layers), -1);
@@ -135,16 +178,18 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Device& device, const Con
       groups[static_cast<std::size_t>(*slot)].tensors.push_back(static_cast<int>(t));
     }
   }
-  const bool have_dp = c.dp != nullptr && c.dp->size() > 1;
-  const std::int64_t members = have_dp ? c.dp->size() : 1;
-  const std::int64_t index = have_dp ? c.dp->rank() : 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     ParamGroup& grp = groups[g];
+    // Dense weights reduce over data parallelism, expert weights over expert data parallelism.
+    Communicator* group_comm = grp.expert ? c.edp : c.dp;
+    const bool have_dp = group_comm != nullptr && group_comm->size() > 1;
+    const std::int64_t members = have_dp ? group_comm->size() : 1;
+    const std::int64_t index = have_dp ? group_comm->rank() : 0;
     for (int t : grp.tensors) {
       state->places_[static_cast<std::size_t>(t)] = {static_cast<int>(g), grp.elements};
       grp.elements += tensors[static_cast<std::size_t>(t)].elements;
     }
-    grp.comm = have_dp ? c.dp : nullptr;
+    grp.comm = have_dp ? group_comm : nullptr;
     grp.sharded = have_dp && c.parallel.zero_stage >= 1;
     if (grp.sharded) {
       const std::int64_t shard = (grp.elements + members - 1) / members;
@@ -183,7 +228,8 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Device& device, const Con
   }
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     const ParamTensor& pt = tensors[t];
-    const std::vector<float> values = initial_values(c.model, c.parallel.tp, c.tp_rank, pt, c.seed);
+    const std::vector<float> values =
+        initial_values(c.model, c.parallel.tp, c.tp_rank, c.parallel.ep, c.ep_rank, pt, c.seed);
     if (static_cast<std::int64_t>(values.size()) != pt.elements) {
       return Status::internal("parameter " + std::string(to_string(pt.role)) + " of layer " +
                               std::to_string(pt.layer) + ": initialised " +

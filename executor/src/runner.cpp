@@ -52,8 +52,8 @@ namespace {
 
 // Every group axes name the lowering produces (program.hpp, CommGroup). Communicators are created
 // for them in this order on every rank (MPI_Comm_split is collective).
-constexpr std::string_view kGroupAxes[] = {"tp",       "dp",          "dp-cp", "embedding",
-                                           "tp-cp-pp", "tp-cp-dp-pp", "ep",    "edp"};
+constexpr std::string_view kGroupAxes[] = {"tp",          "dp", "dp-cp", "embedding", "tp-cp-pp",
+                                           "tp-cp-dp-pp", "ep", "edp",   "etp"};
 
 bool is_layer_role(OpRole role) {
   switch (role) {
@@ -111,8 +111,39 @@ Status check_runnable(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& p = plan.parallel;
   const std::string not_yet = "the executor does not run ";
-  if (m.is_moe()) diag.add("/model/moe", not_yet + "mixture-of-experts models yet");
+  if (m.is_moe()) {
+    if (p.expert_tp() != 1) {
+      diag.add("/parallel/etp", not_yet +
+                                    "expert tensor parallelism: set etp 1 (experts whole on "
+                                    "each rank), got " +
+                                    std::to_string(p.expert_tp()));
+    }
+    if (m.moe->shared_expert_gate) {
+      diag.add("/model/moe/shared_expert_gate", not_yet + "the shared experts' sigmoid gate yet");
+    }
+    const double cf = p.moe_capacity_factor >= 0 ? p.moe_capacity_factor : m.moe->capacity_factor;
+    if (cf > 0) {
+      diag.add(p.moe_capacity_factor >= 0 ? "/parallel/moe_capacity_factor"
+                                          : "/model/moe/capacity_factor",
+               "the executor routes dropless (it never drops tokens); set \"dropless\"");
+    }
+    if (p.moe_fp8_dispatch) {
+      diag.add("/parallel/moe_fp8_dispatch", not_yet + "FP8 dispatch (no FP8 kernels)");
+    }
+    if (p.zero_stage == 3) {
+      diag.add("/parallel/zero_stage", not_yet + "ZeRO-3 with mixture-of-experts models yet");
+    }
+  }
   if (m.mlp == MlpKind::kGeglu) diag.add("/model/mlp", not_yet + "GeGLU MLPs (no GeGLU kernel)");
+  if (m.mlp == MlpKind::kSquaredRelu) {
+    diag.add("/model/mlp", not_yet + "squared-ReLU MLPs (no relu2 kernel)");
+  }
+  if (m.mla) diag.add("/model/mla", not_yet + "multi-head latent attention yet");
+  if (m.mamba || m.is_hybrid()) diag.add("/model/mamba", not_yet + "Mamba-2 mixers yet");
+  if (m.sliding_window > 0) {
+    diag.add("/model/sliding_window", not_yet + "local attention (no windowed attention kernel)");
+  }
+  if (m.mtp_layers > 0) diag.add("/model/mtp_layers", not_yet + "multi-token prediction yet");
   if (m.position_embedding == PositionEmbedding::kAlibi) {
     diag.add("/model/position_embedding", not_yet + "ALiBi (no ALiBi attention kernel)");
   }
@@ -241,6 +272,22 @@ Status Runner::Impl::init() {
   s.learned = model.position_embedding == PositionEmbedding::kLearned;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
   s.global_tokens = plan.training.global_batch_size * plan.training.seq_length;
+  if (model.is_moe()) {
+    PLANNER_ASSIGN_OR_RETURN(RankGrid expert_grid, RankGrid::expert(par));
+    s.experts = model.moe->num_experts;
+    s.ep = par.ep;
+    s.experts_l = s.experts / s.ep;
+    s.topk = model.moe->top_k;
+    s.fe = model.moe->expert_ffn_hidden / par.expert_tp();
+    s.fs = model.moe->shared_ffn() / par.tp;
+    s.ep_rank = expert_grid.coordinate(rank, Axis::kEp);
+    s.edp_rank = expert_grid.coordinate(rank, Axis::kDp);
+    s.route.experts = static_cast<int>(s.experts);
+    s.route.top_k = static_cast<int>(s.topk);
+    s.route.groups = model.moe->expert_groups;
+    s.route.group_top_k = model.moe->group_top_k;
+    s.route.sigmoid = model.moe->scoring == RouterScoring::kSigmoid;
+  }
   s.at = dev.activation_type();
   s.es = dtype_bytes(s.at);
   scaling = plan.training.precision == Precision::kFp16;
@@ -258,6 +305,8 @@ Status Runner::Impl::init() {
       options.bucket_elements > 0 ? options.bucket_elements : default_bucket_elements(par.dp);
   mc.seed = static_cast<std::uint64_t>(plan.training.seed);
   mc.dp = dp_comm;
+  mc.edp = edp_comm;
+  mc.ep_rank = s.ep_rank;
   mc.adam = plan.training.optimizer != Optimizer::kSgd;
   mc.weight_type = s.at;
   PLANNER_ASSIGN_OR_RETURN(state, ModelState::create(dev, mc));
@@ -275,10 +324,10 @@ Status Runner::Impl::init() {
     names[i] = to_string(op.id);
     const OpRole role = op.id.role();
     const bool known =
-        is_layer_role(role) || role == OpRole::kEmbedding || role == OpRole::kEmbeddingReduce ||
-        role == OpRole::kFinalNorm || role == OpRole::kLmHead || role == OpRole::kLmHeadGather ||
-        role == OpRole::kLmHeadReduce || role == OpRole::kLoss || role == OpRole::kLossMax ||
-        role == OpRole::kLossSum || role == OpRole::kDataBroadcast ||
+        is_layer_role(role) || is_moe_role(role) || role == OpRole::kEmbedding ||
+        role == OpRole::kEmbeddingReduce || role == OpRole::kFinalNorm || role == OpRole::kLmHead ||
+        role == OpRole::kLmHeadGather || role == OpRole::kLmHeadReduce || role == OpRole::kLoss ||
+        role == OpRole::kLossMax || role == OpRole::kLossSum || role == OpRole::kDataBroadcast ||
         role == OpRole::kPpSendActivation || role == OpRole::kPpRecvActivation ||
         role == OpRole::kPpSendGrad || role == OpRole::kPpRecvGrad ||
         role == OpRole::kDpGradReduce || role == OpRole::kDpParamGather ||
@@ -336,6 +385,7 @@ Status Runner::Impl::init_communicators() {
     }
     if (axes == "tp") tp_comm = c;
     if (axes == "dp" || axes == "dp-cp") dp_comm = c;
+    if (axes == "edp") edp_comm = c;
     (void)id;
   }
   p2p = &backend.world_communicator();
@@ -374,8 +424,8 @@ Result<DeviceBuffer> Runner::Impl::alloc(std::int64_t floats, const char* what) 
 }
 
 // Allocates `b` with `elements` values of `bytes` each unless it holds exactly that already.
-static Status ensure_bytes(Device& dev, DeviceBuffer& b, std::int64_t elements, std::int64_t bytes,
-                           const char* what) {
+Status Runner::Impl::ensure_bytes(DeviceBuffer& b, std::int64_t elements, std::int64_t bytes,
+                                  const char* what) {
   if (!b.empty()) {
     if (b.bytes() != elements * bytes) {
       return Status::internal(std::string("buffer ") + what + " holds " +
@@ -389,7 +439,7 @@ static Status ensure_bytes(Device& dev, DeviceBuffer& b, std::int64_t elements, 
 }
 
 Status Runner::Impl::ensure(DeviceBuffer& b, std::int64_t floats, const char* what) {
-  return ensure_bytes(dev, b, floats, 4, what);
+  return ensure_bytes(b, floats, 4, what);
 }
 
 Result<DeviceBuffer> Runner::Impl::alloc_act(std::int64_t elements, const char* what) {
@@ -397,7 +447,7 @@ Result<DeviceBuffer> Runner::Impl::alloc_act(std::int64_t elements, const char* 
 }
 
 Status Runner::Impl::ensure_act(DeviceBuffer& b, std::int64_t elements, const char* what) {
-  return ensure_bytes(dev, b, elements, s.es, what);
+  return ensure_bytes(b, elements, s.es, what);
 }
 
 int Runner::Impl::local_layer(int layer) const {
@@ -607,6 +657,11 @@ Status Runner::Impl::issue(std::size_t i) {
 }
 
 Status Runner::Impl::dispatch(const OpCtx& c) {
+  if (is_moe_role(c.role)) {
+    const bool fwd = c.phase == Phase::kForward || c.phase == Phase::kRecompute;
+    LayerActs& a = acts(c.mb, c.layer);
+    return fwd ? moe_forward(c, a) : moe_backward(c, a);
+  }
   if (is_layer_role(c.role)) {
     const bool fwd = c.phase == Phase::kForward || c.phase == Phase::kRecompute;
     return fwd ? layer_forward(c) : layer_backward(c);
@@ -839,10 +894,18 @@ Result<double> Runner::Impl::local_grad_square_sum() {
   dev.zero(norm_acc.data(), norm_acc.bytes());
   const auto& tensors = state->tensors();
   // With unsharded gradients every rank of the data-parallel (dp-cp) group holds the same reduced
-  // values; the norm's group (tp-cp-pp) then counts them once, on context-parallel rank 0.
+  // values; the norm's group (tp-cp-pp) then counts them once, on context-parallel rank 0. With
+  // expert parallelism the experts differ across data-parallel ranks and the norm's group spans
+  // them too (tp-cp-dp-pp): unsharded dense gradients count on data-parallel rank 0, expert ones
+  // on expert-data-parallel rank 0.
   const bool tied_copy = model.tied_embeddings && part.stages() > 1 && s.stage == part.stages() - 1;
+  const bool norm_spans_dp = plan.parallel.zero_stage >= 1 || (model.is_moe() && s.ep > 1);
   for (const ParamGroup& grp : state->groups()) {
-    if (!grp.sharded && s.cp_rank != 0) continue;
+    if (!grp.sharded) {
+      const bool counted =
+          grp.expert ? s.edp_rank == 0 : s.cp_rank == 0 && (!norm_spans_dp || s.dp_rank == 0);
+      if (!counted) continue;
+    }
     for (int t : grp.tensors) {
       const ParamTensor& pt = tensors[static_cast<std::size_t>(t)];
       if (tied_copy && pt.role == OpRole::kLmHead) continue;  // counted on the first stage

@@ -20,6 +20,9 @@
 
 namespace planner::exec {
 
+// True for the roles of MoE blocks (router, dispatch, experts, combine, shared experts).
+bool is_moe_role(OpRole role);
+
 // Norm epsilon: PyTorch's LayerNorm default and Megatron-LM's layernorm_epsilon (1e-5); Llama's
 // RMSNorm uses the same (norm_eps 1e-5 in Llama 2's params.json).
 inline constexpr float kNormEps = 1e-5f;
@@ -44,10 +47,35 @@ struct Shapes {
   int local_layers = 0;  // layers on this rank (all chunks)
   bool sp = false, gated = false, layer_norm = true, bias = false, learned = false, rope = false;
   std::int64_t global_tokens = 0;  // per step
+  // Mixture of experts (runner_moe.cpp): experts, local experts, top-k, an expert's and the shared
+  // experts' ffn width on this rank, the expert-parallel size and this rank's index in it and in
+  // its expert data parallel group.
+  std::int64_t experts = 0, experts_l = 0, topk = 0, fe = 0, fs = 0;
+  int ep = 1, ep_rank = 0, edp_rank = 0;
+  MoeRouteConfig route;
   // Activations, their gradients and the model weights the kernels read (device.hpp's "A"):
   // element type and bytes (fp32 training: kFloat32, 4; bf16 / fp16: 2).
   DType at = DType::kFloat32;
   std::int64_t es = 4;
+};
+
+// An MoE layer's routing and expert buffers for one micro-batch (runner_moe.cpp). "Position" order
+// is the dispatched (token, k) pairs sorted by expert; "source" order the rows as received from
+// the expert-parallel members; "expert" order the received rows grouped by local expert.
+struct MoeActs {
+  DeviceBuffer logits, scores, topk, weights;  // [Ts, E] A, [Ts, E] fp32, [Ts, k] int32 and fp32
+  DeviceBuffer perm, pos;                      // int32: position -> token; (token, k) -> position
+  DeviceBuffer x_perm;                         // dispatched rows, position order
+  DeviceBuffer x_recv;                         // received rows, source order
+  DeviceBuffer order, inverse;  // int32: expert-order row -> source-order row, and back
+  DeviceBuffer x_exp, gate, up, act, y_exp;  // expert order
+  DeviceBuffer y_back;                       // expert outputs back, position order
+  // Backward.
+  DeviceBuffer dw, g_perm, g_recv, g_exp, dact, dgate, dup, dx_exp, dx_perm, dlogits, dtok;
+  std::vector<std::int64_t> counts;       // tokens routed to each expert (all E)
+  std::vector<std::int64_t> send, recv;   // rows to / from each expert-parallel member
+  std::vector<std::int64_t> expert_rows;  // rows of each local expert
+  std::int64_t rows = 0;                  // rows this rank's experts process
 };
 
 // Activations of one layer and micro-batch (forward values kept for backward, backward
@@ -73,6 +101,7 @@ struct LayerActs {
   std::vector<DeviceBuffer> dacc;      // dK/dV sums of the block held at each ring step
   std::vector<DeviceBuffer> dpartial;  // dK/dV partial sums received (index: ring step)
   int open = 0;                        // backward ops still to run before the layer is freed
+  MoeActs moe;
 };
 
 struct EmbeddingActs {
@@ -154,6 +183,23 @@ struct Runner::Impl {
                        const DeviceBuffer& rstd, std::int64_t rows, DeviceBuffer& dx);
   void layer_done(int mb, int layer);
 
+  // ---- mixture-of-experts layers (runner_moe.cpp)
+  Status moe_forward(const OpCtx& c, LayerActs& a);
+  Status moe_backward(const OpCtx& c, LayerActs& a);
+  Status moe_permute(MoeActs& m);
+  Status moe_layout(MoeActs& m, const std::vector<std::int32_t>& received);
+  Result<DeviceBuffer> regroup(const DeviceBuffer& src, const DeviceBuffer& index,
+                               std::int64_t rows, const char* what);
+  Result<Ticket> exchange(const OpCtx& c, DeviceBuffer& send, DeviceBuffer& recv,
+                          const std::vector<std::int64_t>& rows_out,
+                          const std::vector<std::int64_t>& rows_in, const char* what);
+  void expert_forward(const MoeActs& m, int w, const void* x, std::int64_t in, std::int64_t out,
+                      void* y);
+  void expert_input_grad(const MoeActs& m, int w, const void* dy, std::int64_t in, std::int64_t out,
+                         float beta, void* dx);
+  Status expert_weight_grad(const MoeActs& m, int w, const void* dy, const void* x, std::int64_t in,
+                            std::int64_t out);
+
   // ---- model ends and pipeline transfers (runner_ends.cpp)
   Status embedding_op(const OpCtx& c);
   Status head_op(const OpCtx& c);
@@ -165,6 +211,8 @@ struct Runner::Impl {
   // ---- helpers
   Result<DeviceBuffer> alloc(std::int64_t floats, const char* what);
   Status ensure(DeviceBuffer& b, std::int64_t floats, const char* what);
+  // The same for `elements` values of `bytes` each.
+  Status ensure_bytes(DeviceBuffer& b, std::int64_t elements, std::int64_t bytes, const char* what);
   // The same for arrays of `elements` activation-typed (A) values.
   Result<DeviceBuffer> alloc_act(std::int64_t elements, const char* what);
   Status ensure_act(DeviceBuffer& b, std::int64_t elements, const char* what);
@@ -225,6 +273,7 @@ struct Runner::Impl {
   std::vector<Communicator*> group_comms;            // by program group id
   Communicator* tp_comm = nullptr;
   Communicator* dp_comm = nullptr;
+  Communicator* edp_comm = nullptr;
   Communicator* p2p = nullptr;
 
   std::vector<std::string> names;       // op id text per op

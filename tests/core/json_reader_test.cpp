@@ -63,7 +63,7 @@ TEST(JsonReader, TypedReadsReportEveryProblem) {
             "t.json: /big: must be an integer between 1 and 1000, got 1e+30\n"
             "t.json: /missing: missing required key\n"
             "t.json: /flag: expected true or false, got 1\n"
-            "t.json: /kind: expected one of gelu, swiglu, geglu; got \"relu\"\n"
+            "t.json: /kind: expected one of gelu, swiglu, geglu, relu2; got \"relu\"\n"
             "t.json: /extra: unknown key; expected one of: big, flag, k, kind, m, missing, n, ok");
 }
 

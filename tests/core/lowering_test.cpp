@@ -720,5 +720,285 @@ TEST(ProgramCheck, FindsUnmatchedSendsMismatchedCollectivesAndDeadlocks) {
   }
 }
 
+// Expert tensor parallelism below tp (Qwen3-235B's tp 2, etp 1 recipes): the ep group takes the
+// tensor-parallel partners, the tokens dispatched are the rank's sequence-parallel shard, and no
+// expert-tensor-parallel gather runs; with etp = tp the gather runs on the tp group.
+TEST(Lowering, ExpertTensorParallelGroupsAndSizes) {
+  ModelSpec m = tiny_moe();
+  m.moe->num_experts = 8;
+  ParallelConfig p;
+  p.tp = 2;
+  p.dp = 4;
+  p.ep = 8;  // 8 > dp: only possible with etp < tp
+  p.etp = 1;
+  p.sequence_parallel = true;
+  const StepProgram prog = lowered(m, training(16, 32), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  std::map<std::string, std::vector<int>> groups;
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.group >= 0) groups[prog.group(op.group).axes] = prog.group(op.group).ranks;
+  }
+  EXPECT_EQ(groups["ep"], (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(groups.count("edp"), 0u);  // edp = 2·4 / (1·8) = 1
+  EXPECT_EQ(groups.count("etp"), 0u);
+  const auto t = tally(prog, 0);
+  EXPECT_EQ(get(t, OpRole::kMoeTpGather, kF, OpKind::kAllGather).count, 0);
+  // 16 sequence-parallel tokens × top 2 of 64 × 2 bytes.
+  EXPECT_EQ(get(t, OpRole::kEpDispatch, kF, OpKind::kAllToAll).bytes, 16 * 2 * 64 * 2);
+  for (const Op& op : prog.find(0)->ops()) {
+    if (op.id == OpId::make(0, 0, kF, OpRole::kExpertUp)) {
+      EXPECT_EQ(prog.desc(op).batch, 1);  // 8 experts / ep 8
+      EXPECT_EQ(prog.desc(op).m, 32);     // 16 tokens · 1 · 2 · 8 / 8
+      EXPECT_EQ(prog.desc(op).n, 128);    // the whole expert ffn (etp 1)
+    }
+  }
+  p.ep = 4;
+  p.etp = 2;
+  p.dp = 4;
+  const StepProgram prog2 = lowered(m, training(16, 32), p);
+  ASSERT_TRUE(check_program(prog2).is_ok()) << check_program(prog2).message();
+  const auto t2 = tally(prog2, 0);
+  EXPECT_EQ(get(t2, OpRole::kMoeTpGather, kF, OpKind::kAllGather).count, 4 * 4);
+  for (const Op& op : prog2.find(0)->ops()) {
+    if (op.id == OpId::make(0, 0, kF, OpRole::kMoeTpGather)) {
+      EXPECT_EQ(prog2.group(op.group).axes, "tp");
+      EXPECT_EQ(prog2.group(op.group).ranks, (std::vector<int>{0, 1}));
+    }
+    if (op.id == OpId::make(0, 0, kF, OpRole::kEpDispatch)) {
+      EXPECT_EQ(prog2.group(op.group).ranks, (std::vector<int>{0, 2, 4, 6}));
+    }
+  }
+}
+
+TEST(Lowering, ExpertParallelChecks) {
+  ParallelConfig p;
+  p.tp = 2;
+  p.dp = 2;
+  p.ep = 4;
+  p.etp = 3;
+  p.sequence_parallel = true;
+  auto bad = lower(tiny_moe(), training(8, 32), p);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("/parallel/etp: etp x ep (3 x 4) must divide tp x cp x dp "
+                                        "(4)"),
+            std::string::npos)
+      << bad.status().message();
+  ParallelConfig d;
+  d.tp = 2;
+  d.etp = 1;
+  auto dense = lower(tiny(), training(8, 32), d);
+  ASSERT_FALSE(dense);
+  EXPECT_NE(dense.status().message().find("expert tensor parallelism needs an MoE model"),
+            std::string::npos);
+}
+
+// DeepSeek-V3's layer in miniature: MLA, a first dense layer, fine-grained experts with a shared
+// one, sigmoid group-limited routing and an MTP module; 16 experts of ffn 32.
+ModelSpec tiny_deepseek() {
+  ModelSpec m = tiny();
+  m.name = "tiny-deepseek";
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.mla = MlaSpec{32, 16, 16, 8, 16};
+  m.head_dim = 24;
+  m.moe = MoeSpec{16, 4, 32, 0.0, 1};
+  m.moe->first_dense_layers = 1;
+  m.moe->shared_experts = 1;
+  m.moe->shared_expert_ffn_hidden = 32;
+  m.moe->scoring = RouterScoring::kSigmoid;
+  m.moe->expert_groups = 4;
+  m.moe->group_top_k = 2;
+  m.mtp_layers = 1;
+  return m;
+}
+
+// Nemotron-H in miniature: Mamba-2, attention, dense and MoE blocks with a shared expert.
+ModelSpec tiny_hybrid() {
+  ModelSpec m = tiny();
+  m.name = "tiny-hybrid";
+  m.mlp = MlpKind::kSquaredRelu;
+  m.norm = NormKind::kRmsNorm;
+  m.layer_pattern = "ME*-";
+  m.mamba = MambaSpec{8, 8, 16, 2, 4, 16};
+  m.moe = MoeSpec{8, 2, 64, 0.0, 1};
+  m.moe->shared_experts = 1;
+  m.moe->shared_expert_ffn_hidden = 64;
+  return m;
+}
+
+// Every new layer part lowers into programs that pass the checker and whose FLOPs add up to the
+// step's (planner's convention, flops.hpp): MLA, shared experts, the first dense layers, MTP (with
+// its own LM head), Mamba-2 scans, sliding windows, under tp with sequence parallelism, pp, ep
+// and etp, with and without recompute.
+TEST(Lowering, MoeMlaMambaAndMtpFlopsAddUpToTheStep) {
+  struct Case {
+    ModelSpec model;
+    ParallelConfig p;
+  };
+  std::vector<Case> cases;
+  ParallelConfig p;
+  cases.push_back({tiny_deepseek(), p});
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.pp = 2;
+  p.dp = 2;
+  p.ep = 4;
+  p.etp = 1;
+  p.recompute = Recompute::kSelective;
+  cases.push_back({tiny_deepseek(), p});
+  p.recompute = Recompute::kFull;
+  p.zero_stage = 1;
+  cases.push_back({tiny_deepseek(), p});
+  ModelSpec no_q_latent = tiny_deepseek();
+  no_q_latent.mla->q_lora_rank = 0;
+  no_q_latent.tied_embeddings = true;
+  cases.push_back({no_q_latent, p});
+  ParallelConfig h;
+  cases.push_back({tiny_hybrid(), h});
+  h.tp = 2;
+  h.sequence_parallel = true;
+  h.dp = 2;
+  h.ep = 2;
+  h.etp = 2;
+  cases.push_back({tiny_hybrid(), h});
+  ModelSpec window = tiny_moe();
+  window.sliding_window = 8;
+  window.full_attention_every = 2;
+  ParallelConfig w;
+  w.dp = 2;
+  w.ep = 2;
+  cases.push_back({window, w});
+  for (const Case& c : cases) {
+    const TrainingSpec t = training(8, 64);
+    const StepProgram prog = lowered(c.model, t, c.p);
+    ASSERT_TRUE(check_program(prog).is_ok())
+        << c.model.name << " " << short_label(c.p) << ": " << check_program(prog).message();
+    double model = 0, hardware = 0;
+    for (const RankProgram& r : prog.ranks()) {
+      for (const Op& op : r.ops()) {
+        const double f = prog.desc(op).flops.raw();
+        hardware += f;
+        if (op.id.phase() != Phase::kRecompute) model += f;
+      }
+    }
+    EXPECT_NEAR(model / model_flops_per_step(c.model, t).raw(), 1.0, 1e-12)
+        << c.model.name << " " << short_label(c.p);
+    EXPECT_NEAR(hardware / hardware_flops_per_step(c.model, t, c.p.recompute).raw(), 1.0, 1e-12)
+        << c.model.name << " " << short_label(c.p);
+  }
+}
+
+// The parameters the lowered program's tensors hold add up to the model (MTP included, with the
+// last stage's copy of the word embedding for the MTP module's lookups).
+TEST(Lowering, PartitionHoldsEveryParameter) {
+  for (const ModelSpec& m : {tiny_deepseek(), tiny_hybrid()}) {
+    for (int pp : {1, 2}) {
+      ParallelConfig p;
+      p.tp = 2;
+      p.pp = pp;
+      p.ep = 2;
+      p.dp = 2;
+      p.etp = 1;
+      p.sequence_parallel = true;
+      auto part = ModelPartition::create(m, p);
+      ASSERT_TRUE(part) << part.status().message();
+      std::int64_t dense = 0, expert = 0;
+      for (int s = 0; s < pp; ++s) {
+        const RankParams rp = part->rank_params(s);
+        dense += (rp.dense - rp.tp_replicated) * 2 + rp.tp_replicated;
+        expert += rp.expert * 2;  // ep 2 ranks hold different experts, etp 1
+      }
+      const std::int64_t copy = pp > 1 && m.mtp_layers > 0 ? m.vocab * m.hidden : 0;
+      EXPECT_EQ(dense + expert, m.total_params() + copy) << m.name << " pp" << pp;
+    }
+  }
+}
+
+// Token routing (moe_routing.hpp): the busiest rank's grouped GEMMs and all-to-all bytes under
+// balanced and skewed routing, token dropping and padding, and FP8 dispatch.
+TEST(Lowering, RoutingImbalanceDroppingAndFp8Dispatch) {
+  ModelSpec m = tiny_moe();
+  m.moe->num_experts = 8;
+  m.moe->capacity_factor = 0.0;  // dropless
+  struct Case {
+    double imbalance;
+    double capacity;  // < 0: the model's (dropless)
+    bool pad;
+    std::int64_t per_expert;  // tokens per local expert on the busiest rank
+  };
+  // 32 tokens · top 2 · ep 2 / 8 experts = mean 16 tokens per expert; 4 local experts.
+  for (const Case& c :
+       {Case{1.0, -1, false, 16}, Case{2.0, -1, false, 20}, Case{3.0, 1.5, false, 18},
+        Case{1.0, 1.5, true, 24}, Case{1.2, 1.25, false, 17}}) {
+    ParallelConfig p;
+    p.dp = 2;
+    p.ep = 2;
+    p.moe_imbalance = c.imbalance;
+    p.moe_capacity_factor = c.capacity;
+    p.moe_pad_to_capacity = c.pad;
+    const StepProgram prog = lowered(m, training(8, 32), p);
+    ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+    for (const Op& op : prog.find(1)->ops()) {
+      const OpDesc& d = prog.desc(op);
+      if (op.id == OpId::make(0, 0, kF, OpRole::kExpertUp)) {
+        EXPECT_EQ(d.m, c.per_expert) << c.imbalance << " " << c.capacity;
+        EXPECT_EQ(d.batch, 4);
+      }
+      if (op.id == OpId::make(0, 0, kF, OpRole::kEpDispatch)) {
+        // The busiest rank receives per_expert × 4 tokens of 64 × 2 bytes.
+        EXPECT_EQ(d.comm_bytes.raw(), c.per_expert * 4 * 64 * 2);
+      }
+    }
+  }
+  // FP8 dispatch: the forward dispatch moves one byte per element, the combine and the backward
+  // stay 16-bit.
+  ParallelConfig p;
+  p.dp = 2;
+  p.ep = 2;
+  p.moe_fp8_dispatch = true;
+  const StepProgram prog = lowered(m, training(8, 32), p);
+  const auto t = tally(prog, 0);
+  EXPECT_EQ(get(t, OpRole::kEpDispatch, kF, OpKind::kAllToAll).bytes, 64 * 64);
+  EXPECT_EQ(get(t, OpRole::kEpCombine, kF, OpKind::kAllToAll).bytes, 64 * 64 * 2);
+  EXPECT_EQ(get(t, OpRole::kEpDispatch, kB, OpKind::kAllToAll).bytes, 64 * 64 * 2);
+}
+
+// MTP on the last stage: its embedding lookup, projection, block and LM head; with pp > 1 the
+// embedding group all-reduces the first stage's embedding gradient with the last stage's copy.
+TEST(Lowering, MtpModuleOnTheLastStage) {
+  ParallelConfig p;
+  p.pp = 2;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  const StepProgram prog = lowered(tiny_deepseek(), training(8, 32), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const int last = 2;  // tp 2 × stage 1
+  const auto t = tally(prog, last);
+  const int m = 8;
+  EXPECT_EQ(get(t, OpRole::kMtpProj, kF, OpKind::kGemm).count, m);
+  EXPECT_EQ(get(t, OpRole::kLmHead, kF, OpKind::kGemm).count, 2 * m);  // the model's and MTP's
+  EXPECT_EQ(get(t, OpRole::kEmbedding, kF, OpKind::kEmbedding).count, m);
+  EXPECT_EQ(get(t, OpRole::kEmbeddingGradReduce, kS, OpKind::kAllReduce).count, 1);
+  EXPECT_EQ(get(tally(prog, 0), OpRole::kEmbeddingGradReduce, kS, OpKind::kAllReduce).count, 1);
+  EXPECT_EQ(get(tally(prog, 0), OpRole::kMtpProj, kF, OpKind::kGemm).count, 0);
+}
+
+TEST(Lowering, RoutingFieldsNeedAnMoeModel) {
+  ParallelConfig p;
+  p.moe_imbalance = 1.5;
+  p.moe_fp8_dispatch = true;
+  auto r = lower(tiny(), training(), p);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("/parallel/moe_imbalance"), std::string::npos)
+      << r.status().message();
+  ParallelConfig q;
+  q.moe_pad_to_capacity = true;
+  q.moe_capacity_factor = 0;
+  auto pad = lower(tiny_moe(), training(), q);
+  ASSERT_FALSE(pad);
+  EXPECT_NE(pad.status().message().find("/parallel/moe_pad_to_capacity"), std::string::npos)
+      << pad.status().message();
+}
+
 }  // namespace
 }  // namespace planner

@@ -245,5 +245,87 @@ TEST(Memory, EstimatorEqualsEstimateMemory) {
   EXPECT_GT(checked, 500);
 }
 
+// Expert weights: experts / ep per rank, each split over etp; ZeRO shards their gradients,
+// optimizer states and weights over expert data parallelism (tp·cp·dp / (etp·ep)), the dense
+// weights over dp·cp.
+TEST(Memory, ExpertStatesShardByEpEtpAndExpertDataParallel) {
+  ModelSpec m;
+  m.name = "moe";
+  m.num_layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 16;
+  m.ffn_hidden = 256;
+  m.vocab = 128;
+  m.mlp = MlpKind::kGelu;
+  m.norm = NormKind::kRmsNorm;
+  m.position_embedding = PositionEmbedding::kRope;
+  m.moe = MoeSpec{16, 2, 128, 1.0, 1};
+  TrainingSpec train;
+  train.global_batch_size = 16;
+  train.seq_length = 32;
+  const GpuSpec& gpu = *builtin_catalog().find_gpu("H100-SXM5-80GB");
+  for (int etp : {1, 2}) {
+    for (int zero = 0; zero <= 3; ++zero) {
+      ParallelConfig p;
+      p.tp = 2;
+      p.dp = 8;
+      p.ep = etp == 1 ? 8 : 4;  // etp·ep = 8 divides tp·dp = 16: expert data parallel 2
+      p.etp = etp;
+      p.sequence_parallel = true;
+      p.zero_stage = zero;
+      auto r = estimate_memory(m, train, p, gpu);
+      ASSERT_TRUE(r) << r.status().message();
+      const StageMemory& sm = r->stages[0];
+      const std::int64_t local = 16 / p.ep;
+      const std::int64_t expert = 2 * local * (2 * 64 * 128 / etp);  // two layers, up + down
+      auto part = ModelPartition::create(m, p);
+      ASSERT_TRUE(part);
+      EXPECT_EQ(part->rank_params(0).expert, expert) << etp;
+      const std::int64_t dense = part->rank_params(0).dense;
+      const std::int64_t edp = 16 / (etp * p.ep);
+      EXPECT_EQ(p.expert_dp(), edp);
+      const std::int64_t shard = (dense + 7) / 8 + (expert + edp - 1) / edp;
+      EXPECT_EQ(sm.optimizer.raw(), 12 * (zero >= 1 ? shard : dense + expert)) << etp << zero;
+      EXPECT_EQ(sm.gradients.raw(), 2 * (zero >= 2 ? shard : dense + expert)) << etp << zero;
+      if (zero < 3) {
+        EXPECT_EQ(sm.weights.raw(), 2 * (dense + expert)) << etp << zero;
+      }
+    }
+  }
+}
+
+// MoE activations follow the busiest rank's routing: its dispatched tokens (after the etp gather)
+// and its experts' intermediates, here 2 layers' worth with a 4-expert rank whose hottest expert
+// holds twice the mean.
+TEST(Memory, MoeActivationsFollowTheBusiestRank) {
+  ModelSpec m;
+  m.name = "moe";
+  m.num_layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 16;
+  m.ffn_hidden = 256;
+  m.vocab = 128;
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.position_embedding = PositionEmbedding::kRope;
+  m.moe = MoeSpec{8, 2, 128, 0.0, 1};
+  TrainingSpec train;
+  train.global_batch_size = 4;
+  train.seq_length = 32;
+  ParallelConfig p;
+  p.dp = 2;
+  p.ep = 2;
+  const Bytes balanced = layer_activation_bytes(m, train, p, true);
+  p.moe_imbalance = 2.0;
+  const Bytes skewed = layer_activation_bytes(m, train, p, true);
+  // mean 32·2·2/8 = 16 tokens per expert; the busiest rank: 3 experts at 16 and one at 32, 80
+  // rows instead of 64, each of 64 (dispatched) + 3 × 128 (gate, up, activation) 2-byte values.
+  EXPECT_EQ((skewed - balanced).raw(), 16 * (64 + 3 * 128) * 2);
+}
+
 }  // namespace
 }  // namespace planner

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "planner/core/catalog.hpp"
+#include "planner/core/loaders.hpp"
 
 namespace planner {
 namespace {
@@ -60,6 +63,157 @@ TEST(ModelSpec, GqaShrinksOnlyKeyValueProjections) {
   const std::int64_t mha = m.attention_params();
   // K and V grow from 8 to 64 heads of 128.
   EXPECT_EQ(mha - gqa, 2 * m.hidden * (64 - 8) * 128);
+}
+
+// Every MoE preset against its publisher's totals (the preset's source says which). Active counts
+// follow each publisher's convention: DeepSeek, OpenAI and NVIDIA leave the embedding table out.
+// Published figures are rounded: within 1% of the figure widened by half its last digit.
+TEST(ModelSpec, MoePresetsMatchThePublishedTotals) {
+  struct Case {
+    const char* name;
+    double total, active, unit;
+    bool active_without_embedding;
+    double not_modeled;  // Llama 4: the 0.87B vision encoder in Meta's totals
+  };
+  for (const Case& c : {Case{"deepseek-v3", 671e9, 37e9, 1e9, true, 0},
+                        Case{"qwen3-235b-a22b", 235e9, 22e9, 1e9, false, 0},
+                        Case{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.1e9, false, 0},
+                        Case{"gpt-oss-120b", 116.83e9, 5.13e9, 0.01e9, true, 0},
+                        Case{"llama4-scout", 109e9, 17e9, 1e9, false, 0.872e9},
+                        Case{"llama4-maverick", 400e9, 17e9, 1e9, false, 0.872e9},
+                        Case{"mixtral-8x22b", 141e9, 39e9, 1e9, false, 0},
+                        Case{"nemotron-3-nano", 31.6e9, 3.2e9, 0.1e9, true, 0}}) {
+    const ModelSpec& m = preset(c.name);
+    const double mtp_inactive = m.mtp_layers > 0 && m.is_moe_layer(m.num_layers)
+                                    ? static_cast<double>(m.mtp_layers) *
+                                          (m.moe->num_experts - m.moe->top_k) *
+                                          static_cast<double>(m.expert_params())
+                                    : 0.0;
+    const double mtp = static_cast<double>(m.mtp_params());
+    const double total = static_cast<double>(m.total_params()) - mtp + c.not_modeled;
+    double active = static_cast<double>(m.active_params()) - (mtp - mtp_inactive);
+    if (c.active_without_embedding) active -= static_cast<double>(m.embedding_params());
+    EXPECT_LE(std::abs(total - c.total), 0.01 * c.total + c.unit / 2) << c.name << " " << total;
+    EXPECT_LE(std::abs(active - c.active), 0.01 * c.active + c.unit / 2) << c.name << " " << active;
+  }
+}
+
+// The pre-training sequence length where the publisher states it (DeepSeek-V3 report §4.2, Qwen3
+// report §3.2: 4K before the long-context extension); unstated elsewhere, so 0.
+TEST(ModelSpec, MoePresetsPretrainingSequenceLength) {
+  EXPECT_EQ(preset("deepseek-v3").pretrain_seq_len, 4096);
+  EXPECT_EQ(preset("qwen3-235b-a22b").pretrain_seq_len, 4096);
+  EXPECT_EQ(preset("qwen3-30b-a3b").pretrain_seq_len, 4096);
+  for (const char* name :
+       {"gpt-oss-120b", "llama4-scout", "llama4-maverick", "mixtral-8x22b", "nemotron-3-nano"}) {
+    EXPECT_EQ(preset(name).pretrain_seq_len, 0) << name;
+  }
+}
+
+// Hand counts of the new layer parts on small shapes.
+TEST(ModelSpec, MultiHeadLatentAttentionByHand) {
+  ModelSpec m;
+  m.num_layers = 1;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.norm = NormKind::kRmsNorm;
+  m.mla = MlaSpec{32, 16, 8, 4, 6};
+  m.head_dim = 12;
+  // q: 64·32 + 32 (norm) + 32·4·12; kv: 64·(16 + 4) + 16 (norm) + 16·4·(8 + 6); out 4·6·64;
+  // input norm 64.
+  EXPECT_EQ(m.attention_params(), 64 * 32 + 32 + 32 * 48 + 64 * 20 + 16 + 16 * 56 + 24 * 64 + 64);
+  EXPECT_EQ(m.qk_head_dim(), 12);
+  EXPECT_EQ(m.v_dim(), 24);
+  EXPECT_EQ(m.kv_cache_per_token(), 20);
+  m.mla->q_lora_rank = 0;  // queries straight from the hidden state
+  EXPECT_EQ(m.attention_params(), 64 * 48 + 64 * 20 + 16 + 16 * 56 + 24 * 64 + 64);
+}
+
+TEST(ModelSpec, Mamba2MixerByHand) {
+  ModelSpec m;
+  m.hidden = 64;
+  m.norm = NormKind::kRmsNorm;
+  m.mamba = MambaSpec{8, 16, 32, 2, 4, 64};
+  // d_inner 128, conv_dim 128 + 2·2·32 = 256, in_proj 128 + 256 + 8 = 392.
+  EXPECT_EQ(m.mamba->in_proj_dim(), 392);
+  EXPECT_EQ(m.mamba_params(), 64 * 392 + 256 * 5 + 3 * 8 + 128 + 128 * 64 + 64);
+}
+
+TEST(ModelSpec, LayerKindsFromTheMoeRuleAndFromAPattern) {
+  ModelSpec m;
+  m.num_layers = 8;
+  m.moe = MoeSpec{};
+  m.moe->num_experts = 4;
+  m.moe->top_k = 2;
+  m.moe->first_dense_layers = 3;
+  m.moe->layer_freq = 2;
+  // MoE where l >= 3 and (l + 1) % 2 == 0: layers 3, 5, 7.
+  std::vector<int> moe;
+  for (int l = 0; l < 8; ++l) {
+    if (m.is_moe_layer(l)) moe.push_back(l);
+  }
+  EXPECT_EQ(moe, (std::vector<int>{3, 5, 7}));
+  EXPECT_EQ(m.moe_layers(), 3);
+  m.moe->first_dense_layers = 0;
+  m.moe->layer_freq = 1;
+  m.layer_pattern = "M*-E";
+  m.num_layers = 4;
+  EXPECT_EQ(m.layer_kind(0), (LayerKind{Mixer::kMamba, FfnKind::kNone}));
+  EXPECT_EQ(m.layer_kind(1), (LayerKind{Mixer::kAttention, FfnKind::kNone}));
+  EXPECT_EQ(m.layer_kind(2), (LayerKind{Mixer::kNone, FfnKind::kDense}));
+  EXPECT_EQ(m.layer_kind(3), (LayerKind{Mixer::kNone, FfnKind::kMoe}));
+  EXPECT_EQ(m.moe_layers(), 1);
+  EXPECT_EQ(m.attention_layers(), 1);
+}
+
+// The new model fields are checked strictly, at their JSON pointers.
+TEST(ModelSpec, MoeAndHybridFieldsAreChecked) {
+  auto bad = parse_model(R"({"schema_version": 1, "kind": "model", "name": "x", "layers": 4,
+      "hidden": 64, "heads": 4, "kv_heads": 2, "ffn_hidden": 128, "vocab": 100,
+      "moe": {"experts": 6, "top_k": 4, "expert_groups": 4, "group_top_k": 1,
+              "shared_expert_gate": true, "router": "softmax"},
+      "mla": {"q_lora_rank": 8, "kv_lora_rank": 8, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4},
+      "layer_pattern": "M*xE", "full_attention_every": 2})",
+                         "m.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(
+      bad.status().message(),
+      "m.json: /moe/shared_experts: must be >= 1 when shared_expert_ffn_hidden or "
+      "shared_expert_gate is given\n"
+      "m.json: /moe/expert_groups: must divide experts (6), got 4\n"
+      "m.json: /moe/router: unknown key; expected one of: capacity_factor, "
+      "expert_ffn_hidden, expert_groups, experts, first_dense_layers, group_top_k, layer_freq, "
+      "scoring, shared_expert_ffn_hidden, shared_expert_gate, shared_experts, top_k\n"
+      "m.json: /mla/v_head_dim: missing required key\n"
+      "m.json: /kv_heads: multi-head latent attention has one key/value head per query "
+      "head (4), got 2\n"
+      "m.json: /layer_pattern: character 2 is 'x'; expected M (Mamba-2), * (attention), - "
+      "(MLP) or E (MoE)\n"
+      "m.json: /full_attention_every: only used with sliding_window");
+  auto pattern = parse_model(R"({"schema_version": 1, "kind": "model", "name": "x", "layers": 3,
+      "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 100, "layer_pattern": "M*"})",
+                             "p.json");
+  ASSERT_FALSE(pattern);
+  EXPECT_EQ(pattern.status().message(),
+            "p.json: /layer_pattern: must have one character per layer (3), got 2");
+  auto no_mamba = parse_model(R"({"schema_version": 1, "kind": "model", "name": "x",
+      "layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 100,
+      "layer_pattern": "M-"})",
+                              "n.json");
+  ASSERT_FALSE(no_mamba);
+  EXPECT_EQ(no_mamba.status().message(),
+            "n.json: /layer_pattern: has Mamba-2 layers (M) but the model gives no \"mamba\" "
+            "object");
+}
+
+TEST(ModelSpec, DroplessRoundTrips) {
+  const ModelSpec& m = preset("deepseek-v3");
+  EXPECT_EQ(m.moe->capacity_factor, 0.0);
+  auto again = parse_model(to_json_text(m), "again");
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->moe->capacity_factor, 0.0);
+  EXPECT_NE(to_json_text(m).find("\"capacity_factor\": \"dropless\""), std::string::npos);
 }
 
 }  // namespace

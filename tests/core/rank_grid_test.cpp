@@ -91,5 +91,74 @@ TEST(RankGrid, RejectsBadOrders) {
   EXPECT_FALSE(grid->groups("zz"));
 }
 
+// The expert grid's worked example in rank_grid.hpp (Megatron-core's expert rank generator).
+TEST(RankGrid, ExpertGridWorkedExampleFromTheHeader) {
+  ParallelConfig p;
+  p.tp = 2;
+  p.dp = 4;
+  p.pp = 2;
+  p.ep = 4;
+  p.etp = 1;
+  auto dense = RankGrid::dense(p);
+  auto expert = RankGrid::expert(p);
+  ASSERT_TRUE(dense && expert);
+  EXPECT_EQ(*dense->groups("tp"),
+            (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}));
+  EXPECT_EQ(*dense->groups("dp"),
+            (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
+  EXPECT_EQ(*expert->groups("ep"),
+            (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
+  EXPECT_EQ(*expert->groups("dp"),
+            (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}}));
+  EXPECT_EQ(expert->groups("tp")->size(), 16u);  // etp = 1: one rank each
+  EXPECT_TRUE(RankGrid::same_stages(*dense, *expert));
+  EXPECT_EQ(p.expert_dp(), 2);
+  // etp = tp = 2: the expert tensor parallel groups are the tp groups and the ep groups the
+  // dense dp groups.
+  p.etp = 2;
+  auto expert2 = RankGrid::expert(p);
+  ASSERT_TRUE(expert2);
+  EXPECT_EQ(*expert2->groups("tp"), *dense->groups("tp"));
+  EXPECT_EQ(*expert2->groups("ep"), *dense->groups("dp"));
+  EXPECT_EQ(p.expert_dp(), 1);
+  // etp x ep must divide the stage's tp x cp x dp ranks.
+  p.ep = 8;
+  EXPECT_FALSE(RankGrid::expert(p));
+}
+
+// Expert parallelism spanning nodes: 2 nodes of 8 GPUs, tp 1, ep 16 holds all 16 ranks, and with
+// etp 2 the ep group strides over the expert tensor parallel pairs.
+TEST(RankGrid, ExpertGroupsSpanNodes) {
+  ParallelConfig p;
+  p.dp = 16;
+  p.ep = 16;
+  auto expert = RankGrid::expert(p);
+  ASSERT_TRUE(expert);
+  ASSERT_EQ(expert->groups("ep")->size(), 1u);
+  EXPECT_EQ((*expert->groups("ep"))[0].size(), 16u);
+  p.tp = 2;
+  p.dp = 8;
+  p.ep = 8;
+  p.etp = 2;
+  auto e2 = RankGrid::expert(p);
+  ASSERT_TRUE(e2);
+  EXPECT_EQ(*e2->group_of(1, "ep"), (std::vector<int>{1, 3, 5, 7, 9, 11, 13, 15}));
+}
+
+// Orders that put cp or dp outside pp place ranks on different stages in the two grids.
+TEST(RankGrid, ExpertGridMustKeepTheDenseStages) {
+  ParallelConfig p;
+  p.cp = 2;
+  p.dp = 2;
+  p.pp = 2;
+  p.order = "tp-cp-pp-dp";
+  auto dense = RankGrid::dense(p);
+  auto expert = RankGrid::expert(p);
+  ASSERT_TRUE(dense && expert);
+  EXPECT_FALSE(RankGrid::same_stages(*dense, *expert));
+  p.order = "tp-cp-dp-pp";
+  EXPECT_TRUE(RankGrid::same_stages(*RankGrid::dense(p), *RankGrid::expert(p)));
+}
+
 }  // namespace
 }  // namespace planner

@@ -74,8 +74,21 @@ TEST(CheckExecutable, RefusesAPlanThatDoesNotFitTheTargetsMemory) {
 }
 
 TEST(CheckExecutable, RefusesWhatTheExecutorDoesNotRunYet) {
+  // Mixtral's preset drops tokens beyond capacity; the executor routes dropless.
   Plan moe = test_plan(*builtin_catalog().find_model("mixtral-8x7b"), par(1, 1, 1));
-  expect_refused(check_runnable(moe), StatusCode::kInvalidInput, "/model/moe");
+  expect_refused(check_runnable(moe), StatusCode::kInvalidInput,
+                 "/model/moe/capacity_factor: the executor routes dropless");
+  moe.parallel.moe_capacity_factor = 0;
+  EXPECT_TRUE(check_runnable(moe).is_ok()) << check_runnable(moe).message();
+  Plan etp = test_plan(testing::moe_test_model(), par(2, 1, 1));
+  etp.parallel.sequence_parallel = true;
+  expect_refused(check_runnable(etp), StatusCode::kInvalidInput,
+                 "/parallel/etp: the executor does not run expert tensor parallelism");
+  etp.parallel.etp = 1;
+  EXPECT_TRUE(check_runnable(etp).is_ok()) << check_runnable(etp).message();
+  Plan deepseek = test_plan(*builtin_catalog().find_model("deepseek-v3"), par(1, 1, 1));
+  expect_refused(check_runnable(deepseek), StatusCode::kInvalidInput,
+                 "/model/mla: the executor does not run multi-head latent attention yet");
   Plan offload = test_plan(gpt_test_model(), par(1, 1, 2));
   offload.parallel.zero_stage = 1;
   offload.parallel.offload = Offload::kOptimizer;

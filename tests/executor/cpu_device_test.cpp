@@ -153,6 +153,11 @@ TEST(ModelStateMixed, SixteenBitWeightsAndShardedFp32Masters) {
     Result<Ticket> all_to_all(const void*, void*, std::int64_t, DType, std::string_view) override {
       return Status::internal("unused");
     }
+    Result<Ticket> all_to_all_v(const void*, const std::vector<std::int64_t>&, void*,
+                                const std::vector<std::int64_t>&, DType,
+                                std::string_view) override {
+      return Status::internal("unused");
+    }
     Result<Ticket> broadcast(void*, std::int64_t, DType, int, std::string_view) override {
       return Status::internal("unused");
     }

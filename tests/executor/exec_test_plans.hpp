@@ -1,6 +1,7 @@
 // Tiny models and plans for the executor's tests: small enough that 20 training steps on 8
 // oversubscribed ranks take seconds, while exercising every code path of the runner (LayerNorm and
-// RMSNorm, GeLU and SwiGLU, learned positions and RoPE, MHA and GQA, biases, tied embeddings).
+// RMSNorm, GeLU and SwiGLU, learned positions and RoPE, MHA and GQA, biases, tied embeddings,
+// mixtures of experts with and without a shared expert).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,28 @@ inline ModelSpec llama_test_model() {
   m.vocab = 64;
   m.max_seq_len = 64;
   m.bias = false;
+  return m;
+}
+
+// Mixture of experts on the Llama-style layer: 8 experts of ffn 32, top 2, dropless; `shared`
+// adds a shared expert of ffn 32 and routes DeepSeek-V3 style (sigmoid scores, 4 expert groups of
+// which a token uses 2).
+inline ModelSpec moe_test_model(bool shared = false) {
+  ModelSpec m = llama_test_model();
+  m.name = shared ? "moe-test-shared" : "moe-test";
+  m.moe = MoeSpec{};
+  m.moe->num_experts = 8;
+  m.moe->top_k = 2;
+  m.moe->expert_ffn_hidden = 32;
+  m.moe->capacity_factor = 0.0;  // dropless
+  if (shared) {
+    m.moe->first_dense_layers = 1;
+    m.moe->shared_experts = 1;
+    m.moe->shared_expert_ffn_hidden = 32;
+    m.moe->scoring = RouterScoring::kSigmoid;
+    m.moe->expert_groups = 4;
+    m.moe->group_top_k = 2;
+  }
   return m;
 }
 

@@ -17,6 +17,7 @@ namespace {
 
 using testing::gpt_test_model;
 using testing::llama_test_model;
+using testing::moe_test_model;
 using testing::par;
 using testing::test_plan;
 
@@ -69,8 +70,14 @@ std::vector<double> reference(const ModelSpec& model, Optimizer optimizer) {
   return losses;
 }
 
+// Mixture-of-experts routing is discontinuous: round-off from another summation order can move a
+// token that sits at a near-tie to another expert, which shifts the loss by ~1e-4 after 20 steps
+// (observed with dp 4 x ep 2). A wrong gradient anywhere moves it by 1e-2 and more.
+constexpr double kMoeRelativeTolerance = 5e-4;
+
 void expect_parity(const ModelSpec& model, ParallelConfig parallel,
                    Optimizer optimizer = Optimizer::kAdam, std::int64_t bucket_elements = 0) {
+  const double tolerance = model.is_moe() ? kMoeRelativeTolerance : kRelativeTolerance;
   if (parallel.world_size() != world().size()) {
     GTEST_SKIP() << "needs " << parallel.world_size() << " ranks";
   }
@@ -86,9 +93,9 @@ void expect_parity(const ModelSpec& model, ParallelConfig parallel,
     const double rel =
         std::abs(run->losses[static_cast<std::size_t>(s)] - ref[static_cast<std::size_t>(s)]) /
         std::abs(ref[static_cast<std::size_t>(s)]);
-    EXPECT_LE(rel, kRelativeTolerance)
-        << plan.name << " step " << s << ": " << run->losses[static_cast<std::size_t>(s)]
-        << " vs single-process " << ref[static_cast<std::size_t>(s)];
+    EXPECT_LE(rel, tolerance) << plan.name << " step " << s << ": "
+                              << run->losses[static_cast<std::size_t>(s)] << " vs single-process "
+                              << ref[static_cast<std::size_t>(s)];
   }
 }
 
@@ -107,6 +114,12 @@ ParallelConfig sp(ParallelConfig p) {
 }
 ParallelConfig recompute(ParallelConfig p, Recompute r) {
   p.recompute = r;
+  return p;
+}
+// Expert parallelism over `ep` ranks, experts whole on each rank (etp 1).
+ParallelConfig ep(ParallelConfig p, int size) {
+  p.ep = size;
+  p.etp = 1;
   return p;
 }
 
@@ -156,6 +169,17 @@ TEST(LossParity, Cp2) {
 TEST(LossParity, Cp2GqaRopeSelectiveRecompute) {
   expect_parity(llama_test_model(), recompute(par(1, 1, 1, 2), Recompute::kSelective));
 }
+// Mixture of experts: tokens dispatched by all-to-all to the rank holding their experts (each rank
+// holds half of them) and combined back, against one process holding all 8.
+TEST(LossParity, Ep2) {
+  expect_parity(moe_test_model(), ep(par(1, 1, 2), 2));
+}
+TEST(LossParity, Ep2SharedExpertSigmoidGroupRoutingZero1) {
+  expect_parity(moe_test_model(true), zero(ep(par(1, 1, 2), 2), 1), Optimizer::kAdam, 2000);
+}
+TEST(LossParity, Pp2MoeOneForwardOneBackward) {
+  expect_parity(moe_test_model(true), par(1, 2, 1));
+}
 
 // ---- 4 ranks
 TEST(LossParity, Tp2Pp2) {
@@ -187,6 +211,16 @@ TEST(LossParity, Pp2Dp2Zero1WithoutOverlap) {
   p.overlap_grad_reduce = false;
   p.overlap_param_gather = false;
   expect_parity(llama_test_model(), p, Optimizer::kAdam, 2000);
+}
+// ep 4 over tp 2 x dp 2 with etp 1: the expert-parallel group spans the tensor-parallel partners,
+// each dispatching its sequence-parallel shard.
+TEST(LossParity, Tp2Dp2Ep4SequenceParallel) {
+  expect_parity(moe_test_model(true), ep(sp(par(2, 1, 2)), 4));
+}
+// ep 2 of dp 4: two expert data parallel replicas of each expert, whose gradients are reduced
+// (reduce-scattered every micro-batch with ZeRO-2).
+TEST(LossParity, Dp4Ep2ExpertDataParallelZero2) {
+  expect_parity(moe_test_model(), zero(ep(par(1, 1, 4), 2), 2), Optimizer::kAdam, 2000);
 }
 
 // ---- 8 ranks

@@ -37,6 +37,10 @@ class FakeGroup final : public Communicator {
   Result<Ticket> all_to_all(const void*, void*, std::int64_t, DType, std::string_view) override {
     return Status::internal("not a real group");
   }
+  Result<Ticket> all_to_all_v(const void*, const std::vector<std::int64_t>&, void*,
+                              const std::vector<std::int64_t>&, DType, std::string_view) override {
+    return Status::internal("not a real group");
+  }
   Result<Ticket> broadcast(void*, std::int64_t, DType, int, std::string_view) override {
     return Status::internal("not a real group");
   }

@@ -120,18 +120,18 @@ std::size_t Estimator::KeyHash::operator()(const Key& k) const noexcept {
 namespace {
 
 Estimator::Key probe_key(const ParallelConfig& p) {
-  return {{p.tp, p.cp, p.ep, p.sequence_parallel ? 1 : 0, static_cast<int>(p.recompute),
-           p.micro_batch_size}};
+  return {{p.tp, p.cp, p.ep, p.expert_tp(), p.sequence_parallel ? 1 : 0,
+           static_cast<int>(p.recompute), p.micro_batch_size}};
 }
 
 Estimator::Key partition_key(const ParallelConfig& p) {
-  return {{p.tp, p.ep, p.pp, p.virtual_stages, default_bucket_elements(p.dp)}};
+  return {{p.tp, p.ep, p.expert_tp(), p.pp, p.virtual_stages, default_bucket_elements(p.dp)}};
 }
 
 std::string groups_key(const ParallelConfig& p) {
   return std::to_string(p.tp) + "," + std::to_string(p.cp) + "," + std::to_string(p.ep) + "," +
-         std::to_string(p.dp) + "," + std::to_string(p.pp) + "," +
-         std::to_string(p.zero_stage >= 1) + "," + p.order;
+         std::to_string(p.expert_tp()) + "," + std::to_string(p.dp) + "," + std::to_string(p.pp) +
+         "," + std::to_string(p.zero_stage >= 1) + "," + p.order;
 }
 
 }  // namespace
@@ -222,10 +222,15 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   const int period = m.is_moe() ? std::max(1, m.moe->layer_freq) : 1;
   ModelSpec small = m;
   small.num_layers = 2 * period;
+  // The probe needs one layer of each kind: with DeepSeek's first k layers dense, only its first
+  // layer stays dense (layers 0 and 1 of a 2-layer probe would otherwise both be dense, and the
+  // MoE layers would cost nothing).
+  if (small.moe) small.moe->first_dense_layers = std::min(small.moe->first_dense_layers, 1);
   ParallelConfig q;
   q.tp = p.tp;
   q.cp = p.cp;
   q.ep = p.ep;
+  q.etp = p.etp;
   q.dp = p.ep;  // expert parallelism is carved out of dp × cp
   q.pp = 2;
   q.sequence_parallel = p.sequence_parallel;
@@ -271,7 +276,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
       Block* blk = nullptr;
       signed char id = 0;
       if (layer != OpId::kNone) {
-        const int kind = m.is_moe_layer(layer) ? 1 : 0;
+        const int kind = small.is_moe_layer(layer) ? 1 : 0;
         if (first_layer[static_cast<std::size_t>(kind)] == OpId::kNone &&
             !probe->layer[static_cast<std::size_t>(kind)].present) {
           first_layer[static_cast<std::size_t>(kind)] = layer;

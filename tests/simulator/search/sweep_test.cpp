@@ -119,6 +119,36 @@ TEST(Sweep, AnalyticEstimateIsCloseToTheSimulation) {
   EXPECT_NEAR(r.error.mean_abs_pct, sum / 4, 1e-6);
 }
 
+// A DeepSeek-V3-shaped MoE (its first 3 layers dense, then MoE; 8 layers to keep the test small)
+// on up to 64 H100s: the estimate's probe must time an MoE layer too. Before it did, every MoE
+// layer cost nothing in the estimate (the 2-layer probe held DeepSeek's dense layers only) and
+// the estimate was 97% below the simulation.
+TEST(Sweep, AnalyticEstimateIsCloseToTheSimulationForMoe) {
+  const Catalog& catalog = builtin_catalog();
+  SweepScenario sc;
+  sc.model = catalog.model("deepseek-v3").value();
+  sc.model.num_layers = 8;
+  sc.model.mtp_layers = 0;
+  sc.gpu = catalog.gpu("h100").value();
+  sc.topology = topo::topology_for_gpu(sc.gpu).value();
+  sc.training.seq_length = 4096;
+  sc.training.global_batch_size = 256;
+  sc.max_gpus = 64;
+  sc.min_gpus = 32;
+  SweepRequest req;
+  req.scenarios.push_back(sc);
+  req.options.threads = 1;
+  req.options.top_k = 3;
+  req.options.keep = 10;
+  req.options.sim.ranks = RankSubset::kOnePerStage;
+  req.options.sim.run.keep_op_times = false;
+  auto run = run_sweep(req);
+  ASSERT_TRUE(run) << run.status().message();
+  const SweepResult& r = run->result;
+  ASSERT_EQ(r.error.plans, 3);
+  EXPECT_LT(r.error.max_abs_pct, 35.0);
+}
+
 TEST(Sweep, SameResultOnAnyNumberOfThreads) {
   const SweepResult& one = small_result();
   const SweepResult three = run_sweep(small_request(3)).value().result;

@@ -13,7 +13,12 @@
 namespace planner {
 
 enum class Precision { kFp32, kTf32, kBf16, kFp16, kFp8 };
-enum class MlpKind { kGelu, kSwiglu, kGeglu };
+// Squared ReLU (relu2: max(x, 0)², So et al. 2021 "Primer"; Nemotron-H's MLPs and experts) is
+// ungated like GeLU.
+enum class MlpKind { kGelu, kSwiglu, kGeglu, kSquaredRelu };
+// How an MoE router turns logits into expert scores: softmax over all experts (Mixtral, Qwen,
+// Megatron's default) or a sigmoid per expert (DeepSeek-V3, Nemotron-3).
+enum class RouterScoring { kSoftmax, kSigmoid };
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionEmbedding { kLearned, kRope, kAlibi, kNone };
 enum class Optimizer { kAdam, kAdamW, kSgd };
@@ -42,10 +47,23 @@ struct EnumTraits<Precision> {
 template <>
 struct EnumTraits<MlpKind> {
   static constexpr std::string_view kWhat = "MLP kind";
-  static constexpr std::array<std::pair<MlpKind, std::string_view>, 3> kNames{{
+  static constexpr std::array<std::pair<MlpKind, std::string_view>, 4> kNames{{
       {MlpKind::kGelu, "gelu"},
       {MlpKind::kSwiglu, "swiglu"},
       {MlpKind::kGeglu, "geglu"},
+      {MlpKind::kSquaredRelu, "relu2"},
+  }};
+};
+// Gated MLPs (SwiGLU, GeGLU) have a gate and an up projection; the others an up projection only.
+constexpr bool is_gated(MlpKind mlp) {
+  return mlp == MlpKind::kSwiglu || mlp == MlpKind::kGeglu;
+}
+template <>
+struct EnumTraits<RouterScoring> {
+  static constexpr std::string_view kWhat = "router scoring";
+  static constexpr std::array<std::pair<RouterScoring, std::string_view>, 2> kNames{{
+      {RouterScoring::kSoftmax, "softmax"},
+      {RouterScoring::kSigmoid, "sigmoid"},
   }};
 };
 template <>

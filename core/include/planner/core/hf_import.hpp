@@ -1,9 +1,17 @@
 // Import of Hugging Face `config.json` files into model specs.
 //
 // Supported architectures (the `architectures` list, or `model_type` when that list is absent):
-//   LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM,
-//   Qwen2MoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM,
-//   FalconForCausalLM (and its older RWForCausalLM name).
+//   LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM,
+//   Gemma2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, FalconForCausalLM (and its older
+//   RWForCausalLM name), and the mixtures of experts MixtralForCausalLM, Qwen2MoeForCausalLM (its
+//   gated shared expert), Qwen3MoeForCausalLM, DeepseekV2ForCausalLM and DeepseekV3ForCausalLM
+//   (multi-head latent attention, shared experts, first_k_dense_replace, group-limited routing,
+//   sigmoid scoring, num_nextn_predict_layers), GptOssForCausalLM (attention and expert biases,
+//   alternating sliding-window attention from layer_types), Llama4ForConditionalGeneration and
+//   Llama4ForCausalLM (the text model in text_config: a shared expert, MoE every
+//   interleave_moe_layer_step-th layer, dense layers of intermediate_size_mlp; the vision encoder
+//   is not modelled), DbrxForCausalLM, OlmoeForCausalLM and the hybrid NemotronHForCausalLM
+//   (hybrid_override_pattern of Mamba-2, attention, MLP and MoE blocks).
 // Keys the architecture needs are type-checked and reported at their JSON pointer; the many other
 // keys a Hugging Face config carries (dropout rates, token ids, rope scaling ...) do not change the
 // shapes planner models and are ignored. An unknown architecture is an error listing the supported

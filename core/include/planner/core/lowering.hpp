@@ -12,9 +12,10 @@
 //     (flash-style; context parallel: a ring of cp − 1 K/V exchanges, and in backward also cp
 //     dK/dV exchanges, as Transformer Engine does) → output projection (row parallel) → all-reduce
 //     (or SP reduce-scatter) → residual; then the same around the MLP (2 GEMMs for GeLU, 3 for
-//     gated units) or, in MoE layers, router → top-k → all-to-all over ep → all-gather over tp →
+//     gated units) or, in MoE layers, router → top-k → all-to-all over ep → all-gather over etp →
 //     expert GEMMs (batched over local experts, capacity_factor × tokens × top_k / experts tokens
-//     each) → reduce-scatter over tp → all-to-all back → combine;
+//     each, with the tokens of the ep × etp ranks that feed them) → reduce-scatter over etp →
+//     all-to-all back → combine (ep and etp groups from the expert grid, rank_grid.hpp);
 //   * backward mirrors forward: input-gradient GEMMs, weight-gradient GEMMs (with SP the layer
 //     input is all-gathered again for them, Korthikanti et al. 2022 §4.2.2), the transposed
 //     collectives (all-gather ↔ reduce-scatter, all-reduce ↔ identity);

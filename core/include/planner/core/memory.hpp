@@ -7,6 +7,9 @@
 //   gradients    params × grad bytes (param bytes, or 4 with fp32 gradient accumulation)
 //   optimizer    params × optimizer bytes: Adam/AdamW 12 (4 fp32 master + 8 moments; 8 when
 //                training in fp32, the weights being the master copy); SGD with momentum 8 (4)
+//   Expert weights: a rank holds experts / ep local experts, each split over etp (expert tensor
+//   parallelism), and ZeRO shards them over the expert data parallel group, edp = tp × cp × dp /
+//   (etp × ep) ranks (rank_grid.hpp); shared experts and the router are dense weights.
 //   ZeRO shards over the data-parallel group (dp × cp for dense weights, expert data parallel
 //   for experts): stage 1 the optimizer states, 2 also the gradients, 3 also the weights, which
 //   are then gathered per layer (two layers' worth resident: the one in use and the prefetched).
@@ -24,28 +27,38 @@
 //   full recompute                    2·s·b·h per layer (its input; /t with SP), plus one layer's
 //                                     full activations while that layer is recomputed
 // The 34 is 11 (attention) + 19 (MLP) + 4 (two layer norms); planner computes it from the layer's
-// shapes so GQA (K, V of kv_dim), gated MLPs (three ffn-sized tensors instead of two) and MoE
-// layers (tokens × top_k × capacity_factor through the experts, router probabilities) follow the
-// same accounting; for a GPT layer it is exactly Korthikanti's. Flash attention (flash_attention,
-// the default, matching the lowering) never stores the s×s softmax: the 5·a·s/h term is dropped
-// (its fp32 log-sum-exp, 4·a·s·b bytes, is ignored). Context parallelism divides s by cp (ring
-// attention is block-wise, so no s×s term either).
-// Korthikanti §4.3 extras: the first stage stores the embedding dropout mask (s·b·h/t with SP, 1
-// byte per element) per micro-batch in flight; the last stage the final norm and LM head inputs
-// (2·s·b·h each, /t with SP) and the fp32 logits for the loss (4·s·b·V/t).
-// Micro-batches in flight come from the schedule (schedule.hpp, peak_in_flight): 1F1B holds p − s
-// on stage s, GPipe m, interleaving (p − s − 1)·2 + (v − 1)·p + 1 chunk-micro-batches of L/(p·v)
-// layers, i.e. Korthikanti's factor 1 + (p − 1)/(p·v) on the first stage; ZB-H1 counts a
-// micro-batch until its weight-gradient pass (an upper bound: W needs only the GEMM inputs).
+// shapes so GQA (K, V of kv_dim), gated MLPs (three ffn-sized tensors instead of two), MoE
+// layers (router probabilities, the shared experts' MLP, and on the busiest expert-parallel rank
+// (moe_routing.hpp) the dispatched tokens after the etp gather and the experts' intermediates,
+// ffn / etp wide), multi-head latent attention (the down-projections' input, the q and kv latents
+// before and after their norms, replicated over tp; Q and K of qk_head_dim, V and the output
+// projection's input of v_head_dim, split) and Mamba-2 mixers (in_proj's input; its output, the
+// convolved x|B|C, the scan output and the gated norm's output, split over tp; the fp32 chunk
+// states, d_inner × N per chunk) follow the same accounting; for a GPT layer it is exactly
+// Korthikanti's. Single-block layers of hybrid models store one norm input, not two. An MTP module
+// adds, on the last stage, its block, its norms' and projection's inputs and another LM head's.
+// Flash attention (flash_attention, the default, matching the lowering) never stores the s×s
+// softmax: the 5·a·s/h term is dropped (its fp32 log-sum-exp, 4·a·s·b bytes, is ignored). Context
+// parallelism divides s by cp (ring attention is block-wise, so no s×s term either). Korthikanti
+// §4.3 extras: the first stage stores the embedding dropout mask (s·b·h/t with SP, 1 byte per
+// element) per micro-batch in flight; the last stage the final norm and LM head inputs (2·s·b·h
+// each, /t with SP) and the fp32 logits for the loss (4·s·b·V/t). Micro-batches in flight come from
+// the schedule (schedule.hpp, peak_in_flight): 1F1B holds p − s on stage s, GPipe m, interleaving
+// (p − s − 1)·2 + (v − 1)·p + 1 chunk-micro-batches of L/(p·v) layers, i.e. Korthikanti's factor 1
+// + (p − 1)/(p·v) on the first stage; ZB-H1 counts a micro-batch until its weight-gradient pass (an
+// upper bound: W needs only the GEMM inputs).
 //
 // Communication buffers: pipeline send and receive buffers (two activations), ZeRO-3 gathered
-// layers are counted under weights, MoE all-to-all buffers (dispatched tokens in and out), and
+// layers are counted under weights, MoE all-to-all buffers (the busiest rank's dispatched tokens
+// in and out), and
 // context-parallel K/V ring buffers (two blocks). Framework overhead: CUDA context, cuBLAS and
 // NCCL workspaces and allocator slack, an assumption of kDefaultFrameworkOverheadGiB (set it from
 // measurements: it depends on the framework, NCCL channels and the number of communicators).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -77,8 +90,12 @@ struct MemoryOptions {
   bool fp32_grads = false;
 };
 
-// Korthikanti's per-layer activation bytes for one micro-batch (dense layer unless `moe_layer`),
-// with the options' attention kind; see the header.
+// Korthikanti's per-layer activation bytes for one micro-batch of a layer of `kind`, with the
+// options' attention kind; see the header.
+Bytes layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training,
+                             const ParallelConfig& parallel, LayerKind kind,
+                             const MemoryOptions& options = {});
+// The same for an attention layer with a dense MLP, or an MoE one when `moe_layer`.
 Bytes layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training,
                              const ParallelConfig& parallel, bool moe_layer,
                              const MemoryOptions& options = {});
@@ -128,7 +145,7 @@ struct MemoryPeak {
 // Repeated memory estimates of one model and training setup on one GPU over many parallel configs
 // (a sweep's memory pruning): peak() equals estimate_memory()'s peak stage and bytes (to a byte of
 // rounding) without building a report. It caches what configs share: the parameters of every stage
-// per (tp, ep, pp, virtual stages), and per (schedule, pp, micro-batches, virtual stages) the
+// per (tp, ep, pp, virtual stages, etp), and per (schedule, pp, micro-batches, virtual stages) the
 // micro-batch chunks a stage holds in flight at the moments that can be its peak. Schedules other
 // than GPipe reach their steady state within kInFlightSaturation × pp micro-batches (1F1B holds
 // at most pp − s, interleaving and ZB-H1 repeat a period of pp micro-batches after a warm-up
@@ -160,7 +177,7 @@ class MemoryEstimator {
   TrainingSpec training_;
   GpuSpec gpu_;
   MemoryOptions options_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Layout>> layouts_;
+  std::map<std::array<int, 5>, std::unique_ptr<Layout>> layouts_;  // (tp, ep, pp, vs, etp)
   std::unordered_map<std::uint64_t, std::unique_ptr<InFlight>> in_flight_;
 };
 

@@ -12,7 +12,22 @@
 //   q_dim / t × hidden  (+ bias hidden, replicated) mlp_gate, mlp_up   hidden × ffn / t each (gate
 //   only for gated MLPs; + bias ffn / t) mlp_down     ffn / t × hidden  (+ bias hidden, replicated)
 //   moe_router   hidden × experts, replicated
-//   expert_gate/up/down   experts / ep local experts, each split over tp like the dense MLP
+//   expert_gate/up/down   experts / ep local experts, each split over etp (expert tensor
+//                         parallelism) like the dense MLP over tp; held by the expert grid's
+//                         ranks (rank_grid.hpp) and reduced over expert data parallelism
+//   shared_gate/up/down   the shared experts, split over tp like the dense MLP;
+//                         shared_expert_gate (Qwen2-MoE) hidden, replicated
+//   MLA        mla_q_down (hidden × q_lora) and mla_kv_down (hidden × (kv_lora + rope)) and the
+//              latent norms replicated; mla_q_up and mla_kv_up column parallel; attn_out
+//              v_dim / t × hidden
+//   Mamba-2    mamba_in_proj hidden × in_proj_dim / t, mamba_conv conv_dim / t × (kernel + 1),
+//              mamba_scan (A_log, D, dt_bias) 3·heads / t, mamba_norm d_inner / t, mamba_out
+//              d_inner / t × hidden; the block's norm is attn_norm (mlp_norm for MLP blocks)
+//   MTP        on the last stage after the LM head, per module: mtp_norm (two norms), mtp_proj
+//              2·hidden × hidden / t, its block (layer num_layers + i) and its final_norm; the
+//              modules share the LM head and the word embedding, of which a model with several
+//              stages (and untied embeddings) keeps a copy on the last stage (embedding, layer
+//              num_layers), all-reduced with the first stage's like a tied embedding
 //   embedding    vocab / t × hidden  (+ learned positions max_seq_len × hidden, replicated)
 //   lm_head      vocab / t × hidden (untied, or the tied copy on the last of several stages)
 // "Replicated" parameters are identical on the tp ranks; under sequence parallelism their
@@ -96,9 +111,13 @@ class ModelPartition {
   StageParams stage_params(int stage, std::int64_t bucket_elements) const;
 
  private:
+  // Appends the tensors of layer `layer` (an MTP block when >= layers) on one rank.
+  void layer_params(int layer, std::vector<ParamTensor>& out) const;
+
   ModelSpec model_;
   int tp_ = 1;
   int ep_ = 1;
+  int etp_ = 1;
   int stages_ = 1;
   int chunks_ = 1;
   int layers_per_chunk_ = 0;

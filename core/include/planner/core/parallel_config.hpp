@@ -4,11 +4,19 @@
 //   pp   pipeline parallel size        (layers split into stages)
 //   dp   data parallel size            (model replicas; world = tp x cp x dp x pp)
 //   cp   context parallel size         (the sequence split across ranks, ring attention)
-//   ep   expert parallel size          (MoE experts spread over ep ranks; ep divides dp, as in
-//                                       Megatron-core where expert parallelism is carved out of dp)
+//   ep   expert parallel size          (MoE experts spread over ep ranks)
+//   etp  expert tensor parallel size   (Megatron's --expert-tensor-parallel-size: each expert's
+//                                       MLP split over etp ranks; default tp). The ranks of one
+//                                       pipeline stage (tp x cp x dp of them) are regrouped for the
+//                                       MoE layers as etp x ep x edp, edp the expert data parallel
+//                                       size, as Megatron-core's expert rank generator does (see
+//                                       rank_grid.hpp)
 //   sequence_parallel                  (Korthikanti et al.: norms/dropout sharded along the
 //   sequence
 //                                       inside the tp group; needs tp > 1 to matter)
+//   moe_capacity_factor (a number, or "dropless"; default the model's), moe_pad_to_capacity,
+//   moe_imbalance (the hottest expert's load over the mean) and moe_fp8_dispatch: token routing
+//                                      of MoE layers (moe_routing.hpp)
 //   micro_batch_size, virtual_stages (vpp), schedule, recompute, zero_stage (0-3), offload,
 //   order (rank-grid order, innermost first; default "tp-cp-ep-dp-pp"), dp_sync (allreduce or
 //   parameter-server with param_servers server ranks), overlap_grad_reduce, overlap_param_gather.
@@ -32,6 +40,12 @@ struct ParallelConfig {
   int dp = 1;
   int cp = 1;
   int ep = 1;
+  int etp = 0;  // 0: tp (Megatron's default)
+  // Token routing of MoE layers (moe_routing.hpp).
+  double moe_capacity_factor = -1;   // < 0: the model's; 0: dropless; > 0: capacity factor
+  bool moe_pad_to_capacity = false;  // pad every expert's tokens to the capacity
+  double moe_imbalance = 1.0;        // the hottest expert's load over the mean, >= 1
+  bool moe_fp8_dispatch = false;     // the forward dispatch all-to-all in FP8
   bool sequence_parallel = false;
   std::int64_t micro_batch_size = 1;
   int virtual_stages = 1;
@@ -49,6 +63,14 @@ struct ParallelConfig {
   std::int64_t world_size() const { return saturating_product({tp, pp, dp, cp}); }
   // Model-parallel ranks holding one replica.
   std::int64_t model_parallel_size() const { return saturating_product({tp, pp, cp}); }
+  // The expert tensor parallel size in use.
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Expert data parallel size: (tp x cp x dp) / (etp x ep); 0 when that does not divide.
+  std::int64_t expert_dp() const {
+    const std::int64_t stage = static_cast<std::int64_t>(tp) * cp * dp;
+    const std::int64_t group = static_cast<std::int64_t>(expert_tp()) * ep;
+    return group > 0 && stage % group == 0 ? stage / group : 0;
+  }
   bool operator==(const ParallelConfig&) const = default;
 };
 

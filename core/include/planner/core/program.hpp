@@ -158,11 +158,11 @@ enum class OpRole : std::uint8_t {
   kCpKvRecv,   // K/V block from the previous cp rank
   kCpDkvSend,  // backward: accumulated dK/dV to the next cp rank
   kCpDkvRecv,
-  // Expert parallelism (group: ep) and expert tensor parallelism (group: tp).
+  // Expert parallelism (group: ep) and expert tensor parallelism (group: etp, or tp when equal).
   kEpDispatch,    // all-to-all of routed tokens to the experts' ranks
   kEpCombine,     // all-to-all of expert outputs back
-  kMoeTpGather,   // all-gather of dispatched tokens over tp (experts are tp-split)
-  kMoeTpScatter,  // reduce-scatter of expert outputs over tp
+  kMoeTpGather,   // all-gather of dispatched tokens over etp (experts are etp-split)
+  kMoeTpScatter,  // reduce-scatter of expert outputs over etp
   // (MoE backward: kRouter's input-gradient GEMM accumulates onto the token path's gradient.)
   // Pipeline parallelism (peers: previous / next pipeline rank). Layer = boundary layer.
   kPpSendActivation,
@@ -184,6 +184,34 @@ enum class OpRole : std::uint8_t {
                   // updates (mb field: the shard's first worker)
   kOffloadGrad,   // device → host copy of gradients (optimizer offload)
   kOffloadParam,  // host → device copy of parameters (after a host step, or param offload)
+  // (Roles below were added after the ones above; their values are appended so that op ids
+  // recorded by earlier builds keep their meaning.)
+  // Multi-head latent attention (replaces kAttnQkv; kAttnCore and kAttnOut are shared).
+  kMlaQDown,  // q_a_proj hidden → q_lora_rank, weights replicated over tp (sequence-sharded rows)
+  kMlaQNorm,  // RMSNorm of the query latent
+  kMlaQUp,    // q_b_proj q_lora → heads × qk_head (column parallel); q_proj without a latent
+  kMlaKvDown,        // kv_a_proj_with_mqa hidden → kv_lora_rank + qk_rope_head_dim (replicated)
+  kMlaKvNorm,        // RMSNorm of the key/value latent
+  kMlaKvUp,          // kv_b_proj kv_lora → heads × (qk_nope + v_head) (column parallel)
+  kMlaLatentGather,  // SP: all-gather over tp of the latents (q | kv | rope key)
+  // Mamba-2 mixer (heads split over tp; the block's norm is kAttnNorm).
+  kMambaInProj,     // in_proj hidden → z | x | B | C | dt (column parallel)
+  kMambaConv,       // depthwise causal conv1d over x | B | C, SiLU (weights and bias)
+  kMambaScan,       // SSD chunked scan (GEMM-shaped chunks; slot = step); A_log, D, dt_bias
+  kMambaNorm,       // gated RMSNorm y · silu(z)
+  kMambaOut,        // out_proj d_inner → hidden (row parallel)
+  kTpReduceMamba,   // no SP: all-reduce after out_proj (forward) / after in_proj's input grad
+  kSpGatherMamba,   // SP: all-gather of the norm output before in_proj
+  kSpScatterMamba,  // SP: reduce-scatter of out_proj
+  // Shared experts of an MoE layer (tensor parallel like a dense MLP, on the MLP input).
+  kSharedUp,
+  kSharedGate,
+  kSharedAct,
+  kSharedDown,
+  kSharedExpertGate,  // Qwen2-MoE: sigmoid(x · w) scaling the shared experts' output
+  // Multi-token prediction (layer field: the module's block, num_layers + i).
+  kMtpNorm,  // enorm and hnorm of [main-stream output; embedding of the next tokens]
+  kMtpProj,  // eh_proj 2·hidden → hidden
 };
 
 enum class Phase : std::uint8_t {
@@ -248,7 +276,7 @@ struct EnumTraits<OpKind> {
 template <>
 struct EnumTraits<OpRole> {
   static constexpr std::string_view kWhat = "op role";
-  static constexpr std::array<std::pair<OpRole, std::string_view>, 57> kNames{{
+  static constexpr std::array<std::pair<OpRole, std::string_view>, 79> kNames{{
       {OpRole::kAttnNorm, "attn_norm"},
       {OpRole::kAttnQkv, "attn_qkv"},
       {OpRole::kAttnCore, "attn_core"},
@@ -306,6 +334,28 @@ struct EnumTraits<OpRole> {
       {OpRole::kPsAggregate, "ps_aggregate"},
       {OpRole::kOffloadGrad, "offload_grad"},
       {OpRole::kOffloadParam, "offload_param"},
+      {OpRole::kMlaQDown, "mla_q_down"},
+      {OpRole::kMlaQNorm, "mla_q_norm"},
+      {OpRole::kMlaQUp, "mla_q_up"},
+      {OpRole::kMlaKvDown, "mla_kv_down"},
+      {OpRole::kMlaKvNorm, "mla_kv_norm"},
+      {OpRole::kMlaKvUp, "mla_kv_up"},
+      {OpRole::kMlaLatentGather, "mla_sp_gather"},
+      {OpRole::kMambaInProj, "mamba_in_proj"},
+      {OpRole::kMambaConv, "mamba_conv"},
+      {OpRole::kMambaScan, "mamba_scan"},
+      {OpRole::kMambaNorm, "mamba_norm"},
+      {OpRole::kMambaOut, "mamba_out_proj"},
+      {OpRole::kTpReduceMamba, "tp_reduce_mamba"},
+      {OpRole::kSpGatherMamba, "sp_gather_mamba"},
+      {OpRole::kSpScatterMamba, "sp_scatter_mamba"},
+      {OpRole::kSharedUp, "shared_up"},
+      {OpRole::kSharedGate, "shared_gate"},
+      {OpRole::kSharedAct, "shared_act"},
+      {OpRole::kSharedDown, "shared_down"},
+      {OpRole::kSharedExpertGate, "shared_expert_gate"},
+      {OpRole::kMtpNorm, "mtp_norm"},
+      {OpRole::kMtpProj, "mtp_proj"},
   }};
 };
 
@@ -422,8 +472,8 @@ struct Op {
 };
 
 // A collective group: the axes it spans ("tp", "dp-cp", "ep", "edp" for expert data parallel,
-// "embedding" for the first and last pipeline stage, "tp-cp-pp", "tp-cp-dp-pp") and its members
-// in rank-grid order.
+// "etp" for expert tensor parallel when etp differs from tp, "embedding" for the first and last
+// pipeline stage, "tp-cp-pp", "tp-cp-dp-pp") and its members in rank-grid order.
 struct CommGroup {
   std::string axes;
   std::vector<int> ranks;
@@ -433,7 +483,7 @@ struct CommGroup {
 enum class P2pChannel : std::uint32_t {
   kPpActivation = 1,  // payload micro-batch × virtual stages + receiving virtual stage
   kPpGradient = 2,
-  kCpKvForward = 3,  // payload ((micro-batch × layers) + layer) × cp + ring step
+  kCpKvForward = 3,  // payload ((micro-batch × (layers + MTP modules)) + layer) × cp + ring step
   kCpKvRecompute = 4,
   kCpKvBackward = 5,
   kCpDkvBackward = 6,

@@ -15,6 +15,9 @@
 //                   in place when recv == send + rank() x count
 //   all_to_all      send[size() x count] -> recv[size() x count], block j of member i lands as
 //                   block i on member j                                         [size() x count]
+//   all_to_all_v    the same with blocks of different sizes: send_counts[j] elements to member
+//                   j (blocks laid out in member order), recv_counts[i] from member i (the
+//                   counts must agree pairwise: MoE token dispatch after a count exchange)
 //   broadcast       buf[count] from member `root`                               [count]
 //   send / recv     count elements to / from member `peer`, matched by tag (FIFO per peer and tag)
 #pragma once
@@ -91,6 +94,10 @@ class Communicator {
                                         DType type, ReduceOp op, std::string_view what) = 0;
   virtual Result<Ticket> all_to_all(const void* send, void* recv, std::int64_t count, DType type,
                                     std::string_view what) = 0;
+  virtual Result<Ticket> all_to_all_v(const void* send,
+                                      const std::vector<std::int64_t>& send_counts, void* recv,
+                                      const std::vector<std::int64_t>& recv_counts, DType type,
+                                      std::string_view what) = 0;
   virtual Result<Ticket> broadcast(void* buf, std::int64_t count, DType type, int root,
                                    std::string_view what) = 0;
   virtual Result<Ticket> send(const void* buf, std::int64_t count, DType type, int peer,

@@ -129,6 +129,19 @@ class CpuDevice final : public Device {
                  void* model_param) override;
   void to_activation_type(const float* x, std::int64_t n, void* y) override;
   void narrow_int64(const std::int64_t* in, std::int64_t n, std::int32_t* out) override;
+  void moe_route(const void* logits, std::int64_t rows, const MoeRouteConfig& config, float* scores,
+                 std::int32_t* experts, float* weights) override;
+  void moe_route_backward(const float* scores, const std::int32_t* experts, const float* weights,
+                          const float* dweights, std::int64_t rows, const MoeRouteConfig& config,
+                          void* dlogits) override;
+  void gather_rows(const void* src, const std::int32_t* index, std::int64_t rows, std::int64_t cols,
+                   void* dst) override;
+  void moe_combine(const void* src, const std::int32_t* pos, const float* weights,
+                   std::int64_t rows, std::int64_t k, std::int64_t cols, bool accumulate,
+                   void* dst) override;
+  void moe_combine_backward(const void* dy, const void* src, const std::int32_t* pos,
+                            const float* weights, std::int64_t rows, std::int64_t k,
+                            std::int64_t cols, void* dsrc, float* dweights) override;
 
  private:
   std::int64_t capacity_ = 0;

@@ -39,11 +39,13 @@
 #include "planner/kernels/cpu/adam.hpp"
 #include "planner/kernels/cpu/attention.hpp"
 #include "planner/kernels/cpu/gemm.hpp"
+#include "planner/kernels/cpu/moe.hpp"
 
 namespace planner::exec {
 
 using kernels::cpu::AdamConfig;
 using kernels::cpu::AttentionShape;
+using kernels::cpu::MoeRouteConfig;
 using kernels::cpu::Transpose;
 
 struct MemoryStats {
@@ -202,6 +204,21 @@ class Device {
   virtual void to_activation_type(const float* x, std::int64_t n, void* y) = 0;
   // out[i] = static_cast<int32_t>(in[i]) (token ids arrive as int64, as Megatron sends them).
   virtual void narrow_int64(const std::int64_t* in, std::int64_t n, std::int32_t* out) = 0;
+  // Mixture of experts (kernels/cpu/moe.hpp): routing of A logits to fp32 scores, int32 experts
+  // and fp32 weights, and its gradient (A dlogits); row gathers and the weighted combine of A rows.
+  virtual void moe_route(const void* logits, std::int64_t rows, const MoeRouteConfig& config,
+                         float* scores, std::int32_t* experts, float* weights) = 0;
+  virtual void moe_route_backward(const float* scores, const std::int32_t* experts,
+                                  const float* weights, const float* dweights, std::int64_t rows,
+                                  const MoeRouteConfig& config, void* dlogits) = 0;
+  virtual void gather_rows(const void* src, const std::int32_t* index, std::int64_t rows,
+                           std::int64_t cols, void* dst) = 0;
+  virtual void moe_combine(const void* src, const std::int32_t* pos, const float* weights,
+                           std::int64_t rows, std::int64_t k, std::int64_t cols, bool accumulate,
+                           void* dst) = 0;
+  virtual void moe_combine_backward(const void* dy, const void* src, const std::int32_t* pos,
+                                    const float* weights, std::int64_t rows, std::int64_t k,
+                                    std::int64_t cols, void* dsrc, float* dweights) = 0;
 
  private:
   Precision precision_ = Precision::kFp32;

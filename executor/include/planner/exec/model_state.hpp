@@ -19,7 +19,13 @@
 //   attn_out    weight [hidden x q_dim/tp] | bias [hidden]
 //   mlp_gate/up weight [ffn/tp x hidden] | bias [ffn/tp]
 //   mlp_down    weight [hidden x ffn/tp] | bias [hidden]
+//   moe_router  weight [experts x hidden]                                   (replicated)
+//   expert_gate/up    weights [local experts][expert ffn x hidden] | biases [local][expert ffn]
+//   expert_down       weights [local experts][hidden x expert ffn] | biases [local][hidden]
+//   shared_gate/up/down   as mlp_gate/up/down over the shared experts' ffn
 //   lm_head     weight [vocab/tp x hidden]
+// Local expert i of expert-parallel rank e is global expert e·(experts / ep) + i. Expert weights
+// live in the expert buckets, reduced (and ZeRO-sharded) over the expert data parallel group.
 //
 // Precision (Config::weight_type): with fp32 weights `param` is the padded group of fp32 weights
 // the kernels read. With 16-bit (bf16/fp16) weights it is mixed precision: `model` holds the padded
@@ -54,6 +60,7 @@ struct ParamGroup {
   std::int64_t shard_begin = 0;
   std::int64_t shard_end = 0;    // this rank's range (the whole group unless sharded)
   bool sharded = false;          // ZeRO >= 1 over a group of >= 2 ranks
+  bool expert = false;           // expert weights (their group: expert data parallel)
   Communicator* comm = nullptr;  // data-parallel group (null without data parallelism)
   std::vector<int> tensors;      // in buffer order
   DeviceBuffer param;            // fp32: padded weights; 16-bit: the shard's fp32 master weights
@@ -78,8 +85,10 @@ class ModelState {
     int tp_rank = 0;
     std::int64_t bucket_elements = 0;  // the lowering's bucket size
     std::uint64_t seed = 0;
-    Communicator* dp = nullptr;  // the data-parallel (dp or dp-cp) group, or null
-    bool adam = true;            // allocate the second moment
+    Communicator* dp = nullptr;   // the data-parallel (dp or dp-cp) group, or null
+    Communicator* edp = nullptr;  // the expert data parallel group, or null
+    int ep_rank = 0;              // this rank's index in its expert-parallel group
+    bool adam = true;             // allocate the second moment
     // The model weights' type: kFloat32, or kBFloat16 / kFloat16 for mixed precision (the
     // device's activation_type()).
     DType weight_type = DType::kFloat32;

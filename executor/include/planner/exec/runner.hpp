@@ -96,8 +96,10 @@ struct StepStats {
 LowerOptions runner_lower_options(const RunnerOptions& options, Precision precision);
 
 // Ok when the executor implements everything the plan uses; otherwise kInvalidInput listing what it
-// does not run yet (mixture of experts, GeGLU, ALiBi, parameter servers, offloading, and ZeRO >= 1
-// with tied embeddings on several pipeline stages), at the plan's JSON pointers.
+// does not run yet (GeGLU, squared ReLU, ALiBi, multi-head latent attention, Mamba-2, local
+// attention, MTP, parameter servers, offloading, ZeRO >= 1 with tied embeddings on several
+// pipeline stages, and for mixture-of-experts models expert tensor parallelism, token dropping,
+// FP8 dispatch, Qwen2-MoE's shared-expert gate and ZeRO-3), at the plan's JSON pointers.
 Status check_runnable(const Plan& plan);
 
 class Runner {
