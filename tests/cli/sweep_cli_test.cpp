@@ -35,6 +35,27 @@ std::vector<std::string> small(std::vector<std::string> extra, const std::string
   return args;
 }
 
+// Every GPU preset sweeps on its default topology at a catalogue price, without --price.
+TEST(SweepCli, EveryGpuPresetSweepsWithoutAPrice) {
+  const auto gpus = nlohmann::json::parse(run_planner({"gpu", "list", "--json"}).out);
+  ASSERT_GE(gpus.size(), 14u);
+  for (const auto& gpu : gpus) {
+    const std::string name = gpu["name"];
+    if (name == "cpu-host") continue;  // planner exec's own CPU ranks: nothing to rent
+    const std::string precision = gpu["peak_tflops"].contains("bf16") ? "bf16" : "fp16";
+    const CommandResult r =
+        run_planner({"sweep", "--gpu",     name,    "--precision",   precision, "--gpus", "16",
+                     "--gbs", "64",        "--seq", "2048",          "--top-k", "1",      "--keep",
+                     "4",     "--threads", "2",     "--no-progress", "--no-db", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    const auto res = nlohmann::json::parse(r.out);
+    const auto& scenario = res["scenarios"][0];
+    EXPECT_GT(scenario["usd_per_gpu_hour"].get<double>(), 0) << name;
+    EXPECT_FALSE(scenario["price_source"].get<std::string>().empty()) << name;
+    EXPECT_FALSE(res["ranking"].empty()) << name;
+  }
+}
+
 TEST(SweepCli, DefaultScenarioPrintsARanking) {
   TempDir dir;
   const CommandResult r = run_planner({"sweep", "--db", dir.file("p.db")});
