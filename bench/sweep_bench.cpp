@@ -13,12 +13,13 @@
 #include <memory>
 
 #include "planner/core/catalog.hpp"
-#include "planner/sim/sweep.hpp"
-#include "planner/sim/sweep_spec.hpp"
+#include "planner/search/sweep.hpp"
+#include "planner/search/sweep_spec.hpp"
+#include "planner/topo/topology_catalog.hpp"
 
 namespace {
 
-using planner::sim::SweepRequest;
+using planner::search::SweepRequest;
 
 constexpr int kReferenceGpus = 5128;
 constexpr std::int64_t kReferenceBatch = 2520;
@@ -29,10 +30,10 @@ constexpr double kAssumedUsdPerGpuHour = 1.79;
 
 SweepRequest reference_request(int threads) {
   const planner::Catalog& catalog = planner::builtin_catalog();
-  planner::sim::SweepScenario sc;
+  planner::search::SweepScenario sc;
   sc.model = catalog.model("megatron-530b").value();
   sc.gpu = catalog.gpu("a100-80gb").value();
-  sc.topology = planner::sim::topology_for_gpu(sc.gpu).value();
+  sc.topology = planner::topo::topology_for_gpu(sc.gpu).value();
   sc.training.global_batch_size = kReferenceBatch;
   sc.training.seq_length = kReferenceSeq;
   sc.max_gpus = kReferenceGpus;
@@ -54,14 +55,14 @@ double peak_rss_mib() {
 // The analytic tier on one thread over a prepared setup (estimator caches warm after the first
 // iteration, as in a long sweep).
 void BM_AnalyticTier(benchmark::State& state) {
-  auto setup = planner::sim::SweepSetup::prepare(reference_request(1));
+  auto setup = planner::search::SweepSetup::prepare(reference_request(1));
   if (!setup) {
     state.SkipWithError(setup.status().message().c_str());
     return;
   }
   std::int64_t candidates = 0, evaluated = 0;
   for (auto _ : state) {
-    auto partial = planner::sim::run_analytic(**setup, {});
+    auto partial = planner::search::run_analytic(**setup, {});
     if (!partial) {
       state.SkipWithError(partial.status().message().c_str());
       return;
@@ -85,13 +86,13 @@ void BM_WholeSweep(benchmark::State& state) {
   const SweepRequest req = reference_request(static_cast<int>(state.range(0)));
   double error = 0;
   for (auto _ : state) {
-    auto result = planner::sim::run_sweep(req);
+    auto result = planner::search::run_sweep(req);
     if (!result) {
       state.SkipWithError(result.status().message().c_str());
       return;
     }
-    error = result->error.mean_abs_pct;
-    benchmark::DoNotOptimize(result->ranking.data());
+    error = result->result.error.mean_abs_pct;
+    benchmark::DoNotOptimize(result->result.ranking.data());
   }
   state.counters["estimate_error_pct"] = error;
   state.counters["peak_RSS_MiB"] = peak_rss_mib();

@@ -9,15 +9,12 @@
 #include "app.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
+#include "planner/app/profiles.hpp"
+#include "planner/app/record.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/published_run.hpp"
 #include "planner/core/spec_json.hpp"
-#include "planner/sim/accuracy.hpp"
-#include "planner/sim/profiles.hpp"
-#include "planner/store/metrics.hpp"
-#include "planner/store/plans.hpp"
-#include "planner/store/predictions.hpp"
-#include "planner/store/runs.hpp"
+#include "planner/fit/accuracy.hpp"
 #include "sim_json.hpp"
 
 namespace planner::cli {
@@ -39,24 +36,24 @@ std::string pct(double v) {
   return (v > 0 ? "+" : "") + fmt(v, 1) + "%";
 }
 
-std::string grade(const sim::RunAccuracy& r) {
+std::string grade(const fit::RunAccuracy& r) {
   return r.reliability ? std::string(to_string(*r.reliability)) : "-";
 }
 
-std::string value_text(sim::AccuracyMetric metric, double v) {
-  return metric == sim::AccuracyMetric::kStepTime ? fmt(v, 3) + " s" : fmt(v, 1) + " TF/s";
+std::string value_text(fit::AccuracyMetric metric, double v) {
+  return metric == fit::AccuracyMetric::kStepTime ? fmt(v, 3) + " s" : fmt(v, 1) + " TF/s";
 }
 
-Json fields_json(const std::vector<sim::ChosenField>& fields) {
+Json fields_json(const std::vector<fit::ChosenField>& fields) {
   Json out = Json::array();
-  for (const sim::ChosenField& f : fields)
+  for (const fit::ChosenField& f : fields)
     out.push_back({{"field", f.field}, {"value", f.value}, {"reason", f.reason}});
   return out;
 }
 
-Json report_json(const std::string& file, const sim::AccuracyReport& rep) {
+Json report_json(const std::string& file, const fit::AccuracyReport& rep) {
   Json by_gpu = Json::array();
-  for (const sim::GpuTypeAccuracy& g : rep.by_gpu_type) {
+  for (const fit::GpuTypeAccuracy& g : rep.by_gpu_type) {
     by_gpu.push_back({{"gpu_type", g.gpu_type},
                       {"runs", g.runs},
                       {"mape_percent", g.mape_percent},
@@ -64,7 +61,7 @@ Json report_json(const std::string& file, const sim::AccuracyReport& rep) {
                       {"worst_error_percent", g.worst_error_percent}});
   }
   Json runs = Json::array();
-  for (const sim::RunAccuracy& r : rep.runs) {
+  for (const fit::RunAccuracy& r : rep.runs) {
     Json j = {{"id", r.id},
               {"gpu_type", r.gpu_type},
               {"reliability", grade(r)},
@@ -108,14 +105,14 @@ Json report_json(const std::string& file, const sim::AccuracyReport& rep) {
               {"simulations", rep.simulations},
               {"by_gpu_type", by_gpu}};
   if (rep.worst_a_grade) {
-    const sim::RunAccuracy& w = rep.runs[*rep.worst_a_grade];
+    const fit::RunAccuracy& w = rep.runs[*rep.worst_a_grade];
     out["worst_a_grade"] = {{"id", w.id}, {"error_percent", w.error_percent}};
   }
   out["runs"] = runs;
   return out;
 }
 
-void print_report(std::ostream& out, const std::string& file, const sim::AccuracyReport& rep) {
+void print_report(std::ostream& out, const std::string& file, const fit::AccuracyReport& rep) {
   out << "accuracy of " << file << ": " << rep.modelled << " runs modelled, " << rep.skipped
       << " skipped, " << rep.simulations << " simulations\n\n";
   Table runs({{"RUN"},
@@ -125,7 +122,7 @@ void print_report(std::ostream& out, const std::string& file, const sim::Accurac
               {"PREDICTED", Align::kRight},
               {"ERROR", Align::kRight},
               {"CONFIGURATION"}});
-  for (const sim::RunAccuracy& r : rep.runs) {
+  for (const fit::RunAccuracy& r : rep.runs) {
     if (!r.modelled) continue;
     runs.add_row({r.id, r.gpu_type, grade(r), value_text(r.metric, r.published),
                   value_text(r.metric, r.predicted), pct(r.error_percent),
@@ -140,20 +137,20 @@ void print_report(std::ostream& out, const std::string& file, const sim::Accurac
               {"MAPE", Align::kRight},
               {"WORST RUN"},
               {"ERROR", Align::kRight}});
-  for (const sim::GpuTypeAccuracy& g : rep.by_gpu_type) {
+  for (const fit::GpuTypeAccuracy& g : rep.by_gpu_type) {
     gpus.add_row({g.gpu_type, std::to_string(g.runs), fmt(g.mape_percent, 1) + "%", g.worst_id,
                   pct(g.worst_error_percent)});
   }
   gpus.print(out);
   out << "\noverall MAPE: " << fmt(rep.mape_percent, 1) << "% over " << rep.modelled << " runs";
   if (rep.worst_a_grade) {
-    const sim::RunAccuracy& w = rep.runs[*rep.worst_a_grade];
+    const fit::RunAccuracy& w = rep.runs[*rep.worst_a_grade];
     out << "; worst grade-A run: " << w.id << " (" << pct(w.error_percent) << ")";
   }
   out << "\n";
 
-  std::vector<const sim::RunAccuracy*> worst;
-  for (const sim::RunAccuracy& r : rep.runs) {
+  std::vector<const fit::RunAccuracy*> worst;
+  for (const fit::RunAccuracy& r : rep.runs) {
     if (r.modelled) worst.push_back(&r);
   }
   std::stable_sort(worst.begin(), worst.end(), [](const auto* a, const auto* b) {
@@ -168,7 +165,7 @@ void print_report(std::ostream& out, const std::string& file, const sim::Accurac
              {"COMPUTE S", Align::kRight},
              {"BUBBLE", Align::kRight},
              {"EXPOSED COMM"}});
-    for (const sim::RunAccuracy* r : worst) {
+    for (const fit::RunAccuracy* r : worst) {
       std::string comm;
       for (sim::TimeBucket b : sim::kCommBuckets) {
         const double s = r->exposed_s[static_cast<std::size_t>(b)];
@@ -184,72 +181,44 @@ void print_report(std::ostream& out, const std::string& file, const sim::Accurac
 
   out << "\nper run: fields the record leaves null (chosen) and how its hardware, model and "
          "software were mapped\n";
-  for (const sim::RunAccuracy& r : rep.runs) {
+  for (const fit::RunAccuracy& r : rep.runs) {
     if (!r.modelled) continue;
     out << r.id << ": " << r.topology << " x" << r.nodes << " nodes, profile " << r.profile << "\n";
-    for (const sim::ChosenField& f : r.chosen)
+    for (const fit::ChosenField& f : r.chosen)
       out << "  chosen  " << f.field << " = " << f.value << " (" << f.reason << ")\n";
-    for (const sim::ChosenField& f : r.assumptions)
+    for (const fit::ChosenField& f : r.assumptions)
       out << "  mapped  " << f.field << " = " << f.value << " (" << f.reason << ")\n";
   }
   if (rep.skipped > 0) {
     out << "\nskipped\n";
-    for (const sim::RunAccuracy& r : rep.runs) {
+    for (const fit::RunAccuracy& r : rep.runs) {
       if (!r.modelled) out << "  " << r.id << ": " << r.skip_reason << "\n";
     }
   }
 }
 
-Status record(const AccuracyArgs& args, const sim::AccuracyReport& rep) {
+Status record(const AccuracyArgs& args, const fit::AccuracyReport& rep) {
   PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(args.db));
   if (!db) return Status::ok();
-  store::NewRun run;
-  run.kind = store::RunKind::kAccuracy;
-  run.label = args.file;
-  run.inputs_json = Json{{"command", "accuracy"},         {"file", args.file},
-                         {"gpu_type", args.gpu_type},     {"only", args.only},
-                         {"profiles", args.profiles},     {"mape_percent", rep.mape_percent},
-                         {"runs_modelled", rep.modelled}, {"runs_skipped", rep.skipped}}
-                        .dump();
-  PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(*db, run));
-  namespace m = store::metric;
-  auto metric = [](const store::MetricDef& def, double v) {
-    return store::Metric{std::string(def.name), v, std::string(def.unit)};
-  };
-  for (const sim::RunAccuracy& r : rep.runs) {
-    if (!r.modelled) continue;
-    PLANNER_ASSIGN_OR_RETURN(store::PlanId plan,
-                             store::put_plan(*db, as_document("plan", to_json(r.plan)), r.id));
-    std::vector<store::Metric> predicted{metric(m::kStepTime, r.step_time_s),
-                                         metric(m::kMfu, r.mfu),
-                                         {"accuracy_error", r.error_percent, "%"}};
-    PLANNER_RETURN_IF_ERROR(
-        store::put_metrics(*db, id, plan, store::MetricSource::kSimulated, predicted));
-    std::vector<store::Metric> published;
-    if (r.metric == sim::AccuracyMetric::kStepTime) {
-      published.push_back(metric(m::kStepTime, r.published));
-    } else {
-      published.push_back({"tflops_per_gpu", r.published, "TFLOP/s"});
-    }
-    PLANNER_RETURN_IF_ERROR(
-        store::put_metrics(*db, id, plan, store::MetricSource::kMeasured, published));
-  }
-  return store::finish_run(*db, id);
+  const Json inputs{{"command", "accuracy"},         {"file", args.file},
+                    {"gpu_type", args.gpu_type},     {"only", args.only},
+                    {"profiles", args.profiles},     {"mape_percent", rep.mape_percent},
+                    {"runs_modelled", rep.modelled}, {"runs_skipped", rep.skipped}};
+  return app::record_accuracy(*db, rep, inputs).status();
 }
 
 Status accuracy_command(const CliContext& ctx, const AccuracyArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(std::vector<PublishedRun> runs, load_published_runs_file(args.file));
-  sim::AccuracyOptions options;
+  fit::AccuracyOptions options;
   options.gpu_type = args.gpu_type;
   options.only = args.only;
   options.threads = args.threads;
-  for (const std::string& path : args.profiles) {
-    PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-    PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile, sim::parse_profile(text, path));
+  for (const std::string& spec : args.profiles) {
+    PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile, app::read_profile(spec, args.db));
     options.profiles.push_back(std::move(profile));
   }
-  PLANNER_ASSIGN_OR_RETURN(sim::AccuracyReport report,
-                           sim::evaluate_accuracy(runs, options, *ctx.catalog));
+  PLANNER_ASSIGN_OR_RETURN(fit::AccuracyReport report,
+                           fit::evaluate_accuracy(runs, options, *ctx.catalog));
   if (ctx.json) {
     *ctx.out << report_json(args.file, report).dump(2) << '\n';
   } else {
@@ -272,8 +241,8 @@ void register_accuracy_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--gpu-type", a->gpu_type, "Only runs on this GPU preset (name or alias)");
   cmd->add_option("--only", a->only, "Only these run ids")->expected(1, -1);
   cmd->add_option("--profile", a->profiles,
-                  "A hardware profile file to use instead of the built-in one for the GPUs it "
-                  "describes (repeatable), e.g. a measured profile")
+                  "A hardware profile (a file, a preset or a profile stored in --db) to use "
+                  "instead of the built-in one for the GPUs it describes (repeatable)")
       ->expected(1, -1);
   cmd->add_option("--threads", a->threads,
                   "Simulation threads (default: the machine's hardware threads)");

@@ -1,5 +1,5 @@
 // planner calibrate: measures this machine through an executor backend and fits a hardware profile
-// (planner::sim::fit_profile), stored in the database with its raw samples; --from-runs refits
+// (planner::fit::fit_profile), stored in the database with its raw samples; --from-runs refits
 // from the per-op measurements of executed runs instead. planner bench collectives prints the
 // nccl-tests table of the same collective microbenchmarks.
 //
@@ -20,6 +20,9 @@
 #include "app.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
+#include "planner/app/calibrate.hpp"
+#include "planner/app/profiles.hpp"
+#include "planner/app/record.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/lowering.hpp"
 #include "planner/core/version.hpp"
@@ -27,17 +30,11 @@
 #include "planner/exec/launch.hpp"
 #include "planner/exec/microbench.hpp"
 #include "planner/exec/mpi_world.hpp"
+#include "planner/exec/outcome.hpp"
 #include "planner/exec/runner.hpp"
-#include "planner/sim/calibration.hpp"
-#include "planner/sim/profiles.hpp"
-#include "planner/store/measurements.hpp"
-#include "planner/store/plans.hpp"
-#include "planner/store/profiles.hpp"
-#include "planner/store/runs.hpp"
+#include "planner/fit/calibration.hpp"
 #include "planner/topo/link_kind.hpp"
 #include "planner/topo/topology_catalog.hpp"
-#include "prediction.hpp"
-#include "profile_resolve.hpp"
 
 namespace planner::cli {
 namespace {
@@ -172,8 +169,8 @@ Result<Target> calibration_target(const CliContext& ctx, const CalibrateArgs& a)
   const GpuSpec* gpu = ctx.catalog->find_gpu(kCpuGpu);
   if (gpu == nullptr) return Status::internal("the cpu-host GPU preset is missing");
   Target t;
-  PLANNER_ASSIGN_OR_RETURN(t.base, resolve_profile(a.base, *gpu, a.db));
-  PLANNER_ASSIGN_OR_RETURN(topo::TopologySpec topology, topology_for_gpu(*gpu));
+  PLANNER_ASSIGN_OR_RETURN(t.base, app::resolve_profile(a.base, *gpu, a.db));
+  PLANNER_ASSIGN_OR_RETURN(topo::TopologySpec topology, topo::topology_for_gpu(*gpu));
   PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::Cluster::build(topology, 1));
   std::vector<topo::LinkId> path;
   cluster.append_path(0, 1, 0, path);
@@ -185,7 +182,7 @@ Result<Target> calibration_target(const CliContext& ctx, const CalibrateArgs& a)
   return t;
 }
 
-void print_fit(const CliContext& ctx, const sim::FitReport& fit) {
+void print_fit(const CliContext& ctx, const fit::FitReport& fit) {
   std::ostream& out = *ctx.out;
   Table params({{"parameter"},
                 {"before", Align::kRight},
@@ -193,7 +190,7 @@ void print_fit(const CliContext& ctx, const sim::FitReport& fit) {
                 {"unit"},
                 {"moved", Align::kRight},
                 {"points", Align::kRight}});
-  for (const sim::ParameterChange& c : fit.changes) {
+  for (const fit::ParameterChange& c : fit.changes) {
     const auto rel = c.relative_change();
     params.add_row({c.name, fmt(c.before, 4), fmt(c.after, 4), c.unit,
                     rel ? (*rel >= 0 ? "+" : "") + fmt(*rel * 100, 1) + " %" : "new",
@@ -205,16 +202,16 @@ void print_fit(const CliContext& ctx, const sim::FitReport& fit) {
                  {"points", Align::kRight},
                  {"median |error|", Align::kRight},
                  {"max |error|", Align::kRight}});
-  for (const sim::FitQuality& q : fit.quality) {
+  for (const fit::FitQuality& q : fit.quality) {
     quality.add_row({q.benchmark, std::to_string(q.points), fmt(q.median_abs_error * 100, 1) + " %",
                      fmt(q.max_abs_error * 100, 1) + " %"});
   }
   quality.print(out);
 }
 
-Json fit_json(const sim::FitReport& fit) {
+Json fit_json(const fit::FitReport& fit) {
   Json changes = Json::array();
-  for (const sim::ParameterChange& c : fit.changes) {
+  for (const fit::ParameterChange& c : fit.changes) {
     Json j{{"name", c.name},
            {"unit", c.unit},
            {"before", c.before},
@@ -224,7 +221,7 @@ Json fit_json(const sim::FitReport& fit) {
     changes.push_back(std::move(j));
   }
   Json quality = Json::array();
-  for (const sim::FitQuality& q : fit.quality) {
+  for (const fit::FitQuality& q : fit.quality) {
     quality.push_back({{"benchmark", q.benchmark},
                        {"points", q.points},
                        {"median_abs_error", q.median_abs_error},
@@ -233,32 +230,14 @@ Json fit_json(const sim::FitReport& fit) {
   return Json{{"changes", changes}, {"quality", quality}};
 }
 
-// Records a calibrate run and the fitted profile with its samples; returns the run id.
+// Records a calibrate run and the fitted profile with its samples; returns the run id (none under
+// --no-db).
 Result<std::optional<store::RunId>> store_profile(
     const CalibrateArgs& a, const HardwareProfile& profile,
     const std::vector<store::CalibrationSample>& samples, const Json& inputs) {
-  // A fit can leave the ranges a profile document allows (a topology that understates a link):
-  // store only what simulate, sweep and exec can read back.
-  const std::string text = to_json_text(profile);
-  if (auto back = sim::parse_profile(text, "the fitted profile \"" + profile.name + "\""); !back) {
-    return Status::runtime(back.status().message() + "; nothing stored");
-  }
   PLANNER_ASSIGN_OR_RETURN(std::optional<store::Database> db, open_recording_db(a.db));
   if (!db) return std::optional<store::RunId>();
-  store::NewRun run;
-  run.kind = store::RunKind::kCalibrate;
-  run.label = profile.name;
-  run.inputs_json = inputs.dump();
-  PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(*db, run));
-  store::NewProfile np;
-  np.name = profile.name;
-  np.description = profile.description;
-  np.parameters_json = text;
-  np.provenance = Json(profile.provenance).dump();
-  np.run = id;
-  PLANNER_RETURN_IF_ERROR(
-      store::put_profile(*db, np, samples, store::ProfileWrite::kReplace).status());
-  PLANNER_RETURN_IF_ERROR(store::finish_run(*db, id));
+  PLANNER_ASSIGN_OR_RETURN(store::RunId id, app::record_profile(*db, profile, samples, inputs));
   return std::optional<store::RunId>(id);
 }
 
@@ -363,7 +342,7 @@ Status rank_job(const CliContext& ctx, const CalibrateArgs& a, exec::MpiWorld& w
     points.push_back(m.point);
     samples.push_back(to_sample(m.point, m.iterations));
   }
-  sim::FitOptions fo;
+  fit::FitOptions fo;
   fo.link_kind = target->link_kind;
   fo.name = a.name.empty() ? a.backend + "-" + world.host() : a.name;
   fo.description = "measured by planner calibrate --backend " + a.backend + " on " + world.host() +
@@ -375,8 +354,8 @@ Status rank_job(const CliContext& ctx, const CalibrateArgs& a, exec::MpiWorld& w
   // The cpu backend's ranks share this host's cores (the simulator's core-sharing model); GPU
   // ranks each compute on their own device.
   fo.host_cores = a.backend == "cpu" ? host_cores() : 0;
-  PLANNER_ASSIGN_OR_RETURN(sim::FitReport fit,
-                           sim::fit_profile(target->base, *target->cluster, points, fo));
+  PLANNER_ASSIGN_OR_RETURN(fit::FitReport fit,
+                           fit::fit_profile(target->base, *target->cluster, points, fo));
   fit.profile.provenance = {
       {"host", world.host()},
       {"backend", a.backend},
@@ -415,61 +394,14 @@ Status rank_job(const CliContext& ctx, const CalibrateArgs& a, exec::MpiWorld& w
 
 // ---- --from-runs
 
-// Compute ops of an executed run as calibration points: the run's plan lowered as the runner
-// lowers it, joined with the run's per-op measurements on op id (means over the non-warm-up
-// steps). Communication ops are left out: their wall time includes waiting for the other ranks.
-Result<std::vector<CalibrationPoint>> run_points(const CliContext& ctx, store::Database& db,
-                                                 store::RunId run) {
-  PLANNER_ASSIGN_OR_RETURN(store::RunRecord record, store::get_run(db, run));
-  if (record.kind != store::RunKind::kExec) {
-    return Status::invalid_input("run " + std::to_string(run.value) + " is a " +
-                                 std::string(to_string(record.kind)) +
-                                 " run; --from-runs takes executed runs (planner exec)");
-  }
-  PLANNER_ASSIGN_OR_RETURN(std::vector<store::PlanRecord> plans, store::run_plans(db, run));
-  if (plans.size() != 1) {
-    return Status::invalid_input("run " + std::to_string(run.value) + " has " +
-                                 std::to_string(plans.size()) + " plans; expected one");
-  }
-  const std::string source = "plan of run " + std::to_string(run.value);
-  PLANNER_ASSIGN_OR_RETURN(Plan plan,
-                           parse_plan(plans.front().canonical_json, source, *ctx.catalog));
+// The lowering options the executor used for a run (its recorded --bucket-elements).
+LowerOptions exec_lowering(const Plan& plan, const Json& inputs) {
   exec::RunnerOptions ro;
-  const Json inputs = Json::parse(record.inputs_json, nullptr, false);
   if (inputs.is_object() && inputs.contains("bucket_elements") &&
       inputs["bucket_elements"].is_number_integer()) {
     ro.bucket_elements = inputs["bucket_elements"].get<std::int64_t>();
   }
-  PLANNER_ASSIGN_OR_RETURN(StepProgram program,
-                           lower(plan, exec::runner_lower_options(ro, plan.training.precision)));
-  PLANNER_ASSIGN_OR_RETURN(std::vector<store::StepMeasurement> steps,
-                           store::get_measured_steps(db, run));
-  std::map<std::int64_t, bool> warmup;
-  for (const store::StepMeasurement& s : steps)
-    warmup[s.step] = s.warmup;
-  PLANNER_ASSIGN_OR_RETURN(std::vector<store::OpMeasurement> ops, store::get_measured_ops(db, run));
-  std::map<std::pair<int, std::string>, std::pair<double, int>> mean;
-  for (const store::OpMeasurement& m : ops) {
-    if (warmup[m.step]) continue;
-    auto& acc = mean[{m.rank, m.op_id}];
-    acc.first += to_seconds(m.wall);
-    acc.second += 1;
-  }
-  std::vector<CalibrationPoint> points;
-  for (const RankProgram& rp : program.ranks()) {
-    for (const Op& op : rp.ops()) {
-      const OpDesc& d = program.desc(op);
-      if (is_communication(d.kind) || d.stream == Stream::kHost) continue;
-      auto it = mean.find({rp.rank(), to_string(op.id)});
-      if (it == mean.end() || it->second.second == 0) continue;
-      CalibrationPoint p;
-      p.desc = d;
-      p.backward = op.id.phase() == Phase::kBackwardInput;
-      p.measured = Time(std::llround(it->second.first / it->second.second * 1e12));
-      points.push_back(p);
-    }
-  }
-  return points;
+  return exec::runner_lower_options(ro, plan.training.precision);
 }
 
 Status from_runs(const CliContext& ctx, const CalibrateArgs& a) {
@@ -477,14 +409,15 @@ Status from_runs(const CliContext& ctx, const CalibrateArgs& a) {
   std::vector<CalibrationPoint> points;
   for (const std::string& text : a.from_runs) {
     PLANNER_ASSIGN_OR_RETURN(store::RunId run, resolve_run(db, text));
-    PLANNER_ASSIGN_OR_RETURN(std::vector<CalibrationPoint> more, run_points(ctx, db, run));
+    PLANNER_ASSIGN_OR_RETURN(std::vector<CalibrationPoint> more,
+                             app::run_points(db, run, *ctx.catalog, exec_lowering));
     points.insert(points.end(), more.begin(), more.end());
   }
   if (points.empty()) {
     return Status::invalid_input("the runs have no measured compute ops to fit");
   }
   PLANNER_ASSIGN_OR_RETURN(Target target, calibration_target(ctx, a));
-  sim::FitOptions fo;
+  fit::FitOptions fo;
   fo.link_kind = target.link_kind;
   fo.name = a.name.empty() ? target.base.name + "-refit" : a.name;
   std::string runs;
@@ -494,8 +427,8 @@ Status from_runs(const CliContext& ctx, const CalibrateArgs& a) {
   fo.source = "planner calibrate --from-runs " + runs + ": " + std::to_string(points.size()) +
               " measured compute ops (joined with the step program on op id), starting from " +
               target.base.name;
-  PLANNER_ASSIGN_OR_RETURN(sim::FitReport fit,
-                           sim::fit_profile(target.base, *target.cluster, points, fo));
+  PLANNER_ASSIGN_OR_RETURN(fit::FitReport fit,
+                           fit::fit_profile(target.base, *target.cluster, points, fo));
   fit.profile.provenance["date"] = utc_now();
   fit.profile.provenance["refit_from_runs"] = runs;
   fit.profile.provenance["base"] = target.base.name;
@@ -557,11 +490,7 @@ Result<std::vector<std::string>> rank_program(const CliContext& ctx, const Calib
 
 Status launch_local(const CliContext& ctx, const CalibrateArgs& a) {
   const int ranks = a.ranks > 0 ? a.ranks : std::max(2, host_cores());
-  const std::string outcome = (std::filesystem::temp_directory_path() /
-                               ("planner-calibrate-" + std::to_string(::getpid()) + ".outcome"))
-                                  .string();
-  std::error_code ec;
-  std::filesystem::remove(outcome, ec);
+  const std::string outcome = exec::OutcomeFile::fresh_path("calibrate");
   PLANNER_ASSIGN_OR_RETURN(std::vector<std::string> program, rank_program(ctx, a, outcome));
   exec::LocalLaunch launch;
   launch.ranks = ranks;
@@ -569,26 +498,15 @@ Status launch_local(const CliContext& ctx, const CalibrateArgs& a) {
   launch.as_root = ::geteuid() == 0;
   const exec::LaunchCommand cmd = exec::local_launch_command(launch, program);
   PLANNER_ASSIGN_OR_RETURN(int code, exec::run_command(cmd));
-  std::ifstream in(outcome);
-  int reported = -1;
-  const bool have = static_cast<bool>(in >> reported);
-  std::filesystem::remove(outcome, ec);
-  if (!have) {
-    return Status::runtime("the calibration job ended (" + cmd.argv[0] + " exit code " +
-                           std::to_string(code) + ") before rank 0 reported its outcome");
-  }
-  if (reported == 0) return Status::ok();
-  // Rank 0 printed the error already.
-  return Status(reported == 2 ? StatusCode::kInvalidInput : StatusCode::kRuntime, "");
+  // A calibration records its run only at the end, so there is no running run to mark failed.
+  return exec::settle_outcome(outcome, "", cmd.argv[0], code, "rank 0 died or was killed");
 }
 
 Status run_rank(const CliContext& ctx, const CalibrateArgs& a) {
   PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<exec::MpiWorld> world,
                            exec::MpiWorld::init(nullptr, nullptr));
   const Status st = rank_job(ctx, a, *world);
-  if (world->rank() == 0 && !a.outcome_file.empty()) {
-    std::ofstream(a.outcome_file) << st.exit_code() << '\n';
-  }
+  exec::OutcomeFile(world->rank() == 0 ? a.outcome_file : "").exit(st.exit_code());
   if (!st.is_ok() && world->size() > 1) {
     // The other ranks may wait in a collective of the failed benchmark: end the job.
     if (world->rank() == 0) std::cerr << "error: " << st.message() << '\n';

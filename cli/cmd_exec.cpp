@@ -18,15 +18,17 @@
 #include "app.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
+#include "planner/app/profiles.hpp"
+#include "planner/app/record.hpp"
+#include "planner/app/simulate.hpp"
 #include "planner/core/json_reader.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/exec/execute.hpp"
 #include "planner/exec/launch.hpp"
 #include "planner/exec/mpi_world.hpp"
+#include "planner/exec/outcome.hpp"
 #include "planner/exec/store_recorder.hpp"
 #include "planner/store/runs.hpp"
-#include "prediction.hpp"
-#include "profile_resolve.hpp"
 
 namespace planner::cli {
 namespace {
@@ -64,61 +66,18 @@ std::string mib(std::int64_t bytes) {
   return fmt(static_cast<double>(bytes) / static_cast<double>(kMiB), 2) + " MiB";
 }
 
-// How rank 0 tells the planner exec that launched the job how the run ended: mpirun, in the
-// recovery mode that lets rank 0 outlive a dead rank and record its failure, exits 0 whatever the
-// ranks did. Lines: "run <id>" once the run is recorded, "exit <code>" at the end. A file without
-// an exit line means rank 0 itself died; the launcher then marks the recorded run failed.
-class OutcomeFile {
- public:
-  explicit OutcomeFile(std::string path) : path_(std::move(path)) {}
-  void run(std::int64_t id) const { append("run " + std::to_string(id)); }
-  void exit(int code) const { append("exit " + std::to_string(code)); }
-
-  struct Read {
-    std::optional<std::int64_t> run;
-    std::optional<int> exit;
-  };
-  static Read read(const std::string& path) {
-    Read out;
-    std::ifstream in(path);
-    std::string key;
-    std::int64_t value = 0;
-    while (in >> key >> value) {
-      if (key == "run") out.run = value;
-      if (key == "exit") out.exit = static_cast<int>(value);
-    }
-    return out;
-  }
-
- private:
-  void append(const std::string& line) const {
-    if (path_.empty()) return;
-    std::ofstream out(path_, std::ios::app);
-    out << line << '\n';
-  }
-  std::string path_;
-};
-
-// Prints the run's progress (rank 0) and forwards to the store recorder, when there is one.
+// Prints the run's progress (rank 0) and forwards it to the store recorder, when there is one;
+// tells the launching process the recorded run's id.
 class Progress final : public exec::ExecObserver {
  public:
-  // `db` and `prediction` (the simulator's result for the plan) go with `recorder`.
-  Progress(const CliContext& ctx, exec::StoreRecorder* recorder, store::Database* db,
-           const sim::SimResult* prediction, const std::string& db_path, const OutcomeFile& outcome)
-      : ctx_(ctx),
-        recorder_(recorder),
-        db_(db),
-        prediction_(prediction),
-        db_path_(db_path),
-        outcome_(outcome) {}
+  Progress(const CliContext& ctx, exec::StoreRecorder* recorder, const std::string& db_path,
+           const exec::OutcomeFile& outcome)
+      : ctx_(ctx), recorder_(recorder), db_path_(db_path), outcome_(outcome) {}
 
   Status on_start(const exec::ExecStart& start) override {
     if (recorder_ != nullptr) PLANNER_RETURN_IF_ERROR(recorder_->on_start(start));
-    if (recorder_ != nullptr && recorder_->run() && prediction_ != nullptr) {
-      PLANNER_RETURN_IF_ERROR(
-          store_prediction(*db_, *recorder_->run(), *recorder_->plan(), *prediction_));
-    }
-    if (recorder_ != nullptr && recorder_->run()) outcome_.run(recorder_->run()->value);
+    const bool recorded = recorder_ != nullptr && recorder_->run();
+    if (recorded) outcome_.run(recorder_->run()->value);
     std::ostream& err = *ctx_.err;
     err << "planner exec: " << start.ranks << (start.ranks == 1 ? " rank" : " ranks") << " on ";
     std::vector<std::string> hosts = start.hosts;
@@ -127,9 +86,7 @@ class Progress final : public exec::ExecObserver {
     for (std::size_t i = 0; i < hosts.size(); ++i)
       err << (i > 0 ? ", " : "") << hosts[i];
     err << ", backend " << start.backend << " (" << start.device << ")";
-    if (recorder_ != nullptr && recorder_->run()) {
-      err << ", recording run " << recorder_->run()->value << " in " << db_path_;
-    }
+    if (recorded) err << ", recording run " << recorder_->run()->value << " in " << db_path_;
     err << "\ndata: " << start.data << '\n';
     if (start.first_step > 0) {
       err << "resumed from the checkpoint after step " << start.first_step << '\n';
@@ -161,10 +118,8 @@ class Progress final : public exec::ExecObserver {
  private:
   const CliContext& ctx_;
   exec::StoreRecorder* recorder_;
-  store::Database* db_;
-  const sim::SimResult* prediction_;
   std::string db_path_;
-  const OutcomeFile& outcome_;
+  const exec::OutcomeFile& outcome_;
 };
 
 Json inputs_json(const ExecArgs& a, int ranks) {
@@ -230,30 +185,11 @@ Result<std::vector<std::string>> rank_program(const CliContext& ctx, const ExecA
   return program;
 }
 
-// After the job: the outcome rank 0 reported (and printed), or, when rank 0 ended without one, a
-// failure recorded here for the run rank 0 had started. `launcher` exited with `code`; `cause`
-// says what ends rank 0 without an outcome under this launcher.
+// After the job: what rank 0 reported, or a failure recorded here for the run rank 0 had started.
 Status settle(const ExecArgs& a, const std::string& outcome_file, const std::string& launcher,
               int code, const std::string& cause) {
-  const OutcomeFile::Read outcome = OutcomeFile::read(outcome_file);
-  std::error_code ec;
-  std::filesystem::remove(outcome_file, ec);
-  if (outcome.exit) {
-    if (*outcome.exit == 0) return Status::ok();
-    return Status(*outcome.exit == 2 ? StatusCode::kInvalidInput : StatusCode::kRuntime, "");
-  }
-  const std::string why = "the job ended (" + launcher + " exit code " + std::to_string(code) +
-                          ") before rank 0 reported the outcome: " + cause;
-  if (outcome.run && !a.db.disabled) {
-    auto db = open_existing_db(a.db);
-    auto run = db ? store::get_run(*db, store::RunId{*outcome.run})
-                  : Result<store::RunRecord>(db.status());
-    if (run && run->status == store::RunStatus::kRunning) {
-      PLANNER_RETURN_IF_ERROR(store::fail_run(*db, run->id, why));
-      return Status::runtime(why + "; run " + std::to_string(run->id.value) + " marked failed");
-    }
-  }
-  return Status::runtime(why);
+  return exec::settle_outcome(outcome_file, a.db.disabled ? std::string() : a.db.path, launcher,
+                              code, cause);
 }
 
 // --launch local: check everything, then start mpirun running this program on every rank.
@@ -262,11 +198,7 @@ Status launch_local(const CliContext& ctx, const ExecArgs& a, const Plan& plan) 
   PLANNER_RETURN_IF_ERROR(exec::check_executable(plan, a.backend, ranks));
   PLANNER_RETURN_IF_ERROR(exec::check_backend_available(a.backend));  // e.g. cuda without a GPU
   PLANNER_ASSIGN_OR_RETURN(std::vector<std::string> program, rank_program(ctx, a));
-  const std::string outcome_file = (std::filesystem::temp_directory_path() /
-                                    ("planner-exec-" + std::to_string(::getpid()) + ".outcome"))
-                                       .string();
-  std::error_code ec;
-  std::filesystem::remove(outcome_file, ec);
+  const std::string outcome_file = exec::OutcomeFile::fresh_path("exec");
   program.insert(program.end(), {"--outcome-file", outcome_file});
   exec::LocalLaunch launch;
   launch.ranks = ranks;
@@ -275,6 +207,7 @@ Status launch_local(const CliContext& ctx, const ExecArgs& a, const Plan& plan) 
   const exec::LaunchCommand cmd = exec::local_launch_command(launch, program);
   const Result<int> code = exec::run_command(cmd);
   if (!code) {
+    std::error_code ec;
     std::filesystem::remove(outcome_file, ec);
     return code.status();
   }
@@ -355,7 +288,7 @@ Status launch_slurm(const CliContext& ctx, const ExecArgs& a, const Plan& plan) 
 // --launch none: one rank of the job (rank 0 reports to `outcome` how it ended, also when it
 // aborts the job).
 Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
-                    exec::MpiWorld* world, const OutcomeFile& outcome) {
+                    exec::MpiWorld* world, const exec::OutcomeFile& outcome) {
   const bool root = world->rank() == 0;
   auto abort_job = [&](int code) {
     if (root) outcome.exit(code);
@@ -395,23 +328,22 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
   options.resume = a.resume;
   // The simulator's prediction for the same plan, lowered as the runner lowers it, stored with the
   // run so that `planner report` can join it with the measurements on op id.
-  std::optional<sim::SimResult> prediction;
   if (recorder) {
-    auto profile = resolve_profile(a.profile, plan.gpu, a.db);
+    auto profile = app::resolve_profile(a.profile, plan.gpu, a.db);
     auto predicted =
-        profile ? simulate_plan_for_exec(
+        profile ? app::predict_for_exec(
                       plan, exec::runner_lower_options(options.runner, plan.training.precision),
                       &*profile)
                 : Result<sim::SimResult>(profile.status());
     if (predicted) {
-      prediction = std::move(predicted).value();
+      recorder->attach_prediction(
+          {app::simulated_step_metrics(*predicted), app::predicted_ops(*predicted)});
     } else {
       *ctx.err << "warning: no prediction stored with the run: " << predicted.status().message()
                << '\n';
     }
   }
-  Progress progress(ctx, recorder.get(), db ? &*db : nullptr, prediction ? &*prediction : nullptr,
-                    a.db.path, outcome);
+  Progress progress(ctx, recorder.get(), a.db.path, outcome);
   auto result = exec::execute(plan, *world, options, root ? &progress : nullptr);
   if (!result.is_ok()) {
     // Communication of the failed step may still be pending: end the job instead of finalising.
@@ -466,7 +398,7 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
 Status run_rank(const CliContext& ctx, const ExecArgs& a, const Plan& plan) {
   PLANNER_ASSIGN_OR_RETURN(std::unique_ptr<exec::MpiWorld> world,
                            exec::MpiWorld::init(nullptr, nullptr));
-  const OutcomeFile outcome(world->rank() == 0 ? a.outcome_file : "");
+  const exec::OutcomeFile outcome(world->rank() == 0 ? a.outcome_file : "");
   const Status st = run_rank_job(ctx, a, plan, world.get(), outcome);
   outcome.exit(st.exit_code());
   return st;

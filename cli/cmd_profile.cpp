@@ -8,10 +8,10 @@
 #include "app.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
+#include "planner/app/profiles.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/sim/profiles.hpp"
 #include "planner/store/profiles.hpp"
-#include "profile_resolve.hpp"
 
 namespace planner::cli {
 namespace {
@@ -68,7 +68,7 @@ Status list_command(const CliContext& ctx, const ProfileArgs& a) {
 Status show_command(const CliContext& ctx, const ProfileArgs& a) {
   PLANNER_ASSIGN_OR_RETURN(store::Database db, open_existing_db(a.db));
   PLANNER_ASSIGN_OR_RETURN(store::HardwareProfile stored, store::get_profile(db, a.name));
-  PLANNER_ASSIGN_OR_RETURN(HardwareProfile p, stored_profile(db, a.name));
+  PLANNER_ASSIGN_OR_RETURN(HardwareProfile p, app::stored_profile(db, a.name));
   std::vector<store::CalibrationSample> samples;
   if (a.samples) {
     PLANNER_ASSIGN_OR_RETURN(samples, store::get_calibration_samples(db, stored.id));
@@ -154,7 +154,7 @@ Status show_command(const CliContext& ctx, const ProfileArgs& a) {
 
 Status export_command(const CliContext& ctx, const ProfileArgs& a) {
   PLANNER_ASSIGN_OR_RETURN(store::Database db, open_existing_db(a.db));
-  PLANNER_ASSIGN_OR_RETURN(HardwareProfile p, stored_profile(db, a.name));
+  PLANNER_ASSIGN_OR_RETURN(HardwareProfile p, app::stored_profile(db, a.name));
   const std::string text = to_json_text(p);
   if (a.output.empty() || a.output == "-") {
     *ctx.out << text;
@@ -167,23 +167,10 @@ Status export_command(const CliContext& ctx, const ProfileArgs& a) {
 }
 
 Status import_command(const CliContext& ctx, const ProfileArgs& a) {
-  PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(a.file));
-  PLANNER_ASSIGN_OR_RETURN(HardwareProfile p, sim::parse_profile(text, a.file));
-  if (!a.name.empty()) p.name = a.name;
   PLANNER_ASSIGN_OR_RETURN(std::optional<store::Database> db, open_recording_db(a.db));
   if (!db) return Status::invalid_input("planner profile import needs a database (not --no-db)");
-  store::NewProfile np;
-  np.name = p.name;
-  np.description = p.description;
-  np.parameters_json = to_json_text(p);
-  Json provenance(p.provenance);
-  provenance["imported_from"] = std::filesystem::absolute(a.file).lexically_normal().string();
-  np.provenance = provenance.dump();
-  PLANNER_RETURN_IF_ERROR(
-      store::put_profile(*db, np, {},
-                         a.replace ? store::ProfileWrite::kReplace : store::ProfileWrite::kCreate)
-          .status());
-  if (!ctx.json) *ctx.out << "imported profile " << p.name << " into " << a.db.path << '\n';
+  PLANNER_ASSIGN_OR_RETURN(std::string name, app::import_profile(*db, a.file, a.name, a.replace));
+  if (!ctx.json) *ctx.out << "imported profile " << name << " into " << a.db.path << '\n';
   return Status::ok();
 }
 

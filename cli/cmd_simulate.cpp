@@ -12,20 +12,15 @@
 #include "db_options.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
+#include "planner/app/profiles.hpp"
+#include "planner/app/record.hpp"
+#include "planner/app/simulate.hpp"
 #include "planner/core/hardware_profile.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/spec_json.hpp"
 #include "planner/sim/model_registry.hpp"
 #include "planner/sim/profiles.hpp"
 #include "planner/sim/simulate.hpp"
-#include "planner/store/metrics.hpp"
-#include "planner/store/plans.hpp"
-#include "planner/store/predictions.hpp"
-#include "planner/store/profiles.hpp"
-#include "planner/store/runs.hpp"
-#include "planner/topo/topology_catalog.hpp"
-#include "prediction.hpp"
-#include "profile_resolve.hpp"
 #include "sim_json.hpp"
 
 namespace planner::cli {
@@ -48,54 +43,15 @@ struct SimulateArgs {
   DbOptions db;
 };
 
-struct Setup {
-  Plan plan;
-  topo::TopologySpec topology;
-  int nodes = 0;
-};
-
-Result<Setup> resolve_setup(const CliContext& ctx, const SimulateArgs& args) {
+Result<app::PlacedPlan> resolve_setup(const CliContext& ctx, const SimulateArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(ResolvedPlan config, resolve_plan(*ctx.catalog, args.config));
-  Setup s;
-  s.plan.model = config.model;
-  s.plan.training = config.training;
-  s.plan.parallel = config.parallel;
-  s.plan.gpu = config.gpu;
-  std::string topology = args.topology;
-  if (topology.empty() && config.cluster) topology = config.cluster->topology;
-  if (!topology.empty()) {
-    PLANNER_ASSIGN_OR_RETURN(s.topology, topo::resolve_topology(topology));
-  } else {
-    if (config.gpu.name.empty()) {
-      return Status::invalid_input(
-          "give --gpu or --topology (a topology preset or file): the simulator needs a cluster");
-    }
-    PLANNER_ASSIGN_OR_RETURN(s.topology, topology_for_gpu(config.gpu));
-  }
-  PLANNER_ASSIGN_OR_RETURN(GpuSpec topo_gpu, ctx.catalog->gpu(s.topology.gpu));
-  if (s.plan.gpu.name.empty()) {
-    s.plan.gpu = topo_gpu;
-  } else if (s.plan.gpu.name != topo_gpu.name) {
-    return Status::invalid_input("--gpu " + s.plan.gpu.name + " disagrees with topology " +
-                                 s.topology.name + ", which has " + topo_gpu.name + " GPUs");
-  }
-  const int per_node = s.topology.gpus_per_node();
-  const std::int64_t needed =
-      s.plan.parallel.world_size() +
-      (s.plan.parallel.dp_sync == DpSync::kParameterServer ? s.plan.parallel.param_servers : 0);
-  s.nodes = args.nodes > 0   ? args.nodes
-            : config.cluster ? config.cluster->nodes
-                             : static_cast<int>((needed + per_node - 1) / per_node);
-  s.plan.name = config.model.name + " " + short_label(s.plan.parallel);
-  s.plan.cluster.nodes = s.nodes;
-  s.plan.cluster.gpus_per_node = per_node;
-  s.plan.cluster.gpu = s.plan.gpu.name;
-  s.plan.cluster.topology = s.topology.name;
-  if (config.cluster) {
-    s.plan.cluster.offering = config.cluster->offering;
-    s.plan.cluster.usd_per_gpu_hour = config.cluster->usd_per_gpu_hour;
-  }
-  return s;
+  Plan plan;
+  plan.model = config.model;
+  plan.training = config.training;
+  plan.parallel = config.parallel;
+  plan.gpu = config.gpu;
+  plan.name = config.model.name + " " + short_label(config.parallel);
+  return app::place_plan(std::move(plan), config.cluster, args.topology, args.nodes, *ctx.catalog);
 }
 
 std::string ms(Time t) {
@@ -110,7 +66,7 @@ std::string bucket_name(sim::TimeBucket b) {
   return std::string(to_string(b));
 }
 
-Json result_json(const Setup& setup, const sim::SimResult& r) {
+Json result_json(const app::PlacedPlan& setup, const sim::SimResult& r) {
   Json stages = Json::array();
   for (const sim::StageReport& s : r.stages) {
     Json buckets = Json::object();
@@ -198,7 +154,7 @@ Json result_json(const Setup& setup, const sim::SimResult& r) {
   return out;
 }
 
-void print_report(std::ostream& out, const Setup& setup, const sim::SimResult& r) {
+void print_report(std::ostream& out, const app::PlacedPlan& setup, const sim::SimResult& r) {
   out << r.model << " · " << r.parallel << " · " << r.world_size << " x " << r.gpu << " on "
       << setup.topology.name << " (" << setup.nodes << " nodes) · profile " << r.profile << "\n";
   const char* how = r.subset == RankSubset::kAll                   ? "every rank"
@@ -300,48 +256,28 @@ void print_report(std::ostream& out, const Setup& setup, const sim::SimResult& r
       << fmt_int(static_cast<long long>(r.stats.solves)) << " rate solves\n";
 }
 
-Status record(const SimulateArgs& args, const Setup& setup, const sim::SimResult& r,
+Status record(const SimulateArgs& args, const app::PlacedPlan& setup, const sim::SimResult& r,
               const std::string& failure) {
   PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(args.db));
   if (!db) return Status::ok();
-  const Json plan = as_document("plan", to_json(setup.plan));
-  store::NewRun run;
-  run.kind = store::RunKind::kSimulate;
-  run.label = setup.plan.name;
-  run.inputs_json = Json{
-      {"command", "simulate"},
-      {"topology", setup.topology.name},
-      {"nodes", setup.nodes},
-      {"profile", r.profile},
-      {"ranks", std::string(to_string(r.subset))},
-      {"algorithm", args.algorithm},
-      {"background", !args.no_background},
-      {"hashed_ecmp", args.hashed_ecmp},
-      {"ignore_memory", args.ignore_memory},
-      {"plan", plan}}.dump();
-  PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(*db, run));
-  PLANNER_ASSIGN_OR_RETURN(store::PlanId plan_id, store::put_plan(*db, plan, setup.plan.name));
-  PLANNER_RETURN_IF_ERROR(store::put_metrics(*db, id, plan_id, store::MetricSource::kSimulated,
-                                             simulated_step_metrics(r)));
-  if (!args.no_ops) {
-    PLANNER_RETURN_IF_ERROR(store::add_predicted_ops(*db, id, plan_id, predicted_ops(r)));
-  }
-  if (!failure.empty()) return store::fail_run(*db, id, failure);
-  return store::finish_run(*db, id);
+  const Json inputs{{"command", "simulate"},
+                    {"topology", setup.topology.name},
+                    {"nodes", setup.nodes},
+                    {"profile", r.profile},
+                    {"ranks", std::string(to_string(r.subset))},
+                    {"algorithm", args.algorithm},
+                    {"background", !args.no_background},
+                    {"hashed_ecmp", args.hashed_ecmp},
+                    {"ignore_memory", args.ignore_memory},
+                    {"plan", as_document("plan", to_json(setup.plan))}};
+  return app::record_simulation(*db, setup.plan, r, inputs, !args.no_ops, failure).status();
 }
 
 Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
-  PLANNER_ASSIGN_OR_RETURN(Setup setup, resolve_setup(ctx, args));
+  PLANNER_ASSIGN_OR_RETURN(app::PlacedPlan setup, resolve_setup(ctx, args));
   PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile,
-                           resolve_profile(args.profile, setup.plan.gpu, args.db));
-  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
-                           topo::Cluster::build(setup.topology, setup.nodes));
-
-  sim::SimInput input;
-  input.plan = setup.plan;
-  input.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
-  input.profile = std::make_shared<const HardwareProfile>(std::move(profile));
-  sim::SimOptions& o = input.options;
+                           app::resolve_profile(args.profile, setup.plan.gpu, args.db));
+  sim::SimOptions o;
   if (args.full) {
     o.ranks = RankSubset::kAll;
   } else if (auto subset = parse_enum<RankSubset>(args.ranks)) {
@@ -368,7 +304,7 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   o.run.critical_path_top = args.top;
   o.check_memory = !args.ignore_memory;
 
-  PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, sim::simulate(input));
+  PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;
   if (result.out_of_memory) {
     failure = "does not fit: stage " + std::to_string(result.out_of_memory->stage) + " needs " +

@@ -17,38 +17,29 @@
 #include <map>
 #include <memory>
 #include <sstream>
-#include <thread>
 
 #include "app.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
+#include "planner/app/defaults.hpp"
+#include "planner/app/profiles.hpp"
+#include "planner/app/record.hpp"
+#include "planner/app/sweep.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/spec_json.hpp"
-#include "planner/sim/sweep.hpp"
-#include "planner/sim/sweep_spec.hpp"
-#include "planner/store/metrics.hpp"
-#include "planner/store/plans.hpp"
-#include "planner/store/runs.hpp"
-#include "planner/store/sweeps.hpp"
+#include "planner/search/sweep.hpp"
+#include "planner/search/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
-#include "profile_resolve.hpp"
+#include "sim_json.hpp"
 #ifdef PLANNER_HAVE_EXECUTOR
 #include "planner/exec/mpi_world.hpp"
 #include "planner/exec/sweep_mpi.hpp"
-#include "sim_json.hpp"
 #endif
 
 namespace planner::cli {
 namespace {
 
-// The built-in scenario `planner sweep` runs without arguments.
-constexpr const char* kDefaultModel = "llama3-8b";
-constexpr const char* kDefaultGpu = "h100";
-constexpr int kDefaultGpus = 64;
-// Default global batch: 4 Mi tokens per step (the Llama 3 405B pre-training batch at its start,
-// Dubey et al. 2024, arXiv:2407.21783, §3.4.1), in sequences of the chosen length.
-constexpr std::int64_t kDefaultBatchTokens = std::int64_t{4} << 20;
 constexpr int kExitRegret = 3;
 constexpr double kSecondsPerDay = 86400;
 // The progress line is redrawn at most this often.
@@ -68,6 +59,8 @@ struct SweepArgs {
   std::string optimizer = "adam";
   double tokens = 0;
   std::vector<int> tp, pp, dp, cp, ep, vpp, zero;
+  bool distributed_optimizer = false;  // --use-distributed-optimizer: zero = {1}
+  bool sequence_parallel = false;      // --sequence-parallel: sp = on
   std::vector<std::int64_t> mbs;
   std::vector<std::string> schedules, recompute, orders;
   std::string sp = "both";
@@ -78,7 +71,7 @@ struct SweepArgs {
   std::vector<std::string> prices;
   std::string offering;
   double usd_per_kwh = 0;
-  double pue = sim::kDefaultPue;
+  double pue = search::kDefaultPue;
   double failure_rate = -1;
   double spot_rate = -1;
   double checkpoint_gbps = 0;
@@ -114,22 +107,22 @@ Result<std::vector<E>> enum_list(const std::string& flag, const std::vector<std:
   return out;
 }
 
-Result<sim::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a) {
-  sim::SweepRequest req;
+Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a) {
+  search::SweepRequest req;
+  const app::DefaultScenario& d = app::default_scenario();
   std::vector<std::string> models = a.models;
-  if (models.empty()) models.push_back(kDefaultModel);
+  if (models.empty()) models.emplace_back(d.model);
   std::vector<std::string> gpus = a.gpus;
-  if (gpus.empty()) gpus.push_back(kDefaultGpu);
+  if (gpus.empty()) gpus.emplace_back(d.gpu);
   std::vector<int> sizes = a.cluster_gpus;
-  if (sizes.empty()) sizes.push_back(kDefaultGpus);
+  if (sizes.empty()) sizes.push_back(d.gpus);
   for (const std::string& name : models) {
     PLANNER_ASSIGN_OR_RETURN(ModelSpec model, resolve_model(*ctx.catalog, name));
     TrainingSpec t;
     PLANNER_ASSIGN_OR_RETURN(t.precision, parse_flag<Precision>("--precision", a.precision));
     PLANNER_ASSIGN_OR_RETURN(t.optimizer, parse_flag<Optimizer>("--optimizer", a.optimizer));
-    t.seq_length = a.seq > 0 ? a.seq : (model.max_seq_len > 0 ? model.max_seq_len : 2048);
-    t.global_batch_size =
-        a.gbs > 0 ? a.gbs : std::max<std::int64_t>(1, kDefaultBatchTokens / t.seq_length);
+    t.seq_length = a.seq > 0 ? a.seq : app::default_seq_length(model);
+    t.global_batch_size = a.gbs > 0 ? a.gbs : app::default_global_batch(t.seq_length);
     t.token_budget = a.tokens;
     for (const std::string& g : gpus) {
       PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(g));
@@ -141,11 +134,11 @@ Result<sim::SweepRequest> request_from_flags(const CliContext& ctx, const SweepA
                                        " GPUs, not " + gpu.name);
         }
       } else {
-        PLANNER_ASSIGN_OR_RETURN(topology, sim::topology_for_gpu(gpu));
+        PLANNER_ASSIGN_OR_RETURN(topology, topo::topology_for_gpu(gpu));
       }
       for (int n : sizes) {
         if (n < 1) return Status::invalid_input("--gpus: must be >= 1, got " + std::to_string(n));
-        sim::SweepScenario sc;
+        search::SweepScenario sc;
         sc.model = model;
         sc.training = t;
         sc.gpu = gpu;
@@ -156,26 +149,27 @@ Result<sim::SweepRequest> request_from_flags(const CliContext& ctx, const SweepA
       }
     }
   }
-  sim::SearchSpace& s = req.space;
+  search::SearchSpace& s = req.space;
   s.tp = a.tp;
   s.pp = a.pp;
   s.dp = a.dp;
   s.cp = a.cp;
   s.ep = a.ep;
   s.virtual_stages = a.vpp;
-  s.zero_stages = a.zero;
+  s.zero_stages = a.distributed_optimizer ? std::vector<int>{1} : a.zero;
   s.micro_batch_sizes = a.mbs;
   PLANNER_ASSIGN_OR_RETURN(s.schedules, enum_list<Schedule>("--schedule", a.schedules));
   PLANNER_ASSIGN_OR_RETURN(s.recompute, enum_list<Recompute>("--recompute", a.recompute));
   s.orders = a.orders;
-  PLANNER_ASSIGN_OR_RETURN(s.sequence_parallel, on_off("--sp", a.sp));
+  PLANNER_ASSIGN_OR_RETURN(s.sequence_parallel,
+                           on_off("--sp", a.sequence_parallel ? std::string("on") : a.sp));
   PLANNER_ASSIGN_OR_RETURN(s.overlap, on_off("--overlap", a.overlap));
   s.tp_within_nvlink = !a.tp_beyond_nvlink;
   return req;
 }
 
 // Flags that apply on top of a sweep document too (given flags win).
-Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, sim::SweepRequest& req) {
+Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::SweepRequest& req) {
   if (a.budget > 0) req.constraints.budget_usd = a.budget;
   if (a.deadline_days > 0) req.constraints.deadline_s = a.deadline_days * kSecondsPerDay;
   if (!a.offering.empty()) {
@@ -205,56 +199,40 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, sim::SweepR
     req.pricing.overrides.insert(req.pricing.overrides.begin(), {gpu, Usd(usd)});
   }
   if (a.usd_per_kwh > 0) req.pricing.usd_per_kwh = a.usd_per_kwh;
-  if (a.pue != sim::kDefaultPue) req.pricing.pue = a.pue;
+  if (a.pue != search::kDefaultPue) req.pricing.pue = a.pue;
   if (a.failure_rate >= 0) req.failures.interruptions_per_gpu_hour = a.failure_rate;
   if (a.spot_rate >= 0) req.failures.spot_preemptions_per_node_hour = a.spot_rate;
   if (a.checkpoint_gbps > 0) req.failures.checkpoint_bandwidth = GBps(a.checkpoint_gbps);
   if (a.restart_min >= 0) req.failures.restart = seconds(a.restart_min * 60);
   if (a.top_k >= 0) req.options.top_k = a.top_k;
   if (a.keep >= 0) req.options.keep = a.keep;
-  req.options.threads = a.threads > 0
-                            ? a.threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  req.options.sim.ranks = RankSubset::kOnePerStage;
-  req.options.sim.run.keep_op_times = false;
   return Status::ok();
 }
 
-Result<sim::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& a) {
-  sim::SweepRequest req;
+Result<search::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& a) {
+  search::SweepRequest req;
   if (!a.spec.empty()) {
     PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(a.spec));
     PLANNER_ASSIGN_OR_RETURN(
-        req, sim::parse_sweep_spec(text, a.spec, *ctx.catalog, [](std::string_view name) {
+        req, search::parse_sweep_spec(text, a.spec, *ctx.catalog, [](std::string_view name) {
           return topo::resolve_topology(name);
         }));
   } else {
     PLANNER_ASSIGN_OR_RETURN(req, request_from_flags(ctx, a));
   }
   PLANNER_RETURN_IF_ERROR(apply_common_flags(ctx, a, req));
-  if (!a.profile.empty()) {
-    // Resolved once per GPU type: scenarios of one GPU share the profile.
-    std::map<std::string, std::shared_ptr<const HardwareProfile>> by_gpu;
-    for (sim::SweepScenario& sc : req.scenarios) {
-      std::shared_ptr<const HardwareProfile>& profile = by_gpu[sc.gpu.name];
-      if (!profile) {
-        PLANNER_ASSIGN_OR_RETURN(HardwareProfile p, resolve_profile(a.profile, sc.gpu, a.db));
-        profile = std::make_shared<const HardwareProfile>(std::move(p));
-      }
-      sc.profile = profile;
-    }
-  }
+  if (!a.profile.empty()) PLANNER_RETURN_IF_ERROR(app::use_profile(req, a.profile, a.db));
   return req;
 }
 
 // ---- progress on stderr
 
-class ProgressBar final : public sim::ProgressSink {
+class ProgressBar final : public search::ProgressSink {
  public:
   explicit ProgressBar(std::ostream& err) : err_(err), start_(Clock::now()) {}
   ~ProgressBar() override { clear(); }
 
-  void on_progress(const sim::SweepProgress& p) override {
+  void on_progress(const search::SweepProgress& p) override {
     const auto now = Clock::now();
     if (p.phase != phase_) {
       phase_ = p.phase;
@@ -266,12 +244,12 @@ class ProgressBar final : public sim::ProgressSink {
     last_ = now;
     const double elapsed = std::chrono::duration<double>(now - phase_start_).count();
     std::ostringstream line;
-    if (p.phase == sim::SweepPhase::kAnalytic) {
+    if (p.phase == search::SweepPhase::kAnalytic) {
       const double rate = elapsed > 0 ? static_cast<double>(p.evaluated) / elapsed : 0;
       line << "ranking  " << bar(p) << " " << fmt_count(static_cast<double>(p.evaluated))
            << " plans estimated, " << fmt_count(static_cast<double>(p.pruned)) << " out of memory, "
            << fmt_count(rate) << " plans/s" << left(p, elapsed);
-    } else if (p.phase == sim::SweepPhase::kSimulate) {
+    } else if (p.phase == search::SweepPhase::kSimulate) {
       line << "simulating " << bar(p) << " " << p.done << "/" << p.total << " plans"
            << left(p, elapsed);
     } else {
@@ -294,14 +272,14 @@ class ProgressBar final : public sim::ProgressSink {
  private:
   using Clock = std::chrono::steady_clock;
 
-  static std::string bar(const sim::SweepProgress& p) {
+  static std::string bar(const search::SweepProgress& p) {
     constexpr int kWidth = 20;
     const int filled =
         p.total > 0 ? static_cast<int>(kWidth * static_cast<double>(p.done) / p.total) : 0;
     return "[" + std::string(static_cast<std::size_t>(filled), '#') +
            std::string(static_cast<std::size_t>(kWidth - filled), '.') + "]";
   }
-  static std::string left(const sim::SweepProgress& p, double elapsed) {
+  static std::string left(const search::SweepProgress& p, double elapsed) {
     if (p.done == 0 || p.total <= p.done) return "";
     const double rest = elapsed * static_cast<double>(p.total - p.done) / p.done;
     return ", " + fmt(rest, rest < 10 ? 1 : 0) + " s left";
@@ -309,7 +287,7 @@ class ProgressBar final : public sim::ProgressSink {
 
   std::ostream& err_;
   Clock::time_point start_, phase_start_, last_;
-  sim::SweepPhase phase_ = sim::SweepPhase::kPrepare;
+  search::SweepPhase phase_ = search::SweepPhase::kPrepare;
   std::size_t shown_ = 0;
 };
 
@@ -331,7 +309,7 @@ std::string pct(double f) {
 }
 
 // short_label() plus what a sweep varies beyond it: the rank order and data-parallel overlap.
-std::string plan_label(const sim::RankedPlan& r) {
+std::string plan_label(const search::RankedPlan& r) {
   std::string s = short_label(r.parallel);
   if (r.parallel.order != kDefaultRankOrder) s += " " + r.parallel.order;
   if (r.parallel.dp * r.parallel.cp > 1 &&
@@ -341,7 +319,7 @@ std::string plan_label(const sim::RankedPlan& r) {
   return s;
 }
 
-Json metrics_json(const sim::PlanMetrics& m) {
+Json metrics_json(const search::PlanMetrics& m) {
   return {{"step_time_s", to_seconds(m.step_time)},
           {"tokens_per_s", m.tokens_per_second},
           {"mfu", m.mfu},
@@ -354,8 +332,8 @@ Json metrics_json(const sim::PlanMetrics& m) {
           {"hbm_bytes", m.capacity.raw()}};
 }
 
-Json plan_json(const sim::SweepSetup& setup, const sim::RankedPlan& r) {
-  const sim::Economics& e = r.economics;
+Json plan_json(const search::SweepSetup& setup, const search::RankedPlan& r) {
+  const search::Economics& e = r.economics;
   Json j = {{"position", r.position},          {"scenario", setup.info(r.scenario).name},
             {"label", plan_label(r)},          {"world_size", r.parallel.world_size()},
             {"parallel", to_json(r.parallel)}, {"tier", std::string(to_string(r.tier))},
@@ -375,14 +353,9 @@ Json plan_json(const sim::SweepSetup& setup, const sim::RankedPlan& r) {
   return j;
 }
 
-struct Timing {
-  double prepare_s = 0;
-  double total_s = 0;
-};
-
-Json result_json(const sim::SweepSetup& setup, const sim::SweepResult& res, const Timing& t) {
+Json result_json(const search::SweepSetup& setup, const search::SweepResult& res, double seconds) {
   Json scenarios = Json::array();
-  for (const sim::ScenarioInfo& s : res.scenarios) {
+  for (const search::ScenarioInfo& s : res.scenarios) {
     scenarios.push_back({{"name", s.name},
                          {"model", s.model},
                          {"gpu", s.gpu},
@@ -397,11 +370,11 @@ Json result_json(const sim::SweepSetup& setup, const sim::SweepResult& res, cons
                          {"price_date", s.price.date}});
   }
   Json ranking = Json::array(), pareto = Json::array();
-  for (const sim::RankedPlan& r : res.ranking)
+  for (const search::RankedPlan& r : res.ranking)
     ranking.push_back(plan_json(setup, r));
-  for (const sim::RankedPlan& r : res.pareto)
+  for (const search::RankedPlan& r : res.pareto)
     pareto.push_back(plan_json(setup, r));
-  const sim::SweepCounts& c = res.counts;
+  const search::SweepCounts& c = res.counts;
   return {{"schema_version", kSchemaVersion},
           {"kind", "sweep-result"},
           {"scenarios", scenarios},
@@ -419,7 +392,7 @@ Json result_json(const sim::SweepSetup& setup, const sim::SweepResult& res, cons
             {"mean_abs_pct", res.error.mean_abs_pct},
             {"max_abs_pct", res.error.max_abs_pct},
             {"mean_signed_pct", res.error.mean_signed_pct}}},
-          {"seconds", t.total_s},
+          {"seconds", seconds},
           {"ranking", ranking},
           {"pareto", pareto}};
 }
@@ -434,14 +407,14 @@ std::string csv_escape(const std::string& s) {
   return out + "\"";
 }
 
-void print_csv(std::ostream& out, const sim::SweepSetup& setup, const sim::SweepResult& res) {
+void print_csv(std::ostream& out, const search::SweepSetup& setup, const search::SweepResult& res) {
   out << "position,scenario,plan,gpus,tp,pp,dp,cp,ep,sp,mbs,schedule,vpp,recompute,zero,order,"
          "overlap,tier,step_s,tokens_per_s,mfu,bubble,peak_GiB,usd_per_hour,useful_fraction,"
          "days_to_train,total_usd,tokens_per_usd,estimate_step_s,note\n";
-  for (const sim::RankedPlan& r : res.ranking) {
+  for (const search::RankedPlan& r : res.ranking) {
     const ParallelConfig& p = r.parallel;
-    const sim::PlanMetrics& m = r.metrics();
-    const sim::Economics& e = r.economics;
+    const search::PlanMetrics& m = r.metrics();
+    const search::Economics& e = r.economics;
     out << r.position << ',' << csv_escape(setup.info(r.scenario).name) << ','
         << csv_escape(plan_label(r)) << ',' << p.world_size() << ',' << p.tp << ',' << p.pp << ','
         << p.dp << ',' << p.cp << ',' << p.ep << ',' << (p.sequence_parallel ? 1 : 0) << ','
@@ -456,7 +429,7 @@ void print_csv(std::ostream& out, const sim::SweepSetup& setup, const sim::Sweep
   }
 }
 
-void print_plans(std::ostream& out, const std::vector<sim::RankedPlan>& plans, std::size_t rows,
+void print_plans(std::ostream& out, const std::vector<search::RankedPlan>& plans, std::size_t rows,
                  bool numbered, bool several) {
   Table t({{"#", Align::kRight},
            {"PLAN"},
@@ -471,8 +444,8 @@ void print_plans(std::ostream& out, const std::vector<sim::RankedPlan>& plans, s
            {"BY"},
            {"WHY"}});
   for (std::size_t i = 0; i < plans.size() && i < rows; ++i) {
-    const sim::RankedPlan& r = plans[i];
-    const sim::PlanMetrics& m = r.metrics();
+    const search::RankedPlan& r = plans[i];
+    const search::PlanMetrics& m = r.metrics();
     std::string label = plan_label(r);
     if (several) label = "s" + std::to_string(r.scenario + 1) + " " + label;
     t.add_row({numbered ? std::to_string(r.position) : std::to_string(i + 1), label,
@@ -484,11 +457,11 @@ void print_plans(std::ostream& out, const std::vector<sim::RankedPlan>& plans, s
   t.print(out);
 }
 
-void print_report(std::ostream& out, const sim::SweepSetup& setup, const sim::SweepResult& res,
-                  const Timing& timing, int rows) {
+void print_report(std::ostream& out, const search::SweepSetup& setup,
+                  const search::SweepResult& res, double seconds, int rows) {
   const bool several = res.scenarios.size() > 1;
   for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
-    const sim::ScenarioInfo& s = res.scenarios[i];
+    const search::ScenarioInfo& s = res.scenarios[i];
     out << (several ? "s" + std::to_string(i + 1) + ": " : std::string()) << s.name << " ("
         << s.topology << ", " << s.gpus_per_node << " GPUs/node, profile " << s.profile
         << "); plans use " << fmt_int(s.min_gpus) << "-" << fmt_int(s.max_gpus) << " GPUs\n";
@@ -502,13 +475,13 @@ void print_report(std::ostream& out, const sim::SweepSetup& setup, const sim::Sw
                                       : std::string())
         << "; token budget " << fmt_count(s.token_budget) << "\n";
   }
-  const sim::SweepCounts& c = res.counts;
+  const search::SweepCounts& c = res.counts;
   out << "\n"
       << fmt_int(c.candidates) << " valid plans: " << fmt_int(c.out_of_memory)
       << " do not fit in memory, " << fmt_int(c.evaluated) << " estimated";
   if (c.over_budget > 0) out << ", " << fmt_int(c.over_budget) << " over budget";
   if (c.over_deadline > 0) out << ", " << fmt_int(c.over_deadline) << " past the deadline";
-  out << "; the best " << c.simulated << " simulated (" << fmt(timing.total_s, 1) << " s in all)\n";
+  out << "; the best " << c.simulated << " simulated (" << fmt(seconds, 1) << " s in all)\n";
   if (c.simulation_failures > 0) {
     out << c.simulation_failures << " simulations failed; those plans are left out\n";
   }
@@ -525,8 +498,8 @@ void print_report(std::ostream& out, const sim::SweepSetup& setup, const sim::Sw
   out << "\nranked by effective tokens per dollar (goodput-adjusted); BY: sim = simulated, est = "
          "analytic estimate\n";
   print_plans(out, res.ranking, static_cast<std::size_t>(rows), true, several);
-  const sim::RankedPlan& best = res.ranking.front();
-  const sim::Goodput& g = best.economics.goodput;
+  const search::RankedPlan& best = res.ranking.front();
+  const search::Goodput& g = best.economics.goodput;
   out << "\ngoodput of #1: " << fmt(res.failures.interruptions_per_gpu_hour * 1e5, 2)
       << "e-5 interruptions per GPU-hour (Llama 3's 419 in 54 days on 16,384 GPUs unless set)"
       << " -> one every " << fmt(g.mtbf_s / 3600, 1) << " h on "
@@ -539,87 +512,6 @@ void print_report(std::ostream& out, const sim::SweepSetup& setup, const sim::Sw
     print_plans(out, res.pareto, res.pareto.size(), false, several);
   }
   (void)setup;
-}
-
-// ---- database
-
-std::vector<store::Metric> plan_metrics(const sim::RankedPlan& r) {
-  namespace m = store::metric;
-  auto metric = [](const store::MetricDef& def, double v) {
-    return store::Metric{std::string(def.name), v, std::string(def.unit)};
-  };
-  const sim::PlanMetrics& pm = r.metrics();
-  const sim::Economics& e = r.economics;
-  return {metric(m::kStepTime, to_seconds(pm.step_time)),
-          metric(m::kTokensPerSecond, pm.tokens_per_second),
-          metric(m::kMfu, pm.mfu),
-          metric(m::kHfu, pm.hfu),
-          metric(m::kBubbleFraction, pm.bubble_fraction),
-          metric(m::kExposedCommTp, to_seconds(pm.exposed(sim::TimeBucket::kTp))),
-          metric(m::kExposedCommCp, to_seconds(pm.exposed(sim::TimeBucket::kCp))),
-          metric(m::kExposedCommEp, to_seconds(pm.exposed(sim::TimeBucket::kEp))),
-          metric(m::kExposedCommPp, to_seconds(pm.exposed(sim::TimeBucket::kPp))),
-          metric(m::kExposedCommDp, to_seconds(pm.exposed(sim::TimeBucket::kDp))),
-          metric(m::kPeakMemory, static_cast<double>(pm.peak_memory.raw())),
-          metric(m::kMemoryHeadroom, static_cast<double>((pm.capacity - pm.peak_memory).raw())),
-          metric(m::kTimeToTrain, e.time_to_train_s),
-          metric(m::kTotalCost, e.total_cost.raw()),
-          metric(m::kCostPerHour, e.usd_per_hour.raw()),
-          metric(m::kGoodput, e.goodput.useful_fraction),
-          metric(m::kTokensPerUsd, r.objective)};
-}
-
-Status record(const SweepArgs& args, const sim::SweepSetup& setup, const sim::SweepResult& res,
-              const Json& inputs) {
-  PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(args.db));
-  if (!db) return Status::ok();
-  store::NewRun run;
-  run.kind = store::RunKind::kSweep;
-  run.label = res.scenarios.size() == 1 ? res.scenarios.front().name
-                                        : std::to_string(res.scenarios.size()) + " scenarios";
-  run.inputs_json = inputs.dump();
-  PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(*db, run));
-  {
-    PLANNER_ASSIGN_OR_RETURN(store::Transaction tx, db->write());
-    std::vector<store::SweepEntry> entries;
-    for (const sim::RankedPlan& r : res.ranking) {
-      const Plan plan = setup.plan_of(r.scenario, r.parallel);
-      PLANNER_ASSIGN_OR_RETURN(store::PlanId pid,
-                               store::put_plan(*db, as_document("plan", to_json(plan)), plan.name));
-      store::SweepEntry e;
-      e.plan = pid;
-      e.position = r.position;
-      e.tier = r.simulated ? store::MetricSource::kSimulated : store::MetricSource::kAnalytic;
-      e.objective = r.objective;
-      e.note = r.note;
-      e.metrics = plan_metrics(r);
-      entries.push_back(std::move(e));
-    }
-    PLANNER_RETURN_IF_ERROR(store::add_sweep_results(*db, id, entries));
-    PLANNER_RETURN_IF_ERROR(tx.commit());
-  }
-  return store::finish_run(*db, id);
-}
-
-Json inputs_json(const SweepArgs& a, const sim::SweepRequest& req) {
-  Json scenarios = Json::array();
-  for (const sim::SweepScenario& s : req.scenarios) {
-    scenarios.push_back({{"model", s.model.name},
-                         {"gpu", s.gpu.name},
-                         {"topology", s.topology.name},
-                         {"max_gpus", s.max_gpus},
-                         {"min_gpus", s.min_gpus},
-                         {"training", to_json(s.training)}});
-  }
-  return {{"command", "sweep"},
-          {"spec", a.spec},
-          {"scenarios", scenarios},
-          {"top_k", req.options.top_k},
-          {"keep", req.options.keep},
-          {"threads", req.options.threads},
-          {"offering", std::string(to_string(req.pricing.offering))},
-          {"budget_usd", req.constraints.budget_usd ? Json(*req.constraints.budget_usd) : Json()},
-          {"deadline_s", req.constraints.deadline_s ? Json(*req.constraints.deadline_s) : Json()}};
 }
 
 // ---- the CI gate
@@ -638,14 +530,14 @@ Result<double> parse_regret(const std::string& text) {
 }
 
 // Evaluates the checked plan in the matching scenario; returns the exit code (0 or 3).
-Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const sim::SweepSetup& setup,
-                       const sim::SweepResult& res) {
+Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const search::SweepSetup& setup,
+                       const search::SweepResult& res) {
   PLANNER_ASSIGN_OR_RETURN(Plan plan, load_plan_file(a.check, *ctx.catalog));
   PLANNER_ASSIGN_OR_RETURN(const double max_regret,
                            parse_regret(a.max_regret.empty() ? "5%" : a.max_regret));
   int scenario = -1;
   for (std::size_t i = 0; i < setup.scenario_count(); ++i) {
-    const sim::ScenarioInfo& s = setup.info(static_cast<int>(i));
+    const search::ScenarioInfo& s = setup.info(static_cast<int>(i));
     if (s.model == plan.model.name && plan.gpu.matches(s.gpu) &&
         plan.parallel.world_size() <= s.max_gpus) {
       scenario = static_cast<int>(i);
@@ -657,15 +549,15 @@ Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const sim::Swe
                                  " on " + plan.gpu.name + " with " +
                                  std::to_string(plan.parallel.world_size()) + " GPUs");
   }
-  PLANNER_ASSIGN_OR_RETURN(sim::RankedPlan checked, setup.evaluate(scenario, plan.parallel));
+  PLANNER_ASSIGN_OR_RETURN(search::RankedPlan checked, setup.evaluate(scenario, plan.parallel));
   // Beside --json or --csv output the verdict goes to stderr, keeping stdout machine-readable.
   std::ostream& out = (ctx.json || a.csv) ? *ctx.err : *ctx.out;
   if (res.ranking.empty()) {
     out << "check: no plan was found to compare " << a.check << " with\n";
     return 0;
   }
-  const sim::RankedPlan& best = res.ranking.front();
-  const double regret = sim::regret_pct(best, checked);
+  const search::RankedPlan& best = res.ranking.front();
+  const double regret = search::regret_pct(best, checked);
   out << "\ncheck " << a.check << ": " << plan_label(checked) << " ";
   if (!checked.simulated) {
     out << "does not run (" << (checked.note.empty() ? "simulation failed" : checked.note) << ")";
@@ -686,53 +578,50 @@ Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const sim::Swe
 // ---- the command
 
 Status sweep_command(CliContext& ctx, const SweepArgs& a) {
-  const auto t0 = std::chrono::steady_clock::now();
-  PLANNER_ASSIGN_OR_RETURN(sim::SweepRequest req, build_request(ctx, a));
+  PLANNER_ASSIGN_OR_RETURN(search::SweepRequest req, build_request(ctx, a));
   const bool tty = isatty(STDERR_FILENO) != 0 && !a.no_progress;
   std::unique_ptr<ProgressBar> bar;
   if (tty) bar = std::make_unique<ProgressBar>(*ctx.err);
-  PLANNER_ASSIGN_OR_RETURN(std::shared_ptr<const sim::SweepSetup> setup,
-                           sim::SweepSetup::prepare(req));
-  Timing timing;
-  timing.prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::optional<sim::SweepResult> result;
+  app::SweepRunOptions options;
+  options.threads = a.threads;
 #ifdef PLANNER_HAVE_EXECUTOR
+  // Under mpirun the analytic and simulation steps split over the ranks; rank 0 prints and records.
   std::unique_ptr<exec::MpiWorld> world;
   if (exec::launched_by_mpi()) {
     PLANNER_ASSIGN_OR_RETURN(world, exec::MpiWorld::init(nullptr, nullptr));
     if (world->rank() != 0) bar.reset();
-    PLANNER_ASSIGN_OR_RETURN(result, exec::run_sweep_distributed(*world, *setup, bar.get()));
-    if (world->rank() != 0) return Status::ok();
+    options.distributed = [&world](const search::SweepSetup& setup, search::ProgressSink* sink) {
+      return exec::run_sweep_distributed(*world, setup, sink);
+    };
   }
 #endif
-  if (!result) {
-    PLANNER_ASSIGN_OR_RETURN(sim::AnalyticPartial merged, sim::run_analytic(*setup, {}, bar.get()));
-    PLANNER_ASSIGN_OR_RETURN(
-        std::vector<sim::RankedPlan> simulated,
-        sim::simulate_candidates(*setup, sim::simulation_candidates(*setup, merged), bar.get()));
-    PLANNER_ASSIGN_OR_RETURN(result, sim::finish(*setup, merged, std::move(simulated)));
-  }
+  PLANNER_ASSIGN_OR_RETURN(app::SweepRun run, app::run_sweep(req, bar.get(), options));
   if (bar) bar->clear();
-  timing.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const sim::SweepResult& res = *result;
+  if (!run.result) return Status::ok();  // not rank 0 of a distributed sweep
+  const search::SweepSetup& setup = *run.setup;
+  const search::SweepResult& res = *run.result;
   std::ostream& out = *ctx.out;
   if (ctx.json) {
-    out << result_json(*setup, res, timing).dump(2) << '\n';
+    out << result_json(setup, res, run.seconds).dump(2) << '\n';
   } else if (a.csv) {
-    print_csv(out, *setup, res);
+    print_csv(out, setup, res);
   } else {
-    print_report(out, *setup, res, timing, a.top);
+    print_report(out, setup, res, run.seconds, a.top);
   }
   if (!a.emit_plan.empty()) {
     if (res.ranking.empty()) return Status::runtime("--emit-plan: no plan was found");
-    const sim::RankedPlan& best = res.ranking.front();
+    const search::RankedPlan& best = res.ranking.front();
     PLANNER_RETURN_IF_ERROR(write_text_file_atomic(
-        a.emit_plan, to_json_text(setup->plan_of(best.scenario, best.parallel)) + "\n"));
+        a.emit_plan, to_json_text(setup.plan_of(best.scenario, best.parallel)) + "\n"));
     if (!ctx.json && !a.csv) out << "\nwrote the best plan to " << a.emit_plan << "\n";
   }
-  PLANNER_RETURN_IF_ERROR(record(a, *setup, res, inputs_json(a, req)));
+  PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(a.db));
+  if (db) {
+    const Json inputs = app::sweep_inputs(req, {{"command", "sweep"}, {"spec", a.spec}});
+    PLANNER_RETURN_IF_ERROR(app::record_sweep(*db, setup, res, inputs).status());
+  }
   if (!a.check.empty()) {
-    PLANNER_ASSIGN_OR_RETURN(ctx.exit_code, check_gate(ctx, a, *setup, res));
+    PLANNER_ASSIGN_OR_RETURN(ctx.exit_code, check_gate(ctx, a, setup, res));
   }
   return Status::ok();
 }
@@ -744,51 +633,67 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
       "sweep",
       "The main job: search every plan for a model on a cluster, rank by effective tokens per "
       "dollar, simulate the best (no arguments: " +
-          std::string(kDefaultModel) + " on " + std::to_string(kDefaultGpus) + " " + kDefaultGpu +
-          " GPUs)");
+          std::string(app::default_scenario().model) + " on " +
+          std::to_string(app::default_scenario().gpus) + " " +
+          std::string(app::default_scenario().gpu) + " GPUs)");
   auto a = std::make_shared<SweepArgs>();
   cmd->add_option("--profile", a->profile,
                   "Hardware profile for every scenario: a preset, a profile file or a profile "
                   "planner calibrate stored in --db (default: each GPU's preset)");
   cmd->add_option("--spec", a->spec, "A sweep document (models x clusters x GPU counts)")
       ->type_name("FILE");
-  cmd->add_option(
-         "--model", a->models,
-         "Model presets or files, comma-separated (default " + std::string(kDefaultModel) + ")")
+  cmd->add_option("--model", a->models,
+                  "Model presets or files, comma-separated (default " +
+                      std::string(app::default_scenario().model) + ")")
       ->delimiter(',');
-  cmd->add_option(
-         "--gpu", a->gpus,
-         "GPU types to consider, comma-separated (default " + std::string(kDefaultGpu) + ")")
+  cmd->add_option("--gpu", a->gpus,
+                  "GPU types to consider, comma-separated (default " +
+                      std::string(app::default_scenario().gpu) + ")")
       ->delimiter(',');
   cmd->add_option("--topology", a->topology,
                   "Topology preset or file (default: the first preset with the GPU)");
   cmd->add_option("--gpus", a->cluster_gpus,
                   "Cluster sizes in GPUs, comma-separated: one scenario each; plans use up to "
                   "that many (default " +
-                      std::to_string(kDefaultGpus) + ")")
+                      std::to_string(app::default_scenario().gpus) + ")")
       ->delimiter(',');
   cmd->add_option("--min-gpus", a->min_gpus,
                   "Fewest GPUs a plan may use (default: half the cluster)");
-  cmd->add_option("--seq", a->seq, "Sequence length (default: the model's maximum)");
-  cmd->add_option("--gbs", a->gbs,
+  cmd->add_option("--seq,--seq-length", a->seq, "Sequence length (default: the model's maximum)");
+  cmd->add_option("--gbs,--global-batch-size", a->gbs,
                   "Global batch size in sequences (default: 4 Mi tokens per step)");
   cmd->add_option("--precision", a->precision, "fp32, tf32, bf16, fp16 or fp8")
       ->capture_default_str();
   cmd->add_option("--optimizer", a->optimizer, "adam, adamw or sgd")->capture_default_str();
   cmd->add_option("--tokens", a->tokens,
                   "Token budget to train (default: 20 tokens per parameter, Chinchilla)");
-  cmd->add_option("--tp", a->tp, "Fix tensor parallel sizes (comma-separated)")->delimiter(',');
-  cmd->add_option("--pp", a->pp, "Fix pipeline parallel sizes")->delimiter(',');
+  cmd->add_option("--tp,--tensor-model-parallel-size", a->tp,
+                  "Fix tensor parallel sizes (comma-separated)")
+      ->delimiter(',');
+  cmd->add_option("--pp,--pipeline-model-parallel-size", a->pp, "Fix pipeline parallel sizes")
+      ->delimiter(',');
   cmd->add_option("--dp", a->dp, "Fix data parallel sizes")->delimiter(',');
-  cmd->add_option("--cp", a->cp, "Fix context parallel sizes")->delimiter(',');
-  cmd->add_option("--ep", a->ep, "Fix expert parallel sizes")->delimiter(',');
-  cmd->add_option("--mbs", a->mbs, "Fix micro-batch sizes")->delimiter(',');
-  cmd->add_option("--vpp", a->vpp, "Fix virtual stage counts (interleaved)")->delimiter(',');
+  cmd->add_option("--cp,--context-parallel-size", a->cp, "Fix context parallel sizes")
+      ->delimiter(',');
+  cmd->add_option("--ep,--expert-model-parallel-size", a->ep, "Fix expert parallel sizes")
+      ->delimiter(',');
+  cmd->add_option("--mbs,--micro-batch-size", a->mbs, "Fix micro-batch sizes")->delimiter(',');
+  cmd->add_option("--vpp,--virtual-pipeline-model-parallel-size", a->vpp,
+                  "Fix virtual stage counts (interleaved)")
+      ->delimiter(',');
   cmd->add_option("--schedule", a->schedules, "Schedules: gpipe, 1f1b, interleaved, zb-h1")
       ->delimiter(',');
-  cmd->add_option("--recompute", a->recompute, "Recompute: none, selective, full")->delimiter(',');
-  cmd->add_option("--zero", a->zero, "ZeRO stages 0-3")->delimiter(',');
-  cmd->add_option("--sp", a->sp, "Sequence parallelism: on, off or both")->capture_default_str();
+  cmd->add_option("--recompute,--recompute-granularity", a->recompute,
+                  "Recompute: none, selective, full")
+      ->delimiter(',');
+  CLI::Option* zero = cmd->add_option("--zero", a->zero, "ZeRO stages 0-3")->delimiter(',');
+  cmd->add_flag("--use-distributed-optimizer", a->distributed_optimizer,
+                "Megatron's distributed optimizer: fix ZeRO stage 1")
+      ->excludes(zero);
+  CLI::Option* sp = cmd->add_option("--sp", a->sp, "Sequence parallelism: on, off or both")
+                        ->capture_default_str();
+  cmd->add_flag("--sequence-parallel", a->sequence_parallel, "Megatron's spelling of --sp on")
+      ->excludes(sp);
   cmd->add_option("--order", a->orders, "Rank orders (default tp-cp-ep-dp-pp and tp-cp-ep-pp-dp)")
       ->delimiter(',');
   cmd->add_option("--overlap", a->overlap, "Data-parallel communication overlap: on, off or both")

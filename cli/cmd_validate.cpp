@@ -4,8 +4,8 @@
 #include "app.hpp"
 #include "planner/core/json_reader.hpp"
 #include "planner/core/loaders.hpp"
+#include "planner/search/sweep_spec.hpp"
 #include "planner/sim/profiles.hpp"
-#include "planner/sim/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
 #include "planner/topo/topology_json.hpp"
 
@@ -18,8 +18,8 @@ DocumentTypes all_document_types(const Catalog& catalog) {
   register_core_documents(types, catalog);
   topo::register_topology_documents(types);
   sim::register_profile_documents(types);
-  sim::register_sweep_documents(types, catalog,
-                                [](std::string_view name) { return topo::resolve_topology(name); });
+  search::register_sweep_documents(
+      types, catalog, [](std::string_view name) { return topo::resolve_topology(name); });
   return types;
 }
 

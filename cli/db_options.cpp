@@ -1,9 +1,5 @@
 #include "db_options.hpp"
 
-#include <charconv>
-
-#include "planner/store/runs.hpp"
-
 namespace planner::cli {
 
 void add_db_path_option(CLI::App* cmd, DbOptions& options) {
@@ -17,30 +13,6 @@ void add_db_options(CLI::App* cmd, DbOptions& options) {
                         ->type_name("PATH")
                         ->capture_default_str();
   cmd->add_flag("--no-db", options.disabled, "Record nothing in the database")->excludes(db);
-}
-
-Result<std::optional<store::Database>> open_recording_db(const DbOptions& options) {
-  if (options.disabled) return std::optional<store::Database>();
-  PLANNER_ASSIGN_OR_RETURN(store::Database db, store::Database::open(options.path));
-  return std::optional<store::Database>(std::move(db));
-}
-
-Result<store::Database> open_existing_db(const DbOptions& options) {
-  store::OpenOptions open;
-  open.mode = store::OpenMode::kMustExist;
-  return store::Database::open(options.path, open);
-}
-
-Result<store::RunId> resolve_run(store::Database& db, const std::string& text) {
-  if (text == "last" || text == "latest") return store::latest_run(db);
-  std::int64_t id = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size() || id < 1) {
-    return Status::invalid_input(
-        "RUN must be a run id (see `planner db list`) or \"last\"; got \"" + text + "\"");
-  }
-  PLANNER_RETURN_IF_ERROR(store::require_run(db, store::RunId{id}));
-  return store::RunId{id};
 }
 
 }  // namespace planner::cli

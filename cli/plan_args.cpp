@@ -1,7 +1,9 @@
 #include "plan_args.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
+#include "planner/app/defaults.hpp"
 #include "planner/core/loaders.hpp"
 
 namespace planner::cli {
@@ -18,23 +20,42 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
   config.push_back(
       cmd->add_option("--model", a.model, "Model preset or model file (default gpt3-175b)"));
   config.push_back(cmd->add_option("--gpu", a.gpu, "GPU preset"));
-  config.push_back(cmd->add_option("--tp", a.parallel.tp, "Tensor parallel size"));
-  config.push_back(cmd->add_option("--pp", a.parallel.pp, "Pipeline parallel size"));
-  config.push_back(cmd->add_option("--dp", a.parallel.dp, "Data parallel size"));
-  config.push_back(cmd->add_option("--cp", a.parallel.cp, "Context parallel size"));
-  config.push_back(cmd->add_option("--ep", a.parallel.ep, "Expert parallel size"));
-  config.push_back(cmd->add_option("--mbs", a.parallel.micro_batch_size, "Micro-batch size"));
-  config.push_back(cmd->add_flag("--sp", a.parallel.sequence_parallel, "Sequence parallelism"));
-  config.push_back(cmd->add_option("--recompute", a.recompute, "none, selective or full"));
-  config.push_back(cmd->add_option("--zero", a.parallel.zero_stage, "ZeRO stage 0-3"));
-  config.push_back(cmd->add_option("--schedule", a.schedule, "gpipe, 1f1b, interleaved or zb-h1"));
-  config.push_back(cmd->add_option("--vpp", a.parallel.virtual_stages,
-                                   "Virtual stages per GPU (interleaved schedule)"));
-  config.push_back(cmd->add_option("--offload", a.offload, "none, optimizer or optimizer+params"));
+  // Megatron-LM's spellings are accepted beside the short ones.
   config.push_back(
-      cmd->add_option("--seq", a.seq, "Sequence length (default: the model's maximum)"));
+      cmd->add_option("--tp,--tensor-model-parallel-size", a.parallel.tp, "Tensor parallel size"));
+  config.push_back(cmd->add_option("--pp,--pipeline-model-parallel-size", a.parallel.pp,
+                                   "Pipeline parallel size"));
+  config.push_back(cmd->add_option("--dp", a.parallel.dp, "Data parallel size"));
+  config.push_back(
+      cmd->add_option("--cp,--context-parallel-size", a.parallel.cp, "Context parallel size"));
+  config.push_back(
+      cmd->add_option("--ep,--expert-model-parallel-size", a.parallel.ep, "Expert parallel size"));
+  config.push_back(
+      cmd->add_option("--mbs,--micro-batch-size", a.parallel.micro_batch_size, "Micro-batch size"));
+  config.push_back(cmd->add_flag("--sp,--sequence-parallel", a.parallel.sequence_parallel,
+                                 "Sequence parallelism"));
+  config.push_back(cmd->add_option("--recompute,--recompute-granularity", a.recompute,
+                                   "none, selective or full"));
+  CLI::Option* zero = cmd->add_option("--zero", a.parallel.zero_stage, "ZeRO stage 0-3");
+  config.push_back(zero);
+  config.push_back(cmd->add_flag("--use-distributed-optimizer", a.distributed_optimizer,
+                                 "Megatron's distributed optimizer: ZeRO stage 1")
+                       ->excludes(zero));
+  config.push_back(cmd->add_option("--schedule", a.schedule, "gpipe, 1f1b, interleaved or zb-h1"));
+  CLI::Option* vpp =
+      cmd->add_option("--vpp,--virtual-pipeline-model-parallel-size", a.parallel.virtual_stages,
+                      "Virtual stages per GPU (interleaved schedule)");
+  config.push_back(vpp);
+  config.push_back(cmd->add_option("--num-layers-per-virtual-pipeline-stage",
+                                   a.layers_per_virtual_stage,
+                                   "Layers per virtual stage (Megatron's alternative to --vpp: "
+                                   "virtual stages = layers / (pp x this))")
+                       ->excludes(vpp));
+  config.push_back(cmd->add_option("--offload", a.offload, "none, optimizer or optimizer+params"));
+  config.push_back(cmd->add_option("--seq,--seq-length", a.seq,
+                                   "Sequence length (default: the model's maximum)"));
   config.push_back(cmd->add_option(
-      "--gbs", a.gbs,
+      "--gbs,--global-batch-size", a.gbs,
       "Global batch size in sequences (default dp x mbs x pp: one micro-batch per stage)"));
   config.push_back(cmd->add_option("--precision", a.precision, "fp32, tf32, bf16, fp16 or fp8"));
   config.push_back(cmd->add_option("--optimizer", a.optimizer, "adam, adamw or sgd"));
@@ -58,6 +79,18 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
     PLANNER_ASSIGN_OR_RETURN(r.gpu, catalog.gpu(args.gpu));
   }
   r.parallel = args.parallel;
+  if (args.distributed_optimizer) r.parallel.zero_stage = 1;
+  if (args.layers_per_virtual_stage > 0) {
+    const std::int64_t per_pass =
+        static_cast<std::int64_t>(std::max(1, r.parallel.pp)) * args.layers_per_virtual_stage;
+    if (r.model.num_layers % per_pass != 0) {
+      return Status::invalid_input(
+          "--num-layers-per-virtual-pipeline-stage: " + std::to_string(r.model.num_layers) +
+          " layers do not split into pp (" + std::to_string(r.parallel.pp) + ") x " +
+          std::to_string(args.layers_per_virtual_stage) + "-layer virtual stages");
+    }
+    r.parallel.virtual_stages = static_cast<int>(r.model.num_layers / per_pass);
+  }
   PLANNER_ASSIGN_OR_RETURN(r.parallel.schedule, parse_flag<Schedule>("--schedule", args.schedule));
   PLANNER_ASSIGN_OR_RETURN(r.parallel.recompute,
                            parse_flag<Recompute>("--recompute", args.recompute));
@@ -66,8 +99,7 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
                            parse_flag<Precision>("--precision", args.precision));
   PLANNER_ASSIGN_OR_RETURN(r.training.optimizer,
                            parse_flag<Optimizer>("--optimizer", args.optimizer));
-  r.training.seq_length =
-      args.seq > 0 ? args.seq : (r.model.max_seq_len > 0 ? r.model.max_seq_len : 2048);
+  r.training.seq_length = args.seq > 0 ? args.seq : app::default_seq_length(r.model);
   r.training.global_batch_size = args.gbs > 0 ? args.gbs
                                               : static_cast<std::int64_t>(r.parallel.dp) *
                                                     r.parallel.micro_batch_size * r.parallel.pp;

@@ -29,6 +29,8 @@ struct PlanArgs {
   std::string schedule = "1f1b";
   std::string recompute = "none";
   std::string offload = "none";
+  bool distributed_optimizer = false;  // --use-distributed-optimizer: ZeRO stage 1
+  int layers_per_virtual_stage = 0;    // --num-layers-per-virtual-pipeline-stage
 };
 
 struct ResolvedPlan {
@@ -55,7 +57,12 @@ Result<E> parse_flag(const std::string& flag, const std::string& text) {
 
 // Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,
 // --sp, --recompute, --zero, --schedule, --vpp, --offload, --seq, --gbs, --precision,
-// --optimizer); --plan excludes the others.
+// --optimizer, and Megatron-LM's spellings: --tensor-model-parallel-size,
+// --pipeline-model-parallel-size, --context-parallel-size, --expert-model-parallel-size,
+// --micro-batch-size, --global-batch-size, --seq-length, --sequence-parallel,
+// --recompute-granularity, --virtual-pipeline-model-parallel-size,
+// --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer); --plan excludes the
+// others.
 void add_plan_options(CLI::App* cmd, PlanArgs& args);
 
 // The configuration the flags or the plan file describe. Defaults: sequence length = the model's

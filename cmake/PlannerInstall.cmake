@@ -1,5 +1,5 @@
 # Installs the libraries, headers, presets and a CMake package so another project can
-#   find_package(planner) and target_link_libraries(app PRIVATE planner::sim)
+#   find_package(planner) and target_link_libraries(app PRIVATE planner::sim planner::search)
 include(CMakePackageConfigHelpers)
 
 get_property(_planner_exports GLOBAL PROPERTY PLANNER_EXPORT_TARGETS)
@@ -11,7 +11,7 @@ install(TARGETS planner_warnings ${_planner_exports}
 if(TARGET planner-gui)
   install(TARGETS planner-gui RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-foreach(_dir core core/store topologies simulator kernels executor)
+foreach(_dir core core/store topologies simulator/engine simulator/search simulator/fit app kernels executor)
   if(EXISTS "${PROJECT_SOURCE_DIR}/${_dir}/include")
     install(DIRECTORY "${PROJECT_SOURCE_DIR}/${_dir}/include/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()

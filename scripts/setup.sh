@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything planner needs from Debian 12 packages, then configures and builds it.
 #
-#   scripts/setup.sh                 install (when something is missing), configure, build into build/
+#   scripts/setup.sh                 install (when something is missing), configure, build into build/:
+#                                    first planner and planner-gui (the main job), then everything else
+#                                    (tests, benchmarks)
+#   scripts/setup.sh --main          only planner and planner-gui: the quickest way to the main job
 #   BUILD_DIR=out scripts/setup.sh   build elsewhere
 #   BUILD_TYPE=Debug scripts/setup.sh
 #   PLANNER_CMAKE_ARGS="-DPLANNER_CUDA=OFF" scripts/setup.sh
@@ -13,6 +16,13 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+only_main=0
+for arg in "$@"; do
+  case "$arg" in
+    --main) only_main=1 ;;
+    *) echo "setup: unknown argument $arg (expected --main)" >&2; exit 2 ;;
+  esac
+done
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 
@@ -47,5 +57,15 @@ fi
 
 # shellcheck disable=SC2086
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" ${PLANNER_CMAKE_ARGS:-}
+# The main job's binaries first, so that they are usable as early as possible.
+main_targets=(planner)
+if [[ "$(cmake --build "$BUILD_DIR" --target help)" == *planner-gui* ]]; then
+  main_targets+=(planner-gui)
+fi
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${main_targets[@]}"
+if ((only_main)); then
+  echo "setup: built ${main_targets[*]} into $BUILD_DIR/bin (scripts/setup.sh without --main builds the rest)"
+  exit 0
+fi
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built into $BUILD_DIR/ (binaries in $BUILD_DIR/bin)"

@@ -478,6 +478,11 @@ const HardwareProfile* builtin_profile_for(const GpuSpec& gpu) {
   return nullptr;
 }
 
+HardwareProfile default_profile_for(const GpuSpec& gpu) {
+  if (const HardwareProfile* p = builtin_profile_for(gpu)) return *p;
+  return derive_profile(gpu);
+}
+
 HardwareProfile derive_profile(const GpuSpec& gpu) {
   HardwareProfile p;
   p.name = "derived-" + lower(gpu.name);

@@ -16,6 +16,10 @@ StoreRecorder::StoreRecorder(store::Database& db, std::string plan_json, std::st
       label_(std::move(label)),
       inputs_json_(std::move(inputs_json)) {}
 
+void StoreRecorder::attach_prediction(Prediction prediction) {
+  prediction_ = std::move(prediction);
+}
+
 Status StoreRecorder::on_start(const ExecStart& start) {
   Json inputs = Json::parse(inputs_json_, nullptr, false);
   if (inputs.is_discarded() || !inputs.is_object()) {
@@ -35,6 +39,11 @@ Status StoreRecorder::on_start(const ExecStart& start) {
   PLANNER_ASSIGN_OR_RETURN(store::RunId id, store::create_run(db_, run));
   PLANNER_ASSIGN_OR_RETURN(store::PlanId plan, store::put_plan_text(db_, plan_json_, label_));
   PLANNER_RETURN_IF_ERROR(store::link_plan(db_, id, plan));
+  if (prediction_) {
+    PLANNER_RETURN_IF_ERROR(store::put_metrics(db_, id, plan, store::MetricSource::kSimulated,
+                                               prediction_->step_metrics));
+    PLANNER_RETURN_IF_ERROR(store::add_predicted_ops(db_, id, plan, prediction_->ops));
+  }
   PLANNER_RETURN_IF_ERROR(tx.commit());
   run_ = id;
   plan_ = plan;
@@ -51,19 +60,14 @@ Status StoreRecorder::on_step(const StepRecord& step, std::span<const store::OpM
 
 Status StoreRecorder::on_finish(const ExecSummary& summary) {
   namespace metric = store::metric;
+  using store::make_metric;
   std::vector<store::Metric> metrics = {
-      {std::string(metric::kStepTime.name), summary.step_time_s,
-       std::string(metric::kStepTime.unit)},
-      {std::string(metric::kTokensPerSecond.name), summary.tokens_per_s,
-       std::string(metric::kTokensPerSecond.unit)},
-      {std::string(metric::kLoss.name), summary.final_loss, std::string(metric::kLoss.unit)},
-      {std::string(metric::kPeakMemory.name), static_cast<double>(summary.peak_memory),
-       std::string(metric::kPeakMemory.unit)},
+      make_metric(metric::kStepTime, summary.step_time_s),
+      make_metric(metric::kTokensPerSecond, summary.tokens_per_s),
+      make_metric(metric::kLoss, summary.final_loss),
+      make_metric(metric::kPeakMemory, static_cast<double>(summary.peak_memory)),
   };
-  if (summary.mfu > 0) {
-    metrics.push_back(
-        {std::string(metric::kMfu.name), summary.mfu, std::string(metric::kMfu.unit)});
-  }
+  if (summary.mfu > 0) metrics.push_back(make_metric(metric::kMfu, summary.mfu));
   PLANNER_ASSIGN_OR_RETURN(store::Transaction tx, db_.write());
   PLANNER_RETURN_IF_ERROR(
       store::put_metrics(db_, *run_, *plan_, store::MetricSource::kMeasured, metrics));

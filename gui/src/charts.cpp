@@ -86,7 +86,7 @@ QChart* make_memory_chart(const MemoryReport& report) {
   return chart;
 }
 
-QChart* make_time_chart(const sim::SimResult& simulated, const sim::PlanMetrics& estimate) {
+QChart* make_time_chart(const sim::SimResult& simulated, const search::PlanMetrics& estimate) {
   QChart* chart = new_chart("Step time by bucket: compute vs exposed communication per axis (ms)");
   auto* series = new QHorizontalBarSeries;
   auto* sim_set = new QBarSet("simulated (mean per worker)");
@@ -117,13 +117,13 @@ QChart* make_time_chart(const sim::SimResult& simulated, const sim::PlanMetrics&
   return chart;
 }
 
-QPointF pareto_point(const sim::RankedPlan& plan) {
+QPointF pareto_point(const search::RankedPlan& plan) {
   return {plan.economics.time_to_train_s / kSecondsPerDay,
           plan.economics.total_cost.raw() / kUsdPerThousand};
 }
 
-ParetoChart make_pareto_chart(const std::vector<sim::RankedPlan>& ranking,
-                              const std::vector<sim::RankedPlan>& pareto) {
+ParetoChart make_pareto_chart(const std::vector<search::RankedPlan>& ranking,
+                              const std::vector<search::RankedPlan>& pareto) {
   ParetoChart out;
   out.chart = new_chart("Cost vs time to train: ranked plans and the Pareto frontier");
   out.plans = new QScatterSeries;
@@ -148,11 +148,11 @@ ParetoChart make_pareto_chart(const std::vector<sim::RankedPlan>& ranking,
     y0 = std::min(y0, p.y());
     y1 = std::max(y1, p.y());
   };
-  for (const sim::RankedPlan& p : ranking) {
+  for (const search::RankedPlan& p : ranking) {
     out.plans->append(pareto_point(p));
     extend(pareto_point(p));
   }
-  for (const sim::RankedPlan& p : pareto) {
+  for (const search::RankedPlan& p : pareto) {
     out.frontier->append(pareto_point(p));
     line->append(pareto_point(p));
     extend(pareto_point(p));

@@ -12,25 +12,25 @@
 #include <vector>
 
 #include "planner/core/memory.hpp"
+#include "planner/search/sweep.hpp"
 #include "planner/sim/simulate.hpp"
-#include "planner/sim/sweep.hpp"
 #include "planner/store/comparison.hpp"
 
 namespace planner::gui {
 
 QChart* make_memory_chart(const MemoryReport& report);
-QChart* make_time_chart(const sim::SimResult& simulated, const sim::PlanMetrics& estimate);
+QChart* make_time_chart(const sim::SimResult& simulated, const search::PlanMetrics& estimate);
 
 // Points are (time to train in days, total cost in thousands of USD).
-QPointF pareto_point(const sim::RankedPlan& plan);
+QPointF pareto_point(const search::RankedPlan& plan);
 struct ParetoChart {
   QChart* chart = nullptr;
   QScatterSeries* plans = nullptr;     // every ranked plan (clickable)
   QScatterSeries* frontier = nullptr;  // the frontier's plans (clickable)
   QScatterSeries* selected = nullptr;  // the selected plan
 };
-ParetoChart make_pareto_chart(const std::vector<sim::RankedPlan>& ranking,
-                              const std::vector<sim::RankedPlan>& pareto);
+ParetoChart make_pareto_chart(const std::vector<search::RankedPlan>& ranking,
+                              const std::vector<search::RankedPlan>& pareto);
 
 QChart* make_accuracy_chart(const store::RunComparison& comparison);
 

@@ -32,6 +32,8 @@
 #include <cmath>
 
 #include "charts.hpp"
+#include "planner/app/database.hpp"
+#include "planner/app/defaults.hpp"
 #include "planner/core/catalog.hpp"
 #include "planner/core/enums.hpp"
 #include "planner/core/hf_import.hpp"
@@ -106,13 +108,6 @@ QLabel* error_label() {
   return label;
 }
 
-// The history's database; a missing file is an error (the app never creates one to read).
-Result<store::Database> open_existing(const QString& path) {
-  store::OpenOptions options;
-  options.mode = store::OpenMode::kMustExist;
-  return store::Database::open(path.toStdString(), options);
-}
-
 QChartView* chart_view() {
   auto* view = new QChartView;
   view->setRenderHint(QPainter::Antialiasing);
@@ -162,7 +157,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addWidget(phase_label_);
   statusBar()->addPermanentWidget(progress_);
   resize(1500, 900);
-  set_document(default_scenario());
+  set_document(app::default_scenario_document());
 }
 
 MainWindow::~MainWindow() {
@@ -270,7 +265,7 @@ QWidget* MainWindow::build_editor() {
 }
 
 Json MainWindow::document() const {
-  Json doc = base_doc_.is_object() ? base_doc_ : default_scenario();
+  Json doc = base_doc_.is_object() ? base_doc_ : app::default_scenario_document();
   if (!doc.contains("models") || !doc["models"].is_array() || doc["models"].empty()) {
     doc["models"] = Json::array({""});
   }
@@ -539,12 +534,12 @@ void MainWindow::start_sweep() {
     phase_label_->setText("the scenario has errors (see the fields)");
     return;
   }
-  parsed.request->options.threads = std::max(1, QThread::idealThreadCount());
   run_button_->setEnabled(false);
   cancel_button_->setEnabled(true);
   progress_->setRange(0, 0);
   phase_label_->setText("sweeping…");
-  runner_->start(std::move(*parsed.request));
+  runner_->start(std::move(*parsed.request),
+                 recording({{"command", "gui sweep"}, {"scenario", source}}));
 }
 
 void MainWindow::cancel_sweep() {
@@ -553,7 +548,7 @@ void MainWindow::cancel_sweep() {
 }
 
 void MainWindow::on_progress(int phase, qint64 done, qint64 total) {
-  const auto p = static_cast<sim::SweepPhase>(phase);
+  const auto p = static_cast<search::SweepPhase>(phase);
   if (total > 0) {
     progress_->setRange(0, 1000);
     progress_->setValue(static_cast<int>(1000 * done / total));
@@ -571,8 +566,10 @@ void MainWindow::on_sweep_finished(std::shared_ptr<SweepOutcome> outcome) {
     return;
   }
   outcome_ = outcome;
-  const sim::SweepResult& r = *outcome->result;
-  phase_label_->setText(QString("done: %1 plans ranked").arg(r.ranking.size()));
+  const search::SweepResult& r = *outcome->result;
+  phase_label_->setText(QString("done: %1 plans ranked").arg(r.ranking.size()) +
+                        recorded_text(*outcome));
+  if (outcome->recorded) refresh_history();
   counts_label_->setText(
       QString("%1 candidate plans · %2 out of memory · %3 feasible · %4 simulated · estimate vs "
               "simulation: mean %5 % off")
@@ -639,7 +636,7 @@ void MainWindow::select_row(int proxy_row) {
   ranking_view_->selectRow(proxy_row);
 }
 
-void MainWindow::select_plan(const sim::RankedPlan& plan) {
+void MainWindow::select_plan(const search::RankedPlan& plan) {
   for (int row = 0; row < proxy_->rowCount(); ++row) {
     const int source = proxy_->mapToSource(proxy_->index(row, 0)).row();
     if (ranking_->plans()[static_cast<std::size_t>(source)].id == plan.id) {
@@ -650,7 +647,7 @@ void MainWindow::select_plan(const sim::RankedPlan& plan) {
   show_plan(plan);  // a frontier plan beyond the kept ranking
 }
 
-void MainWindow::show_plan(const sim::RankedPlan& plan) {
+void MainWindow::show_plan(const search::RankedPlan& plan) {
   if (!outcome_ || !outcome_->setup) return;
   auto view = make_plan_view(*outcome_->setup, plan);
   if (!view.is_ok()) {
@@ -700,7 +697,7 @@ QWidget* MainWindow::build_trade_off_tab() {
 }
 
 void MainWindow::show_trade_off() {
-  const sim::SweepResult& r = *outcome_->result;
+  const search::SweepResult& r = *outcome_->result;
   ParetoChart chart = make_pareto_chart(r.ranking, r.pareto);
   pareto_points_ = r.ranking;
   pareto_points_.insert(pareto_points_.end(), r.pareto.begin(), r.pareto.end());
@@ -712,15 +709,15 @@ void MainWindow::show_trade_off() {
 void MainWindow::select_pareto_point(QPointF point) {
   // Nearest in units of the points' spread, so both axes count alike.
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
-  for (const sim::RankedPlan& p : pareto_points_) {
+  for (const search::RankedPlan& p : pareto_points_) {
     const QPointF q = pareto_point(p);
     x0 = std::min(x0, q.x()), x1 = std::max(x1, q.x());
     y0 = std::min(y0, q.y()), y1 = std::max(y1, q.y());
   }
   const double sx = x1 > x0 ? x1 - x0 : 1.0, sy = y1 > y0 ? y1 - y0 : 1.0;
-  const sim::RankedPlan* best = nullptr;
+  const search::RankedPlan* best = nullptr;
   double best_d = 0;
-  for (const sim::RankedPlan& p : pareto_points_) {
+  for (const search::RankedPlan& p : pareto_points_) {
     const QPointF q = pareto_point(p);
     const double d = std::hypot((q.x() - point.x()) / sx, (q.y() - point.y()) / sy);
     if (best == nullptr || d < best_d) best = &p, best_d = d;
@@ -802,10 +799,11 @@ void MainWindow::start_what_if(Knob knob, const QString& value) {
   for (const KnobInfo& k : knobs()) {
     if (k.knob == knob) what_if_change_ = QString("%1 = %2").arg(qs(k.name), value);
   }
-  parsed.request->options.threads = std::max(1, QThread::idealThreadCount());
   what_if_label_->setText("sweeping " + what_if_change_ + " …");
   what_if_base_->set_plans(outcome_->result->ranking);
-  what_if_runner_->start(std::move(*parsed.request));
+  what_if_runner_->start(
+      std::move(*parsed.request),
+      recording({{"command", "gui what-if"}, {"change", what_if_change_.toStdString()}}));
 }
 
 void MainWindow::on_what_if_finished(std::shared_ptr<SweepOutcome> outcome) {
@@ -813,6 +811,7 @@ void MainWindow::on_what_if_finished(std::shared_ptr<SweepOutcome> outcome) {
     what_if_label_->setText(QString::fromStdString("what-if: " + outcome->status.message()));
     return;
   }
+  if (outcome->recorded) refresh_history();
   const auto& next = outcome->result->ranking;
   what_if_next_->set_plans(next);
   what_if_next_->set_differences(ranking_differences(*what_if_base_, *what_if_next_));
@@ -821,8 +820,8 @@ void MainWindow::on_what_if_finished(std::shared_ptr<SweepOutcome> outcome) {
     what_if_label_->setText(what_if_change_ + ": no feasible plan on one side");
     return;
   }
-  const sim::RankedPlan& a = base.front();
-  const sim::RankedPlan& b = next.front();
+  const search::RankedPlan& a = base.front();
+  const search::RankedPlan& b = next.front();
   auto pct = [](double now, double then) {
     const double d = then != 0 ? (now - then) / then * 100 : 0;
     const QString color = std::abs(d) < 0.05 ? "black" : "#c62828";
@@ -888,6 +887,20 @@ QWidget* MainWindow::build_history_tab() {
   return w;
 }
 
+Recording MainWindow::recording(Json origin) const {
+  return {app::DatabaseRef{db_path_->text().toStdString(), false}, std::move(origin)};
+}
+
+QString MainWindow::recorded_text(const SweepOutcome& outcome) const {
+  if (outcome.recorded) {
+    return QString(" · recorded as run %1 in %2").arg(*outcome.recorded).arg(db_path_->text());
+  }
+  if (!outcome.recording.is_ok()) {
+    return QString::fromStdString(" · not recorded: " + outcome.recording.message());
+  }
+  return {};
+}
+
 void MainWindow::set_database_path(const QString& path) {
   db_path_->setText(path);
   refresh_history();
@@ -895,7 +908,7 @@ void MainWindow::set_database_path(const QString& path) {
 
 void MainWindow::refresh_history() {
   history_->setRowCount(0);
-  auto db = open_existing(db_path_->text());
+  auto db = app::open_existing_db({db_path_->text().toStdString(), false});
   if (!db.is_ok()) {
     history_text_->setPlainText(QString::fromStdString(db.status().message()));
     return;
@@ -928,7 +941,7 @@ void MainWindow::select_history_row(int row) {
   if (row < 0 || row >= history_->rowCount()) return;
   history_->selectRow(row);
   const store::RunId id{history_->item(row, 0)->text().toLongLong()};
-  auto db = open_existing(db_path_->text());
+  auto db = app::open_existing_db({db_path_->text().toStdString(), false});
   if (!db.is_ok()) return;
   QString text;
   if (history_->item(row, 1)->text() == "exec") {

@@ -79,7 +79,7 @@ class MainWindow : public QMainWindow {
 
   // ---- selected plan
   void select_row(int proxy_row);
-  void select_plan(const sim::RankedPlan& plan);
+  void select_plan(const search::RankedPlan& plan);
   const std::optional<PlanView>& plan_view() const { return plan_view_; }
   QChartView* memory_chart() const { return memory_chart_; }
   QChartView* time_chart() const { return time_chart_; }
@@ -124,7 +124,10 @@ class MainWindow : public QMainWindow {
   void on_progress(int phase, qint64 done, qint64 total);
   void on_sweep_finished(std::shared_ptr<SweepOutcome> outcome);
   void on_what_if_finished(std::shared_ptr<SweepOutcome> outcome);
-  void show_plan(const sim::RankedPlan& plan);
+  // Where a sweep started from the app is recorded: the history's database, and who asked.
+  Recording recording(Json origin) const;
+  QString recorded_text(const SweepOutcome& outcome) const;
+  void show_plan(const search::RankedPlan& plan);
   void show_trade_off();
 
   struct Field {
@@ -170,7 +173,7 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline_ = nullptr;
   TopologyView* topology_ = nullptr;
   QChartView* pareto_chart_ = nullptr;
-  std::vector<sim::RankedPlan> pareto_points_;  // the chart's clickable plans
+  std::vector<search::RankedPlan> pareto_points_;  // the chart's clickable plans
 
   QComboBox* knob_combo_ = nullptr;
   QLineEdit* knob_value_ = nullptr;

@@ -8,14 +8,14 @@
 
 #include "planner/core/plan.hpp"
 #include "planner/core/status.hpp"
+#include "planner/search/sweep.hpp"
 #include "planner/sim/simulate.hpp"
-#include "planner/sim/sweep.hpp"
 #include "planner/topo/cluster.hpp"
 
 namespace planner::gui {
 
 struct PlanView {
-  sim::RankedPlan ranked;
+  search::RankedPlan ranked;
   Plan plan;
   std::shared_ptr<const topo::Cluster> cluster;
   std::vector<int> gpu_of_rank;  // every rank's GPU (default placement)
@@ -23,6 +23,6 @@ struct PlanView {
 };
 
 // Simulates `ranked` in its scenario of `setup`'s request.
-Result<PlanView> make_plan_view(const sim::SweepSetup& setup, const sim::RankedPlan& ranked);
+Result<PlanView> make_plan_view(const search::SweepSetup& setup, const search::RankedPlan& ranked);
 
 }  // namespace planner::gui

@@ -19,8 +19,8 @@ QString qs(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<int>(s.size()));
 }
 
-double headroom_gib(const sim::RankedPlan& p) {
-  const sim::PlanMetrics& m = p.metrics();
+double headroom_gib(const search::RankedPlan& p) {
+  const search::PlanMetrics& m = p.metrics();
   return to_GiB(m.capacity) - to_GiB(m.peak_memory);
 }
 
@@ -40,7 +40,7 @@ QString format_usd(double usd) {
 
 RankingModel::RankingModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void RankingModel::set_plans(std::vector<sim::RankedPlan> plans) {
+void RankingModel::set_plans(std::vector<search::RankedPlan> plans) {
   beginResetModel();
   plans_ = std::move(plans);
   differences_.clear();
@@ -63,9 +63,9 @@ int RankingModel::columnCount(const QModelIndex& parent) const {
 }
 
 QString RankingModel::text(int row, int column) const {
-  const sim::RankedPlan& p = plans_[static_cast<std::size_t>(row)];
+  const search::RankedPlan& p = plans_[static_cast<std::size_t>(row)];
   const ParallelConfig& c = p.parallel;
-  const sim::PlanMetrics& m = p.metrics();
+  const search::PlanMetrics& m = p.metrics();
   switch (column) {
     case kPosition:
       return QString::number(p.position);
@@ -117,8 +117,8 @@ QString RankingModel::text(int row, int column) const {
   }
 }
 
-QVariant RankingModel::sort_value(const sim::RankedPlan& p, int column) const {
-  const sim::PlanMetrics& m = p.metrics();
+QVariant RankingModel::sort_value(const search::RankedPlan& p, int column) const {
+  const search::PlanMetrics& m = p.metrics();
   switch (column) {
     case kPosition:
       return p.position;

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "planner/sim/sweep.hpp"
+#include "planner/search/sweep.hpp"
 
 namespace planner::gui {
 
@@ -47,8 +47,8 @@ class RankingModel : public QAbstractTableModel {
   };
 
   explicit RankingModel(QObject* parent = nullptr);
-  void set_plans(std::vector<sim::RankedPlan> plans);
-  const std::vector<sim::RankedPlan>& plans() const { return plans_; }
+  void set_plans(std::vector<search::RankedPlan> plans);
+  const std::vector<search::RankedPlan>& plans() const { return plans_; }
   // Cells (row, column) drawn highlighted.
   void set_differences(std::set<std::pair<int, int>> cells);
   const std::set<std::pair<int, int>>& differences() const { return differences_; }
@@ -62,8 +62,8 @@ class RankingModel : public QAbstractTableModel {
   QString text(int row, int column) const;
 
  private:
-  QVariant sort_value(const sim::RankedPlan& p, int column) const;
-  std::vector<sim::RankedPlan> plans_;
+  QVariant sort_value(const search::RankedPlan& p, int column) const;
+  std::vector<search::RankedPlan> plans_;
   std::set<std::pair<int, int>> differences_;
 };
 

@@ -6,22 +6,12 @@
 
 #include "planner/core/catalog.hpp"
 #include "planner/core/spec_json.hpp"
-#include "planner/sim/sweep_spec.hpp"
+#include "planner/search/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
 
 namespace planner::gui {
 
 namespace {
-
-// The default scenario's numbers (see the header).
-constexpr int kDefaultNodes = 4;
-constexpr int kDefaultGpusPerNode = 8;
-constexpr std::int64_t kDefaultGlobalBatch = 512;
-constexpr std::int64_t kDefaultSeqLength = 8192;
-constexpr double kDefaultTokenBudget = 100e9;
-// The default scenario simulates its 8 best plans: enough to rank the top of the table by
-// simulation while the whole sweep stays interactive.
-constexpr int kDefaultTopK = 8;
 
 Json& first_cluster(Json& doc) {
   return doc["clusters"][0];
@@ -46,37 +36,19 @@ Result<topo::TopologySpec> topology_of(const Json& cluster) {
     return Status::invalid_input("the cluster names no GPU");
   }
   PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, builtin_catalog().gpu(cluster["gpu"].get<std::string>()));
-  return sim::topology_for_gpu(gpu);
+  return topo::topology_for_gpu(gpu);
 }
 
 int node_count(const Json& doc) {
   const int per_node = gpus_per_node(doc);
   const Json& gpus = doc["clusters"][0]["gpus"];
   if (per_node <= 0 || !gpus.is_array() || gpus.empty() || !gpus[0].is_number_integer()) {
-    return kDefaultNodes;
+    return 1;
   }
   return std::max(1, gpus[0].get<int>() / per_node);
 }
 
 }  // namespace
-
-Json default_scenario() {
-  Json doc;
-  doc["schema_version"] = 1;
-  doc["kind"] = "sweep";
-  doc["name"] = "llama3-8b on 4 DGX H100 nodes";
-  doc["models"] = Json::array({"llama3-8b"});
-  doc["training"] = {{"global_batch_size", kDefaultGlobalBatch},
-                     {"seq_length", kDefaultSeqLength},
-                     {"precision", "bf16"},
-                     {"token_budget", kDefaultTokenBudget}};
-  doc["clusters"] = Json::array({{{"gpu", "H100-SXM5-80GB"},
-                                  {"topology", "dgx-h100-superpod"},
-                                  {"gpus", Json::array({kDefaultNodes * kDefaultGpusPerNode})},
-                                  {"offering", "on-demand"}}});
-  doc["search"] = {{"top_k", kDefaultTopK}, {"keep", sim::kDefaultKeep}};
-  return doc;
-}
 
 Status apply_fabric_change(topo::TopologySpec& topology, const FabricChange& change) {
   if (change == FabricChange{}) return Status::ok();
@@ -106,13 +78,13 @@ ParsedScenario parse_scenario(const Json& doc, std::string_view source,
   Diagnostics& diag = out.diagnostics;
   JsonObject root(doc, "", diag);
   if (!root.valid()) return out;
-  sim::SweepRequest request;
+  search::SweepRequest request;
   if (!read_document_header(root, "sweep")) return out;
-  sim::read_sweep_fields(
+  search::read_sweep_fields(
       root, builtin_catalog(), [](std::string_view name) { return topo::resolve_topology(name); },
       request);
   if (!diag.empty()) return out;
-  for (sim::SweepScenario& s : request.scenarios) {
+  for (search::SweepScenario& s : request.scenarios) {
     if (Status st = apply_fabric_change(s.topology, change); !st.is_ok()) {
       diag.add("/clusters/0/topology", st.message());
       return out;
@@ -158,7 +130,7 @@ Result<WhatIf> apply_knob(const Json& doc, const FabricChange& change, Knob knob
   switch (knob) {
     case Knob::kGpu: {
       PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, builtin_catalog().gpu(value));
-      PLANNER_ASSIGN_OR_RETURN(topo::TopologySpec topology, sim::topology_for_gpu(gpu));
+      PLANNER_ASSIGN_OR_RETURN(topo::TopologySpec topology, topo::topology_for_gpu(gpu));
       const int nodes = node_count(doc);
       cluster["gpu"] = gpu.name;
       cluster["topology"] = topology.name;

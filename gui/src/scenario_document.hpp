@@ -1,6 +1,7 @@
-// The GUI's scenario: a "sweep" document (planner/sim/sweep_spec.hpp), read by the same parser as
-// `planner sweep --spec FILE`, so a scenario saved from the app runs unchanged on the CLI and every
-// error the app shows is the CLI's own diagnostic ("scenario.json: /training/seq_length: ...").
+// The GUI's scenario: a "sweep" document (planner/search/sweep_spec.hpp), read by the same parser
+// as `planner sweep --spec FILE`, so a scenario saved from the app runs unchanged on the CLI and
+// every error the app shows is the CLI's own diagnostic ("scenario.json: /training/seq_length:
+// ...").
 //
 // The editor shows one model and one cluster: the first entries of "models" and "clusters".
 // Keys the editor does not show (the search space, failures, further models) are kept as loaded.
@@ -18,16 +19,12 @@
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/json_reader.hpp"
 #include "planner/core/status.hpp"
-#include "planner/sim/sweep.hpp"
+#include "planner/search/sweep.hpp"
 #include "planner/topo/topology_spec.hpp"
 
 namespace planner::gui {
 
 inline constexpr std::string_view kScenarioSource = "scenario.json";
-
-// The default scenario: Llama 3 8B trained on 4 nodes (32 GPUs) of the DGX H100 SuperPOD
-// topology, 4 Mi-token global batches of 8k sequences, 100 B tokens.
-Json default_scenario();
 
 // Fabric changes applied to the resolved topology.
 struct FabricChange {
@@ -41,7 +38,7 @@ struct FabricChange {
 Status apply_fabric_change(topo::TopologySpec& topology, const FabricChange& change);
 
 struct ParsedScenario {
-  std::optional<sim::SweepRequest> request;  // set when there were no diagnostics
+  std::optional<search::SweepRequest> request;  // set when there were no diagnostics
   Diagnostics diagnostics;
 };
 

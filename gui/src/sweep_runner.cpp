@@ -3,15 +3,18 @@
 #include <QCoreApplication>
 #include <QMetaObject>
 
+#include "planner/app/record.hpp"
+#include "planner/app/sweep.hpp"
+
 namespace planner::gui {
 
 namespace {
 
 // Forwards progress to the runner's thread; calls arrive from the sweep's workers one at a time.
-class QueuedSink final : public sim::ProgressSink {
+class QueuedSink final : public search::ProgressSink {
  public:
   explicit QueuedSink(SweepRunner* runner) : runner_(runner) {}
-  void on_progress(const sim::SweepProgress& p) override {
+  void on_progress(const search::SweepProgress& p) override {
     const int phase = static_cast<int>(p.phase);
     const qint64 done = p.done;
     const qint64 total = p.total;
@@ -26,29 +29,31 @@ class QueuedSink final : public sim::ProgressSink {
 
 }  // namespace
 
-SweepOutcome run_sweep_steps(const sim::SweepRequest& request, sim::ProgressSink* sink,
-                             std::stop_token stop) {
+SweepOutcome run_and_record(const search::SweepRequest& request, const Recording& recording,
+                            search::ProgressSink* sink, std::stop_token stop) {
   SweepOutcome out;
-  auto run = [&]() -> Status {
-    if (sink != nullptr) sink->on_progress({});
-    PLANNER_ASSIGN_OR_RETURN(out.setup, sim::SweepSetup::prepare(request));
-    PLANNER_ASSIGN_OR_RETURN(sim::AnalyticPartial merged,
-                             sim::run_analytic(*out.setup, {}, sink, stop));
-    PLANNER_ASSIGN_OR_RETURN(
-        std::vector<sim::RankedPlan> simulated,
-        sim::simulate_candidates(*out.setup, sim::simulation_candidates(*out.setup, merged), sink,
-                                 stop));
-    PLANNER_ASSIGN_OR_RETURN(sim::SweepResult result,
-                             sim::finish(*out.setup, merged, std::move(simulated)));
-    out.result = std::move(result);
-    if (sink != nullptr) {
-      sim::SweepProgress p;
-      p.phase = sim::SweepPhase::kDone;
-      sink->on_progress(p);
-    }
-    return Status::ok();
-  };
-  out.status = run();
+  app::SweepRunOptions options;
+  options.stop = stop;
+  auto run = app::run_sweep(request, sink, options);
+  if (!run) {
+    out.status = run.status();
+    return out;
+  }
+  out.setup = run->setup;
+  out.result = std::move(run->result);
+  auto recorded = [&]() -> Result<std::optional<std::int64_t>> {
+    PLANNER_ASSIGN_OR_RETURN(auto db, app::open_recording_db(recording.db));
+    if (!db) return std::optional<std::int64_t>();
+    const Json inputs = app::sweep_inputs(out.setup->request(), recording.origin);
+    PLANNER_ASSIGN_OR_RETURN(store::RunId id,
+                             app::record_sweep(*db, *out.setup, *out.result, inputs));
+    return std::optional<std::int64_t>(id.value);
+  }();
+  if (recorded) {
+    out.recorded = *recorded;
+  } else {
+    out.recording = recorded.status();
+  }
   return out;
 }
 
@@ -61,15 +66,16 @@ SweepRunner::~SweepRunner() {
   if (thread_ != nullptr) thread_->wait();
 }
 
-void SweepRunner::start(sim::SweepRequest request) {
+void SweepRunner::start(search::SweepRequest request, Recording recording) {
   if (thread_ != nullptr) return;
   stop_ = std::stop_source();
   auto outcome = std::make_shared<SweepOutcome>();
   std::stop_token token = stop_.get_token();
-  thread_ = QThread::create([this, outcome, token, request = std::move(request)] {
-    QueuedSink sink(this);
-    *outcome = run_sweep_steps(request, &sink, token);
-  });
+  thread_ = QThread::create(
+      [this, outcome, token, request = std::move(request), recording = std::move(recording)] {
+        QueuedSink sink(this);
+        *outcome = run_and_record(request, recording, &sink, token);
+      });
   connect(thread_, &QThread::finished, this, [this, outcome] {
     thread_->deleteLater();
     thread_ = nullptr;

@@ -19,9 +19,10 @@
 
 #include "charts.hpp"
 #include "main_window.hpp"
+#include "planner/app/defaults.hpp"
 #include "planner/core/catalog.hpp"
 #include "planner/core/loaders.hpp"
-#include "planner/sim/sweep_spec.hpp"
+#include "planner/search/sweep_spec.hpp"
 #include "planner/store/store.hpp"
 #include "planner/topo/topology_catalog.hpp"
 #include "ranking_model.hpp"
@@ -44,9 +45,9 @@ void screenshot(MainWindow& w, MainWindow::Tab tab, const QString& name) {
   QVERIFY(w.grab().save(screenshot_dir() + "/" + name + ".png"));
 }
 
-// The scenario the tests sweep: the default one (Llama 3 8B on 4 DGX H100 nodes).
+// The scenario the tests sweep: the default one (Llama 3 8B on 64 H100s, as planner sweep).
 void run_default_sweep(MainWindow& w) {
-  w.set_document(default_scenario());
+  w.set_document(app::default_scenario_document());
   w.start_sweep();
   QVERIFY(w.runner().running());
   w.runner().wait();
@@ -64,6 +65,9 @@ class MainWindowTest : public QObject {
     window_ = std::make_unique<MainWindow>();
     window_->resize(1500, 900);
     window_->show();
+    // Sweeps started from the app are recorded in the history's database, as the CLI's are.
+    QVERIFY(history_dir_.isValid());
+    window_->set_database_path(history_dir_.filePath("planner.db"));
   }
   void cleanupTestCase() { window_.reset(); }
 
@@ -73,7 +77,8 @@ class MainWindowTest : public QObject {
     QVERIFY(window_->validate());
     const Json doc = window_->document();
     QCOMPARE(doc["kind"].get<std::string>(), std::string("sweep"));
-    QCOMPARE(doc["clusters"][0]["gpus"][0].get<int>(), 32);  // 4 nodes of 8 GPUs
+    // The CLI's default scenario (planner sweep without arguments): 64 GPUs.
+    QCOMPARE(doc["clusters"][0]["gpus"][0].get<int>(), app::default_scenario().gpus);
   }
 
   void bad_field_shows_the_cli_error_next_to_it() {
@@ -86,8 +91,9 @@ class MainWindowTest : public QObject {
     QVERIFY2(gbs.startsWith("scenario.json: /training/global_batch_size: "), qPrintable(gbs));
     QVERIFY(window_->field_error("/clusters/0/gpus").isEmpty());
     // The same words as `planner sweep --spec scenario.json` prints for the same document.
-    auto cli = sim::parse_sweep_spec(window_->document().dump(), "scenario.json", builtin_catalog(),
-                                     [](std::string_view n) { return topo::resolve_topology(n); });
+    auto cli =
+        search::parse_sweep_spec(window_->document().dump(), "scenario.json", builtin_catalog(),
+                                 [](std::string_view n) { return topo::resolve_topology(n); });
     QVERIFY(!cli.is_ok());
     const QString message = QString::fromStdString(cli.status().message());
     QVERIFY2(message.contains(seq), qPrintable(message));
@@ -99,7 +105,7 @@ class MainWindowTest : public QObject {
     QVERIFY(!window_->validate());
     QVERIFY(window_->field_error("/clusters/0/gpu").contains("no-such-gpu"));
     QVERIFY(window_->field_error("/training/seq_length").isEmpty());
-    window_->set_document(default_scenario());
+    window_->set_document(app::default_scenario_document());
     QVERIFY(window_->validate());
   }
 
@@ -111,15 +117,15 @@ class MainWindowTest : public QObject {
     auto text = read_text_file(path.toStdString());
     QVERIFY(text.is_ok());
     auto request =
-        sim::parse_sweep_spec(*text, "scenario.json", builtin_catalog(),
-                              [](std::string_view n) { return topo::resolve_topology(n); });
+        search::parse_sweep_spec(*text, "scenario.json", builtin_catalog(),
+                                 [](std::string_view n) { return topo::resolve_topology(n); });
     QVERIFY2(request.is_ok(), request.status().message().c_str());
     QCOMPARE(request->scenarios.size(), std::size_t{1});
     QCOMPARE(request->scenarios[0].max_gpus, 16);
-    window_->set_document(default_scenario());
+    window_->set_document(app::default_scenario_document());
     QVERIFY(window_->load_scenario(path).is_ok());
     QCOMPARE(window_->document()["clusters"][0]["gpus"][0].get<int>(), 16);
-    window_->set_document(default_scenario());
+    window_->set_document(app::default_scenario_document());
   }
 
   void hugging_face_import_fills_the_model() {
@@ -129,16 +135,17 @@ class MainWindowTest : public QObject {
     QVERIFY(doc["models"][0].is_object());
     QCOMPARE(doc["models"][0]["layers"].get<int>(), 32);
     QVERIFY(window_->validate());
-    window_->set_document(default_scenario());
+    window_->set_document(app::default_scenario_document());
   }
 
   void what_if_knobs_change_the_document_or_the_fabric() {
-    const Json doc = default_scenario();
+    const Json doc = app::default_scenario_document();
     auto gpu = apply_knob(doc, {}, Knob::kGpu, "h200");
     QVERIFY(gpu.is_ok());
     const Json& cluster = gpu->doc["clusters"][0];
     QCOMPARE(cluster["gpu"].get<std::string>(), builtin_catalog().gpu("h200")->name);
-    QCOMPARE(cluster["gpus"][0].get<int>(), 4 * gpus_per_node(gpu->doc));  // still 4 nodes
+    // Still the same number of nodes (64 GPUs: 8 nodes of 8).
+    QCOMPARE(cluster["gpus"][0].get<int>(), 8 * gpus_per_node(gpu->doc));
     QVERIFY(parse_scenario(gpu->doc).request.has_value());
     auto batch = apply_knob(doc, {}, Knob::kBatch, "1024");
     QVERIFY(batch.is_ok());
@@ -273,6 +280,32 @@ class MainWindowTest : public QObject {
     QVERIFY(window_->what_if_summary().contains("node count: expected a number"));
   }
 
+  void sweeps_and_what_ifs_are_recorded_in_the_history() {
+    window_->refresh_history();
+    QTableWidget* h = window_->history_table();
+    QVERIFY2(h->rowCount() >= 2, qPrintable(window_->history_details()));
+    // Newest first: the what-if, then the scenario's sweep, both of kind sweep with their plans.
+    QCOMPARE(h->item(0, 1)->text(), QString("sweep"));
+    QCOMPARE(h->item(1, 1)->text(), QString("sweep"));
+    QVERIFY(h->item(0, 5)->text().toInt() > 0);
+    auto db = store::Database::open(history_dir_.filePath("planner.db").toStdString());
+    QVERIFY(db.is_ok());
+    store::RunFilter filter;
+    auto runs = store::list_runs(*db, filter);
+    QVERIFY(runs.is_ok());
+    QVERIFY(runs->size() >= 2);
+    const Json what_if = Json::parse((*runs)[0].inputs_json);
+    QCOMPARE(what_if["command"].get<std::string>(), std::string("gui what-if"));
+    QCOMPARE(what_if["change"].get<std::string>(), std::string("price = 1.25"));
+    const Json sweep = Json::parse((*runs)[1].inputs_json);
+    QCOMPARE(sweep["command"].get<std::string>(), std::string("gui sweep"));
+    QCOMPARE(sweep["top_k"].get<int>(), app::default_scenario().top_k);
+    window_->select_history_row(1);
+    QVERIFY2(window_->history_details().contains("llama3-8b"),
+             qPrintable(window_->history_details()));
+    screenshot(*window_, MainWindow::kHistoryTab, "history-sweeps");
+  }
+
   void cancel_stops_a_running_sweep() {
     window_->start_sweep();
     QVERIFY(window_->runner().running());
@@ -360,6 +393,7 @@ class MainWindowTest : public QObject {
   }
 
  private:
+  QTemporaryDir history_dir_;
   std::unique_ptr<MainWindow> window_;
 };
 

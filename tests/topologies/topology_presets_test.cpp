@@ -101,6 +101,23 @@ TEST(TopologyPresets, NvlinkDomainsMatchTheHardware) {
   }
 }
 
+TEST(TopologyPresets, EveryGpuTypeOfAPresetHasADefaultTopology) {
+  for (const TopologySpec& t : builtin_topologies().all()) {
+    const GpuSpec* gpu = builtin_catalog().find_gpu(t.gpu);
+    ASSERT_NE(gpu, nullptr) << t.name;
+    auto chosen = topology_for_gpu(*gpu);
+    ASSERT_TRUE(chosen) << chosen.status().message();
+    EXPECT_TRUE(gpu->matches(chosen->gpu));
+  }
+  GpuSpec unknown = *builtin_catalog().find_gpu("H100");
+  unknown.name = "X1";
+  unknown.aliases.clear();
+  auto none = topology_for_gpu(unknown);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("X1"), std::string::npos);
+}
+
 // The first preset of a GPU (in topologies/CMakeLists.txt order) is its default topology, used
 // when a plan or sweep names only the GPU. Every GPU preset has one, and new presets leave the
 // defaults of the GPUs that had one before (H100: aws-p5, which the default sweep runs on).
@@ -116,16 +133,10 @@ TEST(TopologyPresets, EveryGpuPresetHasItsDefaultTopology) {
   };
   EXPECT_EQ(builtin_catalog().gpus().size(), expected.size());
   for (const GpuSpec& gpu : builtin_catalog().gpus()) {
-    const TopologySpec* first = nullptr;
-    for (const TopologySpec& t : builtin_topologies().all()) {
-      if (gpu.matches(t.gpu)) {
-        first = &t;
-        break;
-      }
-    }
-    ASSERT_NE(first, nullptr) << gpu.name << " has no topology preset";
+    auto chosen = topology_for_gpu(gpu);
+    ASSERT_TRUE(chosen) << gpu.name << " has no topology preset: " << chosen.status().message();
     ASSERT_TRUE(expected.count(gpu.name)) << gpu.name << ": add its default topology here";
-    EXPECT_EQ(first->name, expected.at(gpu.name)) << gpu.name;
+    EXPECT_EQ(chosen->name, expected.at(gpu.name)) << gpu.name;
   }
 }
 

@@ -55,6 +55,14 @@ Result<TopologySpec> resolve_topology(std::string_view name_or_path,
   return load_topology_file(std::string(name_or_path));
 }
 
+Result<TopologySpec> topology_for_gpu(const GpuSpec& gpu, const TopologyCatalog& catalog) {
+  for (const TopologySpec& t : catalog.all()) {
+    if (gpu.matches(t.gpu)) return t;
+  }
+  return Status::not_found("no topology preset has " + gpu.name +
+                           " GPUs; give a topology (a preset name or a topology file)");
+}
+
 Result<Cluster> build_cluster(const ClusterSpec& spec, const TopologyCatalog& catalog,
                               const Catalog& gpus) {
   PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, gpus.gpu(spec.gpu));

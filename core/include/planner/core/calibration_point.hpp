@@ -2,7 +2,7 @@
 //
 // An op of the step program's vocabulary (an OpDesc, described as the lowering describes it) and
 // the wall time one such op took: a microbenchmark of `planner calibrate` (the executor's
-// backends) or an op of an executed run. The simulator's fit (planner/sim/calibration.hpp) times
+// backends) or an op of an executed run. The simulator's fit (planner/fit/calibration.hpp) times
 // the same OpDesc with its models, so the fitted parameters mean what the simulator does with them.
 // The store keeps points as calibration samples: benchmark_name() and encode_shape() give the
 // sample's benchmark and shape text, decode_point() rebuilds the point.

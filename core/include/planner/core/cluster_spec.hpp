@@ -26,4 +26,11 @@ struct ClusterSpec {
   std::int64_t num_gpus() const { return static_cast<std::int64_t>(nodes) * gpus_per_node; }
 };
 
+// Whole nodes of `gpus_per_node` GPUs needed to hold `gpus` GPUs (at least 1).
+inline int nodes_for(std::int64_t gpus, int gpus_per_node) {
+  const std::int64_t per_node = gpus_per_node > 0 ? gpus_per_node : 1;
+  const std::int64_t nodes = (gpus + per_node - 1) / per_node;
+  return static_cast<int>(nodes > 1 ? nodes : 1);
+}
+
 }  // namespace planner

@@ -206,5 +206,8 @@ const HardwareProfile* builtin_profile_for(const GpuSpec& gpu);
 // Generic fractions of the datasheet used by derive_profile() (each named and explained in
 // hardware_profile.cpp), for GPUs without a measured or preset profile.
 HardwareProfile derive_profile(const GpuSpec& gpu);
+// The profile a prediction uses unless it is given another: the built-in profile describing `gpu`,
+// else one derived from its datasheet (derive_profile()).
+HardwareProfile default_profile_for(const GpuSpec& gpu);
 
 }  // namespace planner

@@ -1,7 +1,7 @@
 // Microbenchmarks for calibration (`planner calibrate`, `planner bench collectives`): GEMMs,
 // attention, memory-bound kernels and collectives through a Backend's Device and Communicators,
 // the same calls the runner makes, each described as the op the lowering would emit
-// (CalibrationPoint), so that the simulator's fit (planner/sim/calibration.hpp) can time it.
+// (CalibrationPoint), so that the simulator's fit (planner/fit/calibration.hpp) can time it.
 //
 // Measuring (nccl-tests style): warm-up, then timed iterations between two device events; each
 // measurement is repeated kRepeats times and the median kept. Compute benchmarks run at once on the

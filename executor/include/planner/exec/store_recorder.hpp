@@ -9,16 +9,18 @@
 //               status ok
 //   on_failure  status failed with the reason and the failing rank
 //
-// The simulator's prediction for the same plan joins these measurements on op id: attach it to
-// run() / plan() with store::add_predicted_ops and store::put_metrics (source simulated), and
+// The simulator's prediction for the same plan (attach_prediction(), before on_start) is stored
+// with the run in on_start's transaction, joinable with the measurements on op id:
 // store::compare_run reports predicted against measured.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "planner/exec/execute.hpp"
 #include "planner/store/database.hpp"
+#include "planner/store/records.hpp"
 
 namespace planner::exec {
 
@@ -28,6 +30,13 @@ class StoreRecorder final : public ExecObserver {
   // `inputs_json`: what was run (command line, options), valid JSON.
   StoreRecorder(store::Database& db, std::string plan_json, std::string label,
                 std::string inputs_json);
+
+  // The prediction stored with the run: step metrics and per-op predictions (source simulated).
+  struct Prediction {
+    std::vector<store::Metric> step_metrics;
+    std::vector<store::OpPrediction> ops;
+  };
+  void attach_prediction(Prediction prediction);
 
   Status on_start(const ExecStart& start) override;
   Status on_step(const StepRecord& step, std::span<const store::OpMeasurement> ops) override;
@@ -47,6 +56,7 @@ class StoreRecorder final : public ExecObserver {
   std::string inputs_json_;
   std::optional<store::RunId> run_;
   std::optional<store::PlanId> plan_;
+  std::optional<Prediction> prediction_;
   Status failure_status_;
 };
 

@@ -14,7 +14,7 @@
 
 #include "planner/core/status.hpp"
 #include "planner/exec/backend.hpp"
-#include "planner/sim/sweep.hpp"
+#include "planner/search/sweep.hpp"
 
 namespace planner::exec {
 
@@ -22,8 +22,8 @@ namespace planner::exec {
 inline constexpr double kDefaultSweepTimeoutS = 3600;
 
 // The result on rank 0; std::nullopt on the other ranks. `sink` reports this rank's own progress.
-Result<std::optional<sim::SweepResult>> run_sweep_distributed(
-    World& world, const sim::SweepSetup& setup, sim::ProgressSink* sink = nullptr,
+Result<std::optional<search::SweepResult>> run_sweep_distributed(
+    World& world, const search::SweepSetup& setup, search::ProgressSink* sink = nullptr,
     double timeout_s = kDefaultSweepTimeoutS);
 
 }  // namespace planner::exec

@@ -36,6 +36,12 @@ const TopologyCatalog& builtin_topologies();
 Result<TopologySpec> resolve_topology(std::string_view name_or_path,
                                       const TopologyCatalog& catalog = builtin_topologies());
 
+// The default topology for a GPU type: the first preset whose GPU is `gpu`, in the catalogue's
+// order (topologies/CMakeLists.txt: first one default preset per GPU, by file name, then the
+// others). kNotFound naming the GPU when no preset has it.
+Result<TopologySpec> topology_for_gpu(const GpuSpec& gpu,
+                                      const TopologyCatalog& catalog = builtin_topologies());
+
 // The cluster a core ClusterSpec describes, built for spec.nodes nodes: its "topology" (a preset
 // name or file) when given, else the first preset with the same GPU and GPUs per node. Fails when
 // the topology's GPU or GPU count per node disagrees with the spec, or no preset fits.

@@ -6,6 +6,8 @@
 #include <span>
 #include <string_view>
 
+#include "planner/store/records.hpp"
+
 namespace planner::store {
 
 struct MetricDef {
@@ -45,6 +47,11 @@ inline constexpr MetricDef kTokensPerUsd{"tokens_per_usd", "tokens/USD",
                                          "effective (goodput-adjusted) tokens per dollar"};
 inline constexpr MetricDef kLoss{"loss", "nats", "training loss"};
 }  // namespace metric
+
+// A value of a shared metric, under its name and unit.
+inline Metric make_metric(const MetricDef& def, double value) {
+  return Metric{std::string(def.name), value, std::string(def.unit)};
+}
 
 // Every shared metric, in the order the CLI shows them.
 std::span<const MetricDef> known_metrics();

@@ -1,0 +1,47 @@
+// The scenario both front-ends start from: `planner sweep` without arguments and the desktop app's
+// new scenario plan the same training run with the same search, so what one shows the other shows.
+//
+// Llama 3 8B on up to 64 H100 GPUs (the first topology preset with H100s), global batches of 4 Mi
+// tokens in sequences of the model's maximum length (8,192: 512 sequences), bf16 with Adam, the
+// Chinchilla token budget (20 tokens per parameter), every plan estimated and the best 32
+// simulated.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "planner/core/json_reader.hpp"
+#include "planner/core/model_spec.hpp"
+#include "planner/core/training_spec.hpp"
+#include "planner/search/sweep.hpp"
+
+namespace planner::app {
+
+struct DefaultScenario {
+  std::string_view model = "llama3-8b";
+  std::string_view gpu = "h100";
+  int gpus = 64;
+  int top_k = search::kDefaultTopK;
+  int keep = search::kDefaultKeep;
+};
+
+// Default global batch: 4 Mi tokens per step (the Llama 3 405B pre-training batch at its start,
+// Dubey et al. 2024, arXiv:2407.21783, section 3.4.1), in sequences of the chosen length.
+inline constexpr std::int64_t kDefaultBatchTokens = std::int64_t{4} << 20;
+// Sequence length when neither the user nor the model gives one.
+inline constexpr std::int64_t kFallbackSeqLength = 2048;
+
+const DefaultScenario& default_scenario();
+
+// The sequence length a scenario uses for `model` unless given one: the model's maximum, else
+// kFallbackSeqLength.
+std::int64_t default_seq_length(const ModelSpec& model);
+// The global batch (in sequences of `seq_length`) a scenario uses unless given one:
+// kDefaultBatchTokens of tokens, at least one sequence.
+std::int64_t default_global_batch(std::int64_t seq_length);
+
+// The default scenario as a sweep document (what `planner sweep --spec` reads and the desktop app
+// edits); parsing it gives the request `planner sweep` builds without arguments.
+Json default_scenario_document();
+
+}  // namespace planner::app

@@ -1,0 +1,59 @@
+#include "planner/app/sweep.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "planner/core/spec_json.hpp"
+
+namespace planner::app {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Result<SweepRun> run_sweep(search::SweepRequest request, search::ProgressSink* sink,
+                           const SweepRunOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  request.options.threads =
+      options.threads > 0 ? options.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  SweepRun run;
+  if (options.distributed) {
+    PLANNER_ASSIGN_OR_RETURN(run.setup, search::SweepSetup::prepare(request));
+    PLANNER_ASSIGN_OR_RETURN(run.result, options.distributed(*run.setup, sink));
+  } else {
+    PLANNER_ASSIGN_OR_RETURN(search::SweepOutcome outcome,
+                             search::run_sweep(request, sink, options.stop));
+    run.setup = std::move(outcome.setup);
+    run.result = std::move(outcome.result);
+  }
+  run.seconds = seconds_since(t0);
+  return run;
+}
+
+Json sweep_inputs(const search::SweepRequest& req, Json origin) {
+  Json scenarios = Json::array();
+  for (const search::SweepScenario& s : req.scenarios) {
+    scenarios.push_back({{"model", s.model.name},
+                         {"gpu", s.gpu.name},
+                         {"topology", s.topology.name},
+                         {"max_gpus", s.max_gpus},
+                         {"min_gpus", s.min_gpus},
+                         {"training", to_json(s.training)}});
+  }
+  Json j = origin.is_object() ? std::move(origin) : Json::object();
+  j["scenarios"] = scenarios;
+  j["top_k"] = req.options.top_k;
+  j["keep"] = req.options.keep;
+  j["threads"] = req.options.threads;
+  j["offering"] = std::string(to_string(req.pricing.offering));
+  j["budget_usd"] = req.constraints.budget_usd ? Json(*req.constraints.budget_usd) : Json();
+  j["deadline_s"] = req.constraints.deadline_s ? Json(*req.constraints.deadline_s) : Json();
+  return j;
+}
+
+}  // namespace planner::app

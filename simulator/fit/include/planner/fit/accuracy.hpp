@@ -1,0 +1,195 @@
+// Accuracy against published runs: every record of a published-runs file (core/published_run.hpp)
+// that planner can model is simulated and compared with what its source measured.
+//
+// Per record (map_published_run):
+//   GPU       the record's hardware.gpu text up to its parenthesised remark, as a GPU preset name
+//             or alias; a bare family name ("A100-SXM4", no memory size) takes the family's variant
+//             with the least HBM (every published batch fits it), and the report says so. Texts
+//             naming a part no preset describes (TPUs, V100-SXM3 in DGX-2H servers, which run it
+//             at 450 W and higher clocks) are skipped with the reason.
+//   topology  the built-in topology preset that best matches the record's GPU and interconnect
+//             text: presets with the record's GPU, or with a GPU of the same family (their GPU is
+//             then replaced by the record's, the node layout being the same), and the record's GPUs
+//             per node; scored by the scale-out link technology the text names (HDR, NDR, EDR,
+//             RoCE, EFA: +2) and the preset's name and alias tokens it contains (+1 each, "dgx",
+//             "selene"); ties go to the preset with the record's exact GPU, then catalogue order.
+//             Nodes = ⌈num_gpus / GPUs per node⌉. The profile is the first of
+//             AccuracyOptions::profiles that describes the GPU, else the built-in one.
+//   model     layers, hidden, heads, kv_heads (null: multi-head), ffn_hidden, seq_len and vocab
+//             from the record; the structure (MLP, norm, position embedding, tied embeddings,
+//             biases; vocab when null) from a model preset of the same shape when there is one,
+//             else from the name's family (Llama, Mistral, Mixtral, Qwen, Gemma: SwiGLU, RMSNorm,
+//             RoPE, untied, no biases; MPT: GeLU, LayerNorm, ALiBi, tied, no biases; otherwise
+//             GPT: GeLU, LayerNorm, learned positions, tied, biases). A vocabulary tp does not
+//             divide is padded to a multiple of 128·tp as Megatron-LM does.
+//   training  global batch and sequence length from the record; precision from its text (fp8,
+//             bf16, fp16, tf32, fp32); Adam.
+//   parallel  published fields are kept. cp null is 1 and dp null is num_gpus / (tp·pp·cp) when
+//             the GPU count says so; tp, pp or the global batch missing skips the record. Null
+//             fields with a choice are chosen the way the planner chooses: every combination of
+//             the candidates below is simulated and the fastest that fits in memory wins (when
+//             none fits, the one needing the least memory is simulated anyway and flagged):
+//               micro_batch     powers of two dividing global_batch / dp
+//               virtual_stages  1 (1F1B) and every v ≥ 2 with pp·v dividing the layers and pp
+//                               dividing the micro-batch count (interleaved 1F1B)
+//               sp              false, true (tp > 1)
+//               zero_stage      0, 1 (the distributed optimizer)
+//               recompute       full when the FLOP convention counts a recompute forward
+//                               (Megatron eq. (3) assumes it), else none, selective, full
+//             ep null is 1 (dense models). Unknown keys in the model, hardware or parallel
+//             sections skip the record (planner cannot tell what they change).
+//   attention FlashAttention was first released in 2022 (Dao et al., arXiv:2205.14135): a record
+//             whose source is dated before 2022 (the latest year it names) ran unfused attention
+//             (compute_model.hpp); any other record, or one whose notes or source name
+//             FlashAttention, runs flash-style attention.
+//   overlap   a record whose source names Megatron and is dated before 2023 reduces gradients
+//             after the backward pass (no --overlap-grad-reduce / --overlap-param-gather, which
+//             came with Megatron-core in 2023); every other record overlaps them.
+// Compared on step time when the record publishes one (measured, else derived), otherwise on
+// TFLOP/s per GPU under the record's FLOP convention (core/flops.hpp: Megatron eq. (3), Megatron /
+// NeMo model FLOPs, MosaicML); a record with neither, or with TFLOP/s under an unknown convention,
+// is skipped. Error = (predicted − published) / published; MAPE = mean |error| over the modelled
+// records, overall and per GPU type (the GPU preset).
+//
+// The simulations run on `threads` threads; results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "planner/core/catalog.hpp"
+#include "planner/core/hardware_profile.hpp"
+#include "planner/core/plan.hpp"
+#include "planner/core/published_run.hpp"
+#include "planner/core/status.hpp"
+#include "planner/sim/compute_model.hpp"
+#include "planner/sim/simulate.hpp"
+#include "planner/topo/topology_catalog.hpp"
+
+namespace planner::fit {
+
+enum class AccuracyMetric { kStepTime, kTflopsPerGpu };
+
+// A value the record did not publish (or published as free text) and planner chose or derived.
+struct ChosenField {
+  std::string field;  // "/parallel/micro_batch", "gpu", "topology", "attention", ...
+  std::string value;
+  std::string reason;
+};
+
+// A record mapped onto planner's presets, with the candidates for its null fields.
+struct RunSetup {
+  Plan plan;  // model, GPU, cluster, training; parallel holds the published fields
+  topo::TopologySpec topology;
+  int nodes = 0;
+  std::shared_ptr<const HardwareProfile> profile;
+  sim::AttentionKernel attention = sim::AttentionKernel::kFlash;
+  FlopConvention convention = FlopConvention::kUnknown;
+  AccuracyMetric metric = AccuracyMetric::kStepTime;
+  double published = 0;                  // seconds or TFLOP/s per GPU
+  std::vector<ChosenField> assumptions;  // mappings and derivations
+  // Candidates for the null fields (one element when published).
+  std::vector<std::int64_t> micro_batches;
+  std::vector<int> virtual_stages;
+  std::vector<bool> sequence_parallel;
+  std::vector<int> zero_stages;
+  std::vector<Recompute> recomputes;
+  bool micro_batch_null = false, virtual_stages_null = false, sp_null = false, zero_null = false,
+       recompute_null = false;
+};
+
+// Maps a record. A record planner cannot model is an error whose message is the reason
+// (kNotFound for unknown hardware, kInvalidInput for missing or unusable fields).
+// `profiles` replace the built-in profiles of the GPUs they describe.
+Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catalog,
+                                   const topo::TopologyCatalog& topologies,
+                                   std::span<const HardwareProfile> profiles = {});
+
+// Every combination of the setup's candidates that check_parallel() accepts, in a fixed order
+// (micro-batch, virtual stages, sp, ZeRO, recompute, each in candidate order).
+std::vector<ParallelConfig> candidate_configs(const RunSetup& setup);
+
+// The published FLOPs of one step under `convention` for the plan's model and batch (for
+// comparing TFLOP/s per GPU): Megatron eq. (3), Megatron model FLOPs or MosaicML (recompute
+// counted as the plan has it).
+std::optional<Flops> published_step_flops(FlopConvention convention, const Plan& plan);
+
+struct RunAccuracy {
+  std::string id;
+  std::optional<Reliability> reliability;
+  std::string gpu_type;  // the GPU preset; the record's text when unmapped
+  bool modelled = false;
+  std::string skip_reason;
+  AccuracyMetric metric = AccuracyMetric::kStepTime;
+  double published = 0;
+  double predicted = 0;
+  double error_percent = 0;
+  std::string topology;
+  int nodes = 0;
+  std::string profile;
+  sim::AttentionKernel attention = sim::AttentionKernel::kFlash;
+  Plan plan;                             // the configuration simulated (null fields chosen)
+  std::vector<ChosenField> chosen;       // null fields and how they were chosen
+  std::vector<ChosenField> assumptions;  // hardware, model and software mapping
+  int candidates = 0;                    // configurations tried
+  int out_of_memory = 0;                 // of which did not fit
+  bool forced_memory = false;            // none fitted; simulated the smallest anyway
+  double step_time_s = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;
+  double bubble_fraction = 0;
+  std::array<double, sim::kNumTimeBuckets> exposed_s{};  // mean per simulated worker, per bucket
+  double peak_memory_gib = 0;
+};
+
+struct GpuTypeAccuracy {
+  std::string gpu_type;
+  int runs = 0;
+  double mape_percent = 0;
+  std::string worst_id;
+  double worst_error_percent = 0;
+};
+
+struct AccuracyReport {
+  std::vector<RunAccuracy> runs;             // file order
+  std::vector<GpuTypeAccuracy> by_gpu_type;  // by name
+  int modelled = 0;
+  int skipped = 0;
+  double mape_percent = 0;
+  // The modelled grade-A record with the largest |error|, as an index into `runs`.
+  std::optional<std::size_t> worst_a_grade;
+  int simulations = 0;
+};
+
+struct AccuracyOptions {
+  std::string gpu_type;           // only records on this GPU preset (name or alias); empty: all
+  std::vector<std::string> only;  // only these record ids; empty: all
+  int threads = 0;                // 0: std::thread::hardware_concurrency()
+  std::vector<HardwareProfile> profiles;  // replace the built-in profiles of their GPUs
+};
+
+// Fails (kInvalidInput) when an id of options.only is not in `runs` or options.gpu_type is not a
+// GPU preset; a record that cannot be modelled is a skipped entry, not an error.
+Result<AccuracyReport> evaluate_accuracy(
+    std::span<const PublishedRun> runs, const AccuracyOptions& options,
+    const Catalog& catalog = builtin_catalog(),
+    const topo::TopologyCatalog& topologies = topo::builtin_topologies());
+
+}  // namespace planner::fit
+
+namespace planner {
+
+template <>
+struct EnumTraits<fit::AccuracyMetric> {
+  static constexpr std::string_view kWhat = "accuracy metric";
+  static constexpr std::array<std::pair<fit::AccuracyMetric, std::string_view>, 2> kNames{{
+      {fit::AccuracyMetric::kStepTime, "step_time_s"},
+      {fit::AccuracyMetric::kTflopsPerGpu, "tflops_per_gpu"},
+  }};
+};
+
+}  // namespace planner

@@ -1,0 +1,960 @@
+#include "planner/search/estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "planner/core/flops.hpp"
+#include "planner/core/lowering.hpp"
+#include "planner/core/model_partition.hpp"
+#include "planner/core/rank_grid.hpp"
+#include "planner/sim/compute_model.hpp"
+#include "planner/sim/simulate.hpp"
+
+namespace planner::search {
+namespace {
+
+// The groups a plan's communication runs on.
+enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kPp, kDp, kEdp, kEmbedding, kNorm };
+constexpr std::size_t kGroupKinds = 8;
+// all-reduce, all-gather, reduce-scatter, all-to-all, broadcast, send/recv
+constexpr std::size_t kKinds = 6;
+
+std::size_t kind_slot(OpKind k) {
+  switch (k) {
+    case OpKind::kAllReduce:
+      return 0;
+    case OpKind::kAllGather:
+      return 1;
+    case OpKind::kReduceScatter:
+      return 2;
+    case OpKind::kAllToAll:
+      return 3;
+    case OpKind::kBroadcast:
+      return 4;
+    default:
+      return 5;
+  }
+}
+
+double secs(Time t) {
+  return to_seconds(t);
+}
+
+Time from_secs(double s) {
+  return Time(std::llround(s * 1e12));
+}
+
+// Phases of a micro-batch's work on a stage.
+enum class Part : std::uint8_t { kForward, kBackward, kWeight, kRecompute };
+
+Part part_of(Phase ph) {
+  switch (ph) {
+    case Phase::kForward:
+      return Part::kForward;
+    case Phase::kBackwardWeight:
+      return Part::kWeight;
+    case Phase::kRecompute:
+      return Part::kRecompute;
+    default:
+      return Part::kBackward;
+  }
+}
+
+// One op of a probe block: a compute op with its time, or a communication op to be timed on the
+// plan's groups. Dependencies are indices of earlier ops of the block.
+struct MiniOp {
+  Stream stream = Stream::kCompute;
+  Part part = Part::kForward;
+  bool compute = true;
+  Time compute_time;
+  GroupKind group = GroupKind::kTp;
+  OpKind kind = OpKind::kGemm;
+  Bytes bytes;
+  std::uint32_t tag = 0;
+  std::vector<int> deps;
+};
+
+// The ops of one layer (or one model end) of a micro-batch, in program order.
+struct Block {
+  std::vector<MiniOp> ops;
+  bool present = false;
+};
+
+// Which parts a schedule of a block covers.
+enum class Span : std::uint8_t { kForward, kBackwardAll, kBackwardInput, kWeight };
+constexpr std::size_t kSpans = 4;
+
+bool in_span(Part p, Span s) {
+  switch (s) {
+    case Span::kForward:
+      return p == Part::kForward;
+    case Span::kBackwardAll:
+      return p != Part::kForward;
+    case Span::kBackwardInput:
+      return p == Part::kBackward || p == Part::kRecompute;
+    case Span::kWeight:
+      return p == Part::kWeight;
+  }
+  return false;
+}
+
+// A block's time on one rank under the program runner's semantics: streams run their ops in
+// program order, an op starts when its stream is free and its dependencies have ended.
+struct SpanCost {
+  double time = 0;     // makespan of the span, compute slowed while communication overlaps it
+  double compute = 0;  // compute alone
+  std::array<double, sim::kNumTimeBuckets> buckets{};  // compute, exposed comm per axis, idle
+};
+
+}  // namespace
+
+std::size_t Estimator::KeyHash::operator()(const Key& k) const noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::int64_t x : k.v) {
+    h ^= static_cast<std::uint64_t>(x) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  }
+  return static_cast<std::size_t>(h);
+}
+
+namespace {
+
+Estimator::Key probe_key(const ParallelConfig& p) {
+  return {{p.tp, p.cp, p.ep, p.sequence_parallel ? 1 : 0, static_cast<int>(p.recompute),
+           p.micro_batch_size}};
+}
+
+Estimator::Key partition_key(const ParallelConfig& p) {
+  return {{p.tp, p.ep, p.pp, p.virtual_stages, default_bucket_elements(p.dp)}};
+}
+
+std::string groups_key(const ParallelConfig& p) {
+  return std::to_string(p.tp) + "," + std::to_string(p.cp) + "," + std::to_string(p.ep) + "," +
+         std::to_string(p.dp) + "," + std::to_string(p.pp) + "," +
+         std::to_string(p.zero_stage >= 1) + "," + p.order;
+}
+
+}  // namespace
+
+struct Estimator::Probe {
+  std::array<Block, 2> layer;  // one dense and one MoE layer
+  Block embedding;             // stage 0 ends: token broadcast, embedding and its reduction
+  Block head;                  // last stage ends: final norm, LM head, loss
+  Bytes pp_message;            // one pipeline activation (or gradient) message
+  double optimizer_bytes_per_param = 0;
+  Time kernel_overhead;
+};
+
+struct Estimator::Groups {
+  // Lines per group kind and collective kind; nullptr when the plan has no such group.
+  std::array<std::array<const std::vector<sim::CostLine>*, kKinds>, kGroupKinds> lines{};
+  std::array<std::vector<int>, kGroupKinds> gpus;
+  std::array<std::vector<std::vector<int>>, kGroupKinds> images;
+  const std::vector<sim::CostLine>* get(GroupKind g, OpKind k) const {
+    return lines[static_cast<std::size_t>(g)][kind_slot(k)];
+  }
+};
+
+struct Estimator::Partition {
+  struct Stage {
+    RankParams params;
+    int dense_layers = 0;
+    int moe_layers = 0;
+    std::int64_t dense_layer_elements = 0;   // one dense layer's parameters (ZeRO-3 gathers)
+    std::int64_t expert_layer_elements = 0;  // one MoE layer's expert parameters
+    std::vector<std::int64_t> dense_buckets;
+    std::vector<std::int64_t> expert_buckets;
+    int bucket_class = 0;  // stages with equal bucket lists share a class
+  };
+  std::vector<Stage> stages;
+  std::int64_t embedding_rows = 0;  // vocab / tp × hidden (tied-embedding gradient all-reduce)
+};
+
+namespace {
+
+double line_s(const std::vector<sim::CostLine>* lines, double bytes) {
+  if (lines == nullptr || lines->empty() || bytes <= 0) return 0;
+  return secs(sim::CostLine::time(*lines, Bytes(std::llround(bytes))));
+}
+
+}  // namespace
+
+Estimator::Estimator(EstimatorInput input) : input_(std::move(input)) {}
+
+Result<std::shared_ptr<Estimator>> Estimator::create(EstimatorInput input) {
+  if (!input.cluster || !input.profile) {
+    return Status::invalid_input("estimator: a cluster and a hardware profile are required");
+  }
+  PLANNER_RETURN_IF_ERROR(
+      sim::ComputeModel(*input.profile).check_precision(input.training.precision));
+  if (!input.fabric) {
+    input.fabric =
+        std::make_shared<const sim::Fabric>(sim::Fabric::build(*input.cluster, *input.profile));
+  }
+  return std::shared_ptr<Estimator>(new Estimator(std::move(input)));
+}
+
+Estimator::Session Estimator::session() const {
+  return Session(*this);
+}
+
+Estimator::Session::Session(const Estimator& e)
+    : e_(&e), memory_(e.input_.model, e.input_.training, e.input_.gpu, [&] {
+        MemoryOptions o = e.input_.memory;
+        o.fp32_grads = e.input_.fp32_grads;
+        return o;
+      }()) {}
+
+Result<MemoryPeak> Estimator::Session::memory(const ParallelConfig& p) {
+  return memory_.peak(p);
+}
+
+// ---- probe: the plan's layer and ends, lowered small and timed by the compute model
+
+Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const {
+  const Key key = probe_key(p);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = probes_.find(key);
+    if (it != probes_.end()) return it->second.get();
+  }
+  const ModelSpec& m = input_.model;
+  const int period = m.is_moe() ? std::max(1, m.moe->layer_freq) : 1;
+  ModelSpec small = m;
+  small.num_layers = 2 * period;
+  ParallelConfig q;
+  q.tp = p.tp;
+  q.cp = p.cp;
+  q.ep = p.ep;
+  q.dp = p.ep;  // expert parallelism is carved out of dp × cp
+  q.pp = 2;
+  q.sequence_parallel = p.sequence_parallel;
+  q.micro_batch_size = p.micro_batch_size;
+  q.recompute = p.recompute;
+  q.schedule = Schedule::k1F1B;
+  TrainingSpec t = input_.training;
+  t.global_batch_size = q.micro_batch_size * q.dp;
+  LowerOptions lo;
+  lo.fp32_grads = input_.fp32_grads;
+  lo.ranks = representative_ranks(q, RankSubset::kOnePerStage);
+  PLANNER_ASSIGN_OR_RETURN(StepProgram prog, lower(small, t, q, lo));
+
+  const sim::ComputeModel cm(*input_.profile);
+  auto probe = std::make_unique<Probe>();
+  probe->kernel_overhead = input_.profile->compute.kernel_overhead;
+  for (const RankProgram& rp : prog.ranks()) {
+    // The first layer of each kind on the rank, and the rank's ends.
+    std::array<int, 2> first_layer{OpId::kNone, OpId::kNone};
+    std::vector<int> block_index(rp.size(), -1);       // op -> index in its block
+    std::vector<signed char> block_of(rp.size(), -1);  // op -> its block (0-3)
+    for (std::size_t i = 0; i < rp.size(); ++i) {
+      const Op& op = rp.op(i);
+      const OpDesc& d = prog.desc(op);
+      const Phase ph = op.id.phase();
+      const OpRole role = op.id.role();
+      if (role == OpRole::kPpSendActivation) probe->pp_message = d.comm_bytes;
+      if (ph == Phase::kOptimizer) {
+        if (role == OpRole::kOptimizerStep && d.n > 0) {
+          probe->optimizer_bytes_per_param =
+              static_cast<double>((d.bytes_read + d.bytes_written).raw()) /
+              static_cast<double>(d.n);
+        }
+        continue;
+      }
+      if (role == OpRole::kDpGradReduce || role == OpRole::kDpParamGather ||
+          role == OpRole::kPpSendActivation || role == OpRole::kPpRecvActivation ||
+          role == OpRole::kPpSendGrad || role == OpRole::kPpRecvGrad ||
+          role == OpRole::kOffloadGrad || role == OpRole::kOffloadParam) {
+        continue;
+      }
+      const int layer = op.id.layer();
+      Block* blk = nullptr;
+      signed char id = 0;
+      if (layer != OpId::kNone) {
+        const int kind = m.is_moe_layer(layer) ? 1 : 0;
+        if (first_layer[static_cast<std::size_t>(kind)] == OpId::kNone &&
+            !probe->layer[static_cast<std::size_t>(kind)].present) {
+          first_layer[static_cast<std::size_t>(kind)] = layer;
+        }
+        if (layer != first_layer[static_cast<std::size_t>(kind)]) continue;
+        blk = &probe->layer[static_cast<std::size_t>(kind)];
+        id = static_cast<signed char>(kind);
+      } else {
+        blk = rp.stage() == 0 ? &probe->embedding : &probe->head;
+        id = rp.stage() == 0 ? 2 : 3;
+      }
+      MiniOp mo;
+      mo.stream = d.stream;
+      mo.part = part_of(ph);
+      mo.compute = is_compute(d.kind);
+      if (mo.compute) {
+        mo.compute_time =
+            cm.op_time(d, ph == Phase::kBackwardInput || ph == Phase::kBackwardWeight);
+      } else {
+        mo.kind = d.kind;
+        mo.bytes = d.comm_bytes;
+        mo.tag = op.tag;
+        if (is_p2p(d.kind)) {
+          mo.group = GroupKind::kCp;
+        } else {
+          mo.group = prog.group(op.group).axes == "ep" ? GroupKind::kEp : GroupKind::kTp;
+        }
+      }
+      for (std::uint32_t dep : rp.deps(i)) {
+        // A dependency in another block was met before this block started.
+        if (block_of[dep] == id) mo.deps.push_back(block_index[dep]);
+      }
+      block_of[i] = id;
+      block_index[i] = static_cast<int>(blk->ops.size());
+      blk->ops.push_back(std::move(mo));
+    }
+    for (int kind = 0; kind < 2; ++kind) {
+      if (first_layer[static_cast<std::size_t>(kind)] != OpId::kNone) {
+        probe->layer[static_cast<std::size_t>(kind)].present = true;
+      }
+    }
+  }
+  probe->embedding.present = !probe->embedding.ops.empty();
+  probe->head.present = !probe->head.ops.empty();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = probes_.emplace(key, std::move(probe));
+  return it->second.get();
+}
+
+// ---- groups: the plan's communication groups on its GPUs, with their images
+
+namespace {
+
+// The content of a group and its images as a cache key.
+std::string content_key(OpKind kind, const std::vector<int>& gpus,
+                        const std::vector<std::vector<int>>& images) {
+  std::string key;
+  std::size_t n = gpus.size();
+  for (const auto& img : images)
+    n += img.size() + 1;
+  key.reserve(4 * (n + 1));
+  auto put = [&](int v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(static_cast<int>(kind_slot(kind)));
+  for (int g : gpus)
+    put(g);
+  for (const auto& img : images) {
+    put(-1);
+    for (int g : img)
+      put(g);
+  }
+  return key;
+}
+
+}  // namespace
+
+const std::vector<sim::CostLine>* Estimator::lines(const std::string& key,
+                                                   const std::vector<int>& gpus,
+                                                   const std::vector<std::vector<int>>& images,
+                                                   OpKind kind,
+                                                   sim::CollectivePlanner& planner) const {
+  if (gpus.size() < 2) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = lines_.find(key);
+    if (it != lines_.end()) return it->second.get();
+  }
+  std::vector<sim::CostLine> out;
+  if (is_p2p(kind)) {
+    std::vector<std::pair<int, int>> pairs;
+    for (const auto& img : images)
+      pairs.emplace_back(img[0], img[1]);
+    out = planner.p2p_cost_lines(gpus[0], gpus[1], pairs);
+  } else {
+    out = planner.cost_lines(kind, gpus, images);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] =
+      lines_.emplace(std::move(key), std::make_unique<std::vector<sim::CostLine>>(std::move(out)));
+  return it->second.get();
+}
+
+Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
+                                                   sim::CollectivePlanner& planner) const {
+  const std::string key = groups_key(p);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = groups_.find(key);
+    if (it != groups_.end()) return it->second.get();
+  }
+  const topo::Cluster& cluster = *input_.cluster;
+  PLANNER_ASSIGN_OR_RETURN(std::vector<int> gpu_of, sim::default_gpu_of_rank(p, cluster));
+  PLANNER_ASSIGN_OR_RETURN(RankGrid dense, RankGrid::dense(p));
+  PLANNER_ASSIGN_OR_RETURN(RankGrid expert, RankGrid::expert(p));
+  auto g = std::make_unique<Groups>();
+  auto gpus_of = [&](const std::vector<int>& ranks) {
+    std::vector<int> out;
+    out.reserve(ranks.size());
+    for (int r : ranks)
+      out.push_back(gpu_of[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  // Images: the other groups of stage 0 along the same axes, minus those confined to an island
+  // holding none of the group's GPUs (they share no link with it).
+  auto images_of = [&](const RankGrid& grid, const std::vector<int>& group,
+                       std::string_view axes) -> Result<std::vector<std::vector<int>>> {
+    std::vector<char> island_used(static_cast<std::size_t>(cluster.num_islands()), 0);
+    for (int r : group)
+      island_used[static_cast<std::size_t>(
+          cluster.island_of(gpu_of[static_cast<std::size_t>(r)]))] = 1;
+    PLANNER_ASSIGN_OR_RETURN(auto all, grid.groups(axes));
+    std::vector<std::vector<int>> out;
+    for (const std::vector<int>& other : all) {
+      if (other == group || grid.coordinate(other.front(), Axis::kPp) != 0) continue;
+      const std::vector<int> gg = gpus_of(other);
+      const int first = cluster.island_of(gg.front());
+      bool keep = false;
+      for (int x : gg) {
+        const int island = cluster.island_of(x);
+        if (island != first || island_used[static_cast<std::size_t>(island)]) keep = true;
+      }
+      if (keep) out.push_back(gg);
+    }
+    return out;
+  };
+  auto set = [&](GroupKind kind, const RankGrid& grid, std::string_view axes,
+                 bool with_images) -> Status {
+    PLANNER_ASSIGN_OR_RETURN(std::vector<int> ranks, grid.group_of(0, axes));
+    if (ranks.size() < 2) return Status::ok();
+    const auto k = static_cast<std::size_t>(kind);
+    g->gpus[k] = gpus_of(ranks);
+    if (with_images) {
+      PLANNER_ASSIGN_OR_RETURN(g->images[k], images_of(grid, ranks, axes));
+    }
+    return Status::ok();
+  };
+  PLANNER_RETURN_IF_ERROR(set(GroupKind::kTp, dense, "tp", true));
+  PLANNER_RETURN_IF_ERROR(set(GroupKind::kDp, dense, p.cp > 1 ? "dp-cp" : "dp", true));
+  if (input_.model.is_moe()) {
+    PLANNER_RETURN_IF_ERROR(set(GroupKind::kEp, expert, "ep", true));
+    PLANNER_RETURN_IF_ERROR(set(GroupKind::kEdp, expert, "dp", true));
+  }
+  // The gradient norm's all-reduce moves 4 bytes: latency only, no images needed.
+  PLANNER_RETURN_IF_ERROR(
+      set(GroupKind::kNorm, dense, p.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp", false));
+  // Point-to-point pairs: rank 0 and its next cp / pp neighbour, images over the other ranks of
+  // stage 0; the tied-embedding pair joins the first and last stage.
+  auto pair_images = [&](GroupKind kind, Axis axis, int target) {
+    const auto k = static_cast<std::size_t>(kind);
+    for (int r = 0; r < dense.world_size(); ++r) {
+      if (dense.coordinate(r, Axis::kPp) != 0 || dense.coordinate(r, axis) != 0) continue;
+      AxisSizes c;
+      for (int a = 0; a < kNumAxes; ++a)
+        c[static_cast<Axis>(a)] = dense.coordinate(r, static_cast<Axis>(a));
+      c[axis] = target;
+      const std::vector<int> pair{gpu_of[static_cast<std::size_t>(r)],
+                                  gpu_of[static_cast<std::size_t>(dense.rank_at(c))]};
+      if (r == 0) {
+        g->gpus[k] = pair;
+      } else if (cluster.island_of(pair[0]) != cluster.island_of(pair[1]) ||
+                 cluster.island_of(pair[0]) == cluster.island_of(g->gpus[k][0])) {
+        g->images[k].push_back(pair);
+      }
+    }
+  };
+  if (p.cp > 1) pair_images(GroupKind::kCp, Axis::kCp, 1);
+  if (p.pp > 1) pair_images(GroupKind::kPp, Axis::kPp, 1);
+  if (p.pp > 1 && input_.model.tied_embeddings) {
+    pair_images(GroupKind::kEmbedding, Axis::kPp, p.pp - 1);
+  }
+  // The collectives each group runs.
+  auto kinds_of = [](GroupKind gk) -> std::vector<OpKind> {
+    switch (gk) {
+      case GroupKind::kTp:
+        return {OpKind::kAllReduce, OpKind::kAllGather, OpKind::kReduceScatter, OpKind::kBroadcast};
+      case GroupKind::kCp:
+      case GroupKind::kPp:
+        return {OpKind::kSend};
+      case GroupKind::kEp:
+        return {OpKind::kAllToAll};
+      case GroupKind::kDp:
+      case GroupKind::kEdp:
+        return {OpKind::kAllReduce, OpKind::kAllGather, OpKind::kReduceScatter};
+      case GroupKind::kEmbedding:
+      case GroupKind::kNorm:
+        return {OpKind::kAllReduce};
+    }
+    return {};
+  };
+  for (std::size_t k = 0; k < kGroupKinds; ++k) {
+    const std::vector<int>& gpus = g->gpus[k];
+    if (gpus.size() < 2) continue;
+    for (OpKind kind : kinds_of(static_cast<GroupKind>(k))) {
+      std::string line_key;
+      if (static_cast<GroupKind>(k) == GroupKind::kNorm) {
+        // The gradient norm's 4 bytes are latency-bound, and its latency depends on the group's
+        // size and island layout, not on which GPUs: groups alike share lines.
+        std::vector<int> per_island(static_cast<std::size_t>(cluster.num_islands()), 0);
+        for (int x : gpus)
+          ++per_island[static_cast<std::size_t>(cluster.island_of(x))];
+        int islands = 0, most = 0, least = 1 << 30;
+        for (int c : per_island) {
+          if (c == 0) continue;
+          ++islands;
+          most = std::max(most, c);
+          least = std::min(least, c);
+        }
+        line_key = "norm " + std::to_string(gpus.size()) + " " + std::to_string(islands) + " " +
+                   std::to_string(most) + " " + std::to_string(least);
+      } else {
+        line_key = content_key(kind, gpus, g->images[k]);
+      }
+      g->lines[k][kind_slot(kind)] = lines(line_key, gpus, g->images[k], kind, planner);
+    }
+  }
+  // The images are only needed to build the lines.
+  for (auto& v : g->images)
+    v.clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = groups_.emplace(key, std::move(g));
+  return it->second.get();
+}
+
+// ---- partition: parameters and gradient buckets per stage
+
+Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p) const {
+  const std::int64_t bucket = default_bucket_elements(p.dp);
+  const Key key = partition_key(p);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = partitions_.find(key);
+    if (it != partitions_.end()) return it->second.get();
+  }
+  const ModelSpec& m = input_.model;
+  PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(m, p));
+  auto out = std::make_unique<Partition>();
+  out->embedding_rows = m.vocab / p.tp * m.hidden;
+  for (int s = 0; s < p.pp; ++s) {
+    Partition::Stage st;
+    st.params = part.rank_params(s);
+    const StageParams sp = part.stage_params(s, bucket);
+    std::int64_t dense_layer_total = 0, expert_total = 0;
+    for (const ParamTensor& t : sp.tensors) {
+      if (t.layer == OpId::kNone) continue;
+      (t.expert ? expert_total : dense_layer_total) += t.elements;
+    }
+    for (int c = 0; c < part.chunks(); ++c) {
+      const int first = part.first_layer(s, c);
+      for (int l = first; l < first + part.layers_per_chunk(); ++l)
+        (m.is_moe_layer(l) ? st.moe_layers : st.dense_layers) += 1;
+    }
+    const int layers = st.dense_layers + st.moe_layers;
+    st.dense_layer_elements = layers > 0 ? dense_layer_total / layers : 0;
+    st.expert_layer_elements = st.moe_layers > 0 ? expert_total / st.moe_layers : 0;
+    for (const GradBucket& b : sp.buckets)
+      (b.expert ? st.expert_buckets : st.dense_buckets).push_back(b.elements);
+    st.bucket_class = static_cast<int>(out->stages.size());
+    for (const Partition::Stage& other : out->stages) {
+      if (other.dense_buckets == st.dense_buckets && other.expert_buckets == st.expert_buckets) {
+        st.bucket_class = other.bucket_class;
+        break;
+      }
+    }
+    out->stages.push_back(std::move(st));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = partitions_.emplace(key, std::move(out));
+  return it->second.get();
+}
+
+// ---- closed forms
+
+double pipeline_makespan(Schedule schedule, int m, int v, const std::vector<double>& f,
+                         const std::vector<double>& b, const std::vector<double>& w, double p2p) {
+  const std::size_t p = f.size();
+  double max_fbw = 0, sum_fbw = 0, max_zb = 0;
+  for (std::size_t s = 0; s < p; ++s) {
+    max_fbw = std::max(max_fbw, f[s] + b[s] + w[s]);
+    sum_fbw += f[s] + b[s] + w[s];
+    max_zb = std::max(max_zb, f[s] + b[s] - w[s]);
+  }
+  const double fill = 2.0 * static_cast<double>(p - 1) * p2p;
+  // Each micro-batch's activation and gradient messages sit on the steady state's critical path.
+  const double period = p > 1 ? 2.0 * p2p : 0.0;
+  switch (schedule) {
+    case Schedule::kGpipe:
+    case Schedule::k1F1B:
+      return (m - 1) * (max_fbw + period) + sum_fbw + fill;
+    case Schedule::kInterleaved:
+      return m * (max_fbw + period) + (sum_fbw - max_fbw) / v + fill;
+    case Schedule::kZeroBubbleH1:
+      return m * (max_fbw + period) + static_cast<double>(p - 1) * std::max(0.0, max_zb) + fill;
+  }
+  return 0;
+}
+
+// ---- a block on one rank
+
+namespace {
+
+struct Interval {
+  double start = 0;
+  double end = 0;
+  std::size_t bucket = 0;  // sim::TimeBucket of the stream
+};
+
+SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_time,
+                   double slowdown) {
+  SpanCost c;
+  const std::size_t n = blk.ops.size();
+  std::vector<double> start(n, 0), end(n, 0);
+  std::array<double, kNumStreams> free{};
+  std::vector<Interval> compute, comm;
+  for (std::size_t i = 0; i < n; ++i) {
+    const MiniOp& op = blk.ops[i];
+    if (!in_span(op.part, span)) continue;
+    const auto st = static_cast<std::size_t>(op.stream);
+    double ready = free[st];
+    for (int d : op.deps) {
+      if (in_span(blk.ops[static_cast<std::size_t>(d)].part, span)) {
+        ready = std::max(ready, end[static_cast<std::size_t>(d)]);
+      }
+    }
+    if (op.kind == OpKind::kRecv) {
+      // The symmetric peer sends when this rank sends the same tag.
+      for (std::size_t j = 0; j < i; ++j) {
+        const MiniOp& o = blk.ops[j];
+        if (o.kind == OpKind::kSend && o.tag == op.tag && in_span(o.part, span)) {
+          ready = std::max(ready, start[j]);
+          break;
+        }
+      }
+    }
+    const double d = op.compute ? secs(op.compute_time) : comm_time[i];
+    start[i] = ready;
+    end[i] = ready + d;
+    free[st] = end[i];
+    c.time = std::max(c.time, end[i]);
+    if (op.compute) {
+      c.compute += d;
+      compute.push_back({start[i], end[i], 0});
+    } else if (d > 0) {
+      comm.push_back({start[i], end[i], static_cast<std::size_t>(sim::bucket_of(op.stream))});
+    }
+  }
+  // Charge every instant: computing, else the first axis (kCommBuckets order) moving data, else
+  // idle; and find how long compute ran while communication moved data.
+  std::vector<double> cuts{0, c.time};
+  for (const Interval& x : compute) {
+    cuts.push_back(x.start);
+    cuts.push_back(x.end);
+  }
+  for (const Interval& x : comm) {
+    cuts.push_back(x.start);
+    cuts.push_back(x.end);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  double overlapped = 0;
+  for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+    const double a = cuts[k], b = cuts[k + 1], mid = 0.5 * (a + b);
+    auto active = [&](const Interval& x) { return x.start <= mid && mid < x.end; };
+    const bool busy = std::any_of(compute.begin(), compute.end(), active);
+    std::size_t bucket = static_cast<std::size_t>(sim::TimeBucket::kIdle);
+    bool moving = false;
+    for (sim::TimeBucket axis : sim::kCommBuckets) {
+      const auto ax = static_cast<std::size_t>(axis);
+      if (std::any_of(comm.begin(), comm.end(),
+                      [&](const Interval& x) { return x.bucket == ax && active(x); })) {
+        if (!moving) bucket = ax;
+        moving = true;
+      }
+    }
+    if (busy) {
+      bucket = static_cast<std::size_t>(sim::TimeBucket::kCompute);
+      if (moving) overlapped += b - a;
+    }
+    c.buckets[bucket] += b - a;
+  }
+  // Compute runs at (1 − slowdown) while communication moves data on the rank.
+  const double stretch = overlapped * slowdown;
+  c.time += stretch;
+  c.buckets[static_cast<std::size_t>(sim::TimeBucket::kCompute)] += stretch;
+  return c;
+}
+
+}  // namespace
+
+struct Estimator::BlockCosts {
+  // Per block (dense layer, MoE layer, embedding end, head end) and span.
+  std::array<std::array<SpanCost, kSpans>, 4> cost{};
+};
+
+const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
+                                                             const Groups& groups) {
+  const Key key{
+      {reinterpret_cast<std::intptr_t>(&probe), reinterpret_cast<std::intptr_t>(&groups)}};
+  auto it = block_costs_.find(key);
+  if (it != block_costs_.end()) return *it->second;
+  const ComputeProfile& cp = e_->input_.profile->compute;
+  const double slowdown = cp.comm_slowdown < 1 ? cp.comm_slowdown / (1.0 - cp.comm_slowdown) : 0;
+  auto out = std::make_unique<BlockCosts>();
+  const Block* blocks[] = {&probe.layer[0], &probe.layer[1], &probe.embedding, &probe.head};
+  for (std::size_t k = 0; k < 4; ++k) {
+    const Block& blk = *blocks[k];
+    if (!blk.present) continue;
+    std::vector<double> comm(blk.ops.size(), 0.0);
+    for (std::size_t i = 0; i < blk.ops.size(); ++i) {
+      const MiniOp& op = blk.ops[i];
+      if (op.compute || op.kind == OpKind::kRecv) continue;
+      comm[i] = line_s(groups.get(op.group, op.kind), static_cast<double>(op.bytes.raw()));
+    }
+    for (std::size_t sp = 0; sp < kSpans; ++sp)
+      out->cost[k][sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown);
+    // A receive takes as long as its send.
+    (void)comm;
+  }
+  return *block_costs_.emplace(key, std::move(out)).first->second;
+}
+
+struct Estimator::DpTail {
+  double reduce = 0;        // all gradient buckets reduced (all-reduce, or reduce-scatter)
+  double last_bucket = 0;   // the bucket reduced last (the first registered)
+  double gather = 0;        // ZeRO-1/2: all buckets' updated parameters gathered
+  double first_gather = 0;  // the largest single gather
+};
+
+const Estimator::DpTail& Estimator::Session::dp_tail(const Partition& part, const Groups& groups,
+                                                     int zero_stage, int stage, bool dp_on,
+                                                     double grad_bytes, double param_bytes) {
+  const Partition::Stage& st = part.stages[static_cast<std::size_t>(stage)];
+  const Key key{{reinterpret_cast<std::intptr_t>(&part), reinterpret_cast<std::intptr_t>(&groups),
+                 zero_stage, st.bucket_class, dp_on ? 1 : 0}};
+  auto it = dp_tails_.find(key);
+  if (it != dp_tails_.end()) return *it->second;
+  auto out = std::make_unique<DpTail>();
+  if (dp_on && zero_stage < 3) {
+    bool first = true;
+    auto add = [&](const std::vector<std::int64_t>& list, GroupKind g) {
+      const auto* ar = groups.get(g, OpKind::kAllReduce);
+      const auto* rs = groups.get(g, OpKind::kReduceScatter);
+      const auto* ag = groups.get(g, OpKind::kAllGather);
+      for (std::int64_t el : list) {
+        const double r = line_s(zero_stage == 0 ? ar : rs, static_cast<double>(el) * grad_bytes);
+        out->reduce += r;
+        if (first) out->last_bucket = r;
+        first = false;
+        if (zero_stage >= 1) {
+          const double gt = line_s(ag, static_cast<double>(el) * param_bytes);
+          out->gather += gt;
+          out->first_gather = std::max(out->first_gather, gt);
+        }
+      }
+    };
+    add(st.dense_buckets, GroupKind::kDp);
+    add(st.expert_buckets, GroupKind::kEdp);
+  }
+  return *dp_tails_.emplace(key, std::move(out)).first->second;
+}
+
+Estimator::Session::~Session() = default;
+Estimator::Session::Session(Session&&) noexcept = default;
+Estimator::Session& Estimator::Session::operator=(Session&&) noexcept = default;
+
+// ---- the estimate
+
+Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
+                                                  const MemoryPeak& memory) {
+  const EstimatorInput& in = e_->input_;
+  if (p.dp_sync != DpSync::kAllReduce || p.offload != Offload::kNone) {
+    return Status::invalid_input(
+        "the analytic estimate does not model parameter servers or offload; simulate the plan");
+  }
+  auto cached = [](auto& front, const auto& key, auto make) -> decltype(make()) {
+    auto it = front.find(key);
+    if (it != front.end()) return it->second;
+    auto r = make();
+    if (r) front.emplace(key, *r);
+    return r;
+  };
+  PLANNER_ASSIGN_OR_RETURN(const Probe* probe,
+                           cached(probes_, probe_key(p), [&] { return e_->probe(p); }));
+  std::int64_t order = 0;
+  while (order < static_cast<std::int64_t>(orders_.size()) &&
+         orders_[static_cast<std::size_t>(order)] != p.order)
+    ++order;
+  if (order == static_cast<std::int64_t>(orders_.size())) orders_.push_back(p.order);
+  const Key gkey{{p.tp, p.cp, p.ep, p.dp, p.pp, p.zero_stage >= 1 ? 1 : 0, order}};
+  if (!planner_) {
+    planner_ = std::make_unique<sim::CollectivePlanner>(*in.cluster, *in.profile, *in.fabric,
+                                                        std::nullopt);
+  }
+  PLANNER_ASSIGN_OR_RETURN(const Groups* groups,
+                           cached(groups_, gkey, [&] { return e_->groups(p, *planner_); }));
+  PLANNER_ASSIGN_OR_RETURN(const Partition* part,
+                           cached(partitions_, partition_key(p), [&] { return e_->partition(p); }));
+  const BlockCosts& bc = block_costs(*probe, *groups);
+
+  const ComputeProfile& cp = in.profile->compute;
+  const double slow = cp.comm_slowdown < 1 ? cp.comm_slowdown / (1.0 - cp.comm_slowdown) : 0.0;
+  const PrecisionBytes pb = precision_bytes(in.training, in.fp32_grads);
+  const int pp = p.pp;
+  const int v = p.virtual_stages;
+  const int m = static_cast<int>(in.training.global_batch_size /
+                                 (static_cast<std::int64_t>(p.dp) * p.micro_batch_size));
+  const bool split = p.schedule == Schedule::kZeroBubbleH1;
+  constexpr auto kF = static_cast<std::size_t>(Span::kForward);
+  constexpr auto kB = static_cast<std::size_t>(Span::kBackwardAll);
+  constexpr auto kBi = static_cast<std::size_t>(Span::kBackwardInput);
+  constexpr auto kW = static_cast<std::size_t>(Span::kWeight);
+  const auto& dense = bc.cost[0];
+  const auto& moe = bc.cost[1];
+  const auto& emb = bc.cost[2];
+  const auto& head = bc.cost[3];
+
+  const auto* dp_ag = groups->get(GroupKind::kDp, OpKind::kAllGather);
+  const auto* dp_rs = groups->get(GroupKind::kDp, OpKind::kReduceScatter);
+  const auto* edp_ag = groups->get(GroupKind::kEdp, OpKind::kAllGather);
+  const auto* edp_rs = groups->get(GroupKind::kEdp, OpKind::kReduceScatter);
+
+  std::vector<double> f(static_cast<std::size_t>(pp)), b(f.size()), w(f.size());
+  std::array<double, sim::kNumTimeBuckets> stage0{};  // per micro-batch
+  auto add_buckets = [](std::array<double, sim::kNumTimeBuckets>& to, const SpanCost& c, double n) {
+    for (std::size_t k = 0; k < sim::kNumTimeBuckets; ++k)
+      to[k] += n * c.buckets[k];
+  };
+  for (int s = 0; s < pp; ++s) {
+    const Partition::Stage& st = part->stages[static_cast<std::size_t>(s)];
+    const double nd = st.dense_layers, nm = st.moe_layers;
+    std::array<double, sim::kNumTimeBuckets> bk{};
+    double fs = nd * dense[kF].time + nm * moe[kF].time;
+    double bs =
+        split ? nd * dense[kBi].time + nm * moe[kBi].time : nd * dense[kB].time + nm * moe[kB].time;
+    double ws = split ? nd * dense[kW].time + nm * moe[kW].time : 0.0;
+    add_buckets(bk, dense[kF], nd);
+    add_buckets(bk, moe[kF], nm);
+    add_buckets(bk, dense[kB], nd);
+    add_buckets(bk, moe[kB], nm);
+    const std::pair<bool, const std::array<SpanCost, kSpans>*> ends[] = {{s == 0, &emb},
+                                                                         {s == pp - 1, &head}};
+    for (const auto& [here, c] : ends) {
+      if (!here) continue;
+      fs += (*c)[kF].time;
+      bs += split ? (*c)[kBi].time : (*c)[kB].time;
+      ws += split ? (*c)[kW].time : 0.0;
+      add_buckets(bk, (*c)[kF], 1);
+      add_buckets(bk, (*c)[kB], 1);
+    }
+    if (p.zero_stage == 3) {
+      // Per layer and micro-batch: gather before forward and before backward, reduce-scatter
+      // after; prefetched one layer ahead on the dp stream, so exposed beyond the layer's compute.
+      const double de = static_cast<double>(st.dense_layer_elements);
+      const double ee = static_cast<double>(st.expert_layer_elements);
+      const double layers = nd + nm;
+      if (layers > 0) {
+        const double gf =
+            line_s(dp_ag, de * pb.param) + nm / layers * line_s(edp_ag, ee * pb.param);
+        const double gb =
+            gf + line_s(dp_rs, de * pb.grad) + nm / layers * line_s(edp_rs, ee * pb.grad);
+        const double lf = (nd * dense[kF].compute + nm * moe[kF].compute) / layers;
+        const double lb = (nd * dense[kB].compute + nm * moe[kB].compute) / layers;
+        const double xf = layers * std::max(0.0, gf - lf);
+        const double xb = layers * std::max(0.0, gb - lb);
+        fs += xf + slow * layers * std::min(gf, lf);
+        bs += xb + slow * layers * std::min(gb, lb);
+        bk[static_cast<std::size_t>(sim::TimeBucket::kDp)] += xf + xb;
+      }
+    }
+    f[static_cast<std::size_t>(s)] = fs;
+    b[static_cast<std::size_t>(s)] = bs;
+    w[static_cast<std::size_t>(s)] = ws;
+    if (s == 0) stage0 = bk;
+  }
+  const double t_pp = pp > 1 ? line_s(groups->get(GroupKind::kPp, OpKind::kSend),
+                                      static_cast<double>(probe->pp_message.raw()))
+                             : 0.0;
+  const double pipe = pipeline_makespan(p.schedule, m, v, f, b, w, t_pp);
+
+  // Data-parallel tail per stage: gradient reduction, then the optimizer and parameter gathers.
+  const bool dp_on = static_cast<std::int64_t>(p.dp) * p.cp > 1;
+  double step_end = 0;
+  double tail0 = 0, optimizer0 = 0;
+  for (int s = 0; s < pp; ++s) {
+    const Partition::Stage& st = part->stages[static_cast<std::size_t>(s)];
+    const auto i = static_cast<std::size_t>(s);
+    const DpTail& dt = dp_tail(*part, *groups, p.zero_stage, s, dp_on, pb.grad, pb.param);
+    const double stage_b = b[i] + w[i];
+    const double last_chunk_b = stage_b / v;
+    double exposed_reduce = dt.reduce;
+    double stretch = 0;
+    if (p.zero_stage == 2 && dt.reduce > 0) {
+      // Reduce-scatter after every micro-batch's backward: the dp stream carries m of them
+      // alongside the stage's remaining work.
+      const double total = m * dt.reduce;
+      const double room = std::max(0.0, pipe - (f[i] + (s + 1) * f[0] / v));
+      exposed_reduce = std::max(dt.last_bucket, total - room);
+      stretch = slow * std::min(total, room);
+    } else if (p.overlap_grad_reduce && dt.reduce > 0) {
+      exposed_reduce = std::max(dt.last_bucket, dt.reduce - last_chunk_b);
+      stretch = slow * std::min(dt.reduce, last_chunk_b);
+    }
+    double exposed_gather = dt.gather;
+    if (dt.gather > 0 && p.overlap_param_gather) {
+      exposed_gather = std::max(dt.first_gather, dt.gather - f[i] / v);
+      stretch += slow * std::min(dt.gather, f[i] / v);
+    }
+    const double norm = line_s(groups->get(GroupKind::kNorm, OpKind::kAllReduce), 4.0);
+    double emb_ar = 0;
+    if (pp > 1 && in.model.tied_embeddings && (s == 0 || s == pp - 1)) {
+      emb_ar = line_s(groups->get(GroupKind::kEmbedding, OpKind::kAllReduce),
+                      static_cast<double>(part->embedding_rows) * pb.grad);
+    }
+    const std::int64_t shard = p.zero_stage >= 1 ? static_cast<std::int64_t>(p.dp) * p.cp : 1;
+    const double updated = static_cast<double>(st.params.total()) / static_cast<double>(shard);
+    const double optimizer = secs(Bytes(std::llround(updated * probe->optimizer_bytes_per_param)) /
+                                  cp.memory_bandwidth) +
+                             secs(probe->kernel_overhead);
+    // Stage s finishes its last backward s backward chunks before stage 0 does (the drain).
+    const double slack = s * (b[0] + w[0]) / v;
+    const double tail = exposed_reduce + stretch + emb_ar + norm + exposed_gather;
+    step_end = std::max(step_end, pipe - slack + tail + optimizer);
+    if (s == 0) {
+      tail0 = tail;
+      optimizer0 = optimizer;
+    }
+  }
+
+  PlanEstimate out;
+  out.memory = memory;
+  out.step_time = from_secs(step_end);
+  const double seconds = step_end;
+  const double tokens = static_cast<double>(in.training.tokens_per_step());
+  const auto world = p.world_size();
+  if (seconds > 0) {
+    out.tokens_per_second = tokens / seconds;
+    FlopRate peak = in.gpu.peak_for(in.training.precision);
+    if (peak.raw() <= 0) peak = in.gpu.peak_for(Precision::kBf16);
+    if (peak.raw() > 0) {
+      out.mfu =
+          flops_utilization(model_flops_per_step(in.model, in.training), seconds, world, peak);
+      out.hfu = flops_utilization(hardware_flops_per_step(in.model, in.training, p.recompute),
+                                  seconds, world, peak);
+    }
+  }
+  // Stage 0's time by bucket: its micro-batches' work, the pipeline messages it waits for, the
+  // data-parallel tail and the optimizer; the rest of the step is idle (bubbles).
+  auto& bk = out.buckets;
+  for (std::size_t k = 0; k < sim::kNumTimeBuckets; ++k)
+    bk[k] = from_secs(m * stage0[k]);
+  const auto kIdle = static_cast<std::size_t>(sim::TimeBucket::kIdle);
+  const auto kPp = static_cast<std::size_t>(sim::TimeBucket::kPp);
+  const auto kDp = static_cast<std::size_t>(sim::TimeBucket::kDp);
+  const auto kCompute = static_cast<std::size_t>(sim::TimeBucket::kCompute);
+  const double msgs = pp > 1 ? (2.0 * (m - 1) + 2.0 * (pp - 1)) * t_pp : 0.0;
+  bk[kPp] += from_secs(msgs);
+  bk[kDp] += from_secs(tail0);
+  bk[kCompute] += from_secs(optimizer0);
+  Time used{0};
+  for (std::size_t k = 0; k < sim::kNumTimeBuckets; ++k) {
+    if (k != kIdle) used += bk[k];
+  }
+  bk[kIdle] = out.step_time > used ? out.step_time - used : Time(0);
+  out.bubble_fraction = seconds > 0 ? to_seconds(bk[kIdle]) / seconds : 0.0;
+  return out;
+}
+
+}  // namespace planner::search

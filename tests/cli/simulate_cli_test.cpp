@@ -1,0 +1,252 @@
+// planner simulate and planner sim-models, run the way a user runs them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/core/hardware_profile.hpp"
+#include "planner/store/store.hpp"
+#include "support/command.hpp"
+
+namespace planner {
+namespace {
+
+using testing::CommandResult;
+using testing::run_planner;
+
+template <class T>
+T take(Result<T> result) {
+  if (!result) throw std::runtime_error(result.status().message());
+  return std::move(result).value();
+}
+
+std::vector<std::string> llama(const testing::TempDir& dir) {
+  return {"simulate", "--model", "llama2-7b", "--gpu", "h100", "--tp",
+          "4",        "--pp",    "2",         "--dp",  "2",    "--gbs",
+          "16",       "--seq",   "2048",      "--sp",  "--db", dir.file("p.db")};
+}
+
+TEST(SimulateCli, ReportTraceAndDatabase) {
+  testing::TempDir dir;
+  auto args = llama(dir);
+  args.insert(args.end(), {"--trace", dir.file("trace.json")});
+  const CommandResult r = run_planner(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  for (const char* what : {"step time", "tokens/s", "MFU / HFU", "bubble", "exposed comm",
+                           "critical path", "per stage", "aws-p5", "h100-sxm5-80gb"}) {
+    EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
+  }
+  const nlohmann::json trace = nlohmann::json::parse(testing::slurp(dir.file("trace.json")));
+  EXPECT_GT(trace["traceEvents"].size(), 100u);
+
+  store::Database db = take(store::Database::open(dir.file("p.db")));
+  const auto runs = take(store::list_runs(db));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].kind, store::RunKind::kSimulate);
+  EXPECT_EQ(runs[0].status, store::RunStatus::kOk);
+  const auto plans = take(store::run_plans(db, runs[0].id));
+  ASSERT_EQ(plans.size(), 1u);
+  const auto metrics = take(store::get_metrics(db, runs[0].id));
+  bool step = false, mfu = false, tp = false;
+  for (const store::MetricRecord& m : metrics) {
+    EXPECT_EQ(m.source, store::MetricSource::kSimulated);
+    step = step || (m.metric.name == "step_time" && m.metric.value > 0);
+    mfu = mfu || (m.metric.name == "mfu" && m.metric.value > 0 && m.metric.value < 1);
+    tp = tp || m.metric.name == "exposed_comm_tp";
+  }
+  EXPECT_TRUE(step && mfu && tp);
+  const auto ops = take(store::get_predicted_ops(db, runs[0].id, plans[0].id));
+  EXPECT_GT(ops.size(), 100u);
+  EXPECT_TRUE(std::any_of(ops.begin(), ops.end(), [](const store::OpPrediction& o) {
+    return o.op_id == "L1.mb0.fwd.attn_qkv" && o.micro_batch == 0 && o.op_kind == "gemm" &&
+           o.duration > Time(0);
+  }));
+}
+
+TEST(SimulateCli, JsonReport) {
+  testing::TempDir dir;
+  auto args = llama(dir);
+  args.insert(args.end(), {"--json", "--no-db", "--ranks", "replica"});
+  args.erase(std::find(args.begin(), args.end(), "--db"),
+             std::find(args.begin(), args.end(), "--db") + 2);
+  const CommandResult r = run_planner(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["kind"], "simulation");
+  EXPECT_EQ(doc["ranks"], "replica");
+  EXPECT_EQ(doc["simulated_ranks"], 8);
+  EXPECT_GT(doc["step_time_s"].get<double>(), 0);
+  EXPECT_GT(doc["mfu"].get<double>(), 0);
+  EXPECT_EQ(doc["stages"].size(), 2u);
+  EXPECT_TRUE(doc["exposed_comm"].contains("dp_s"));
+  EXPECT_FALSE(doc["critical_path"]["top"].empty());
+  EXPECT_FALSE(doc["collectives"].empty());
+  EXPECT_FALSE(std::filesystem::exists(dir.file("p.db")));
+}
+
+TEST(SimulateCli, DoesNotFitExitsOne) {
+  testing::TempDir dir;
+  const CommandResult r = run_planner({"simulate", "--model", "gpt3-175b", "--gpu", "a100-80gb",
+                                       "--tp", "8", "--db", dir.file("p.db")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("does not fit: stage 0 needs"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("peak memory"), std::string::npos) << r.out;
+  store::Database db = take(store::Database::open(dir.file("p.db")));
+  const auto runs = take(store::list_runs(db));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, store::RunStatus::kFailed);
+  EXPECT_NE(runs[0].failure_reason.find("does not fit"), std::string::npos);
+}
+
+TEST(SimulateCli, ProfilesFromFileAndDatabase) {
+  testing::TempDir dir;
+  HardwareProfile p = take(builtin_profile("h100-sxm5-80gb"));
+  p.name = "measured-h100";
+  p.compute.gemm[static_cast<std::size_t>(Precision::kBf16)].rate = tflops_per_s(400);
+  testing::write_file(dir.file("profile.json"), to_json_text(p));
+  const CommandResult valid = run_planner({"validate", dir.file("profile.json")});
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+
+  auto json_step = [](const CommandResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+  };
+  std::vector<std::string> base{"simulate", "--model", "llama2-7b", "--gpu", "h100",
+                                "--tp",     "8",       "--gbs",     "4",     "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_planner(a);
+  };
+  const double preset = json_step(with({"--no-db"}));
+  const double slower = json_step(with({"--no-db", "--profile", dir.file("profile.json")}));
+  EXPECT_GT(slower, preset * 1.3);
+
+  {
+    store::Database db = take(store::Database::open(dir.file("p.db")));
+    store::NewProfile np;
+    np.name = "measured-h100";
+    np.description = "H100, measured";
+    np.parameters_json = to_json_text(p);
+    np.provenance = "test";
+    take(store::put_profile(db, np, {}));
+  }
+  const CommandResult from_db = with({"--db", dir.file("p.db"), "--profile", "measured-h100"});
+  EXPECT_DOUBLE_EQ(json_step(from_db), slower);
+  EXPECT_EQ(nlohmann::json::parse(from_db.out)["profile"], "measured-h100");
+
+  const CommandResult unknown = with({"--no-db", "--profile", "nosuch"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown hardware profile \"nosuch\""), std::string::npos)
+      << unknown.err;
+
+  testing::write_file(
+      dir.file("bad.json"),
+      to_json_text(p).replace(to_json_text(p).find("\"nvlink4\""), 9, "\"nvlnk4\""));
+  const CommandResult bad = run_planner({"validate", dir.file("bad.json")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("unknown link kind \"nvlnk4\""), std::string::npos) << bad.out;
+}
+
+TEST(SimulateCli, PlanFileWithTopologyAndFullMode) {
+  testing::TempDir dir;
+  testing::write_file(dir.file("plan.json"), R"({
+    "schema_version": 1, "kind": "plan", "name": "tiny",
+    "model": "gpt-tiny",
+    "cluster": {"nodes": 2, "gpus_per_node": 8, "gpu": "A100-SXM4-80GB",
+                "topology": "dgx-a100-superpod"},
+    "training": {"global_batch_size": 16, "seq_length": 256},
+    "parallel": {"tp": 2, "pp": 2, "micro_batch_size": 1}})");
+  const CommandResult r =
+      run_planner({"simulate", "--plan", dir.file("plan.json"), "--full", "--no-db", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["topology"], "dgx-a100-superpod");
+  EXPECT_EQ(doc["nodes"], 2);
+  EXPECT_EQ(doc["world_size"], 16);
+  EXPECT_EQ(doc["simulated_ranks"], 16);
+  EXPECT_EQ(doc["ranks"], "all");
+}
+
+TEST(SimulateCli, BadFlags) {
+  EXPECT_EQ(run_planner({"simulate", "--gpu", "h100", "--ranks", "some", "--no-db"}).exit_code, 2);
+  EXPECT_EQ(run_planner({"simulate", "--gpu", "h100", "--algorithm", "magic", "--no-db"}).exit_code,
+            2);
+  const CommandResult mismatch =
+      run_planner({"simulate", "--gpu", "a100", "--topology", "dgx-h100-superpod", "--no-db"});
+  EXPECT_EQ(mismatch.exit_code, 2);
+  EXPECT_NE(mismatch.err.find("disagrees with topology dgx-h100-superpod"), std::string::npos)
+      << mismatch.err;
+}
+
+TEST(SimulateCli, MegatronSpellingsMeanTheSameAsTheShortFlags) {
+  const CommandResult shorts = run_planner(
+      {"simulate",    "--model",   "llama3-8b", "--gpu", "h100",  "--tp",   "2",
+       "--pp",        "2",         "--dp",      "2",     "--mbs", "2",      "--sp",
+       "--recompute", "selective", "--zero",    "1",     "--vpp", "2",      "--schedule",
+       "interleaved", "--gbs",     "64",        "--seq", "4096",  "--json", "--no-db"});
+  ASSERT_EQ(shorts.exit_code, 0) << shorts.err;
+  const CommandResult megatron = run_planner({"simulate",
+                                              "--model",
+                                              "llama3-8b",
+                                              "--gpu",
+                                              "h100",
+                                              "--tensor-model-parallel-size",
+                                              "2",
+                                              "--pipeline-model-parallel-size",
+                                              "2",
+                                              "--dp",
+                                              "2",
+                                              "--micro-batch-size",
+                                              "2",
+                                              "--sequence-parallel",
+                                              "--recompute-granularity",
+                                              "selective",
+                                              "--use-distributed-optimizer",
+                                              "--num-layers-per-virtual-pipeline-stage",
+                                              "8",
+                                              "--schedule",
+                                              "interleaved",
+                                              "--global-batch-size",
+                                              "64",
+                                              "--seq-length",
+                                              "4096",
+                                              "--json",
+                                              "--no-db"});
+  ASSERT_EQ(megatron.exit_code, 0) << megatron.err;
+  const nlohmann::json a = nlohmann::json::parse(shorts.out);
+  const nlohmann::json b = nlohmann::json::parse(megatron.out);
+  EXPECT_EQ(a["parallel"], b["parallel"]);
+  EXPECT_EQ(a["training"], b["training"]);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  EXPECT_EQ(b["parallel"]["zero_stage"], 1);
+  EXPECT_EQ(b["parallel"]["virtual_stages"], 2);  // 32 layers / (pp 2 x 8 layers)
+  // Layers that do not split into whole virtual stages are bad input, named by the flag.
+  const CommandResult uneven =
+      run_planner({"simulate", "--model", "llama3-8b", "--gpu", "h100", "--pp", "2",
+                   "--num-layers-per-virtual-pipeline-stage", "5", "--no-db"});
+  EXPECT_EQ(uneven.exit_code, 2);
+  EXPECT_NE(uneven.err.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos)
+      << uneven.err;
+}
+
+TEST(SimModelsCli, ListsEveryModelWithItsSource) {
+  const CommandResult r = run_planner({"sim-models"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name :
+       {"engine/discrete-event", "compute/gemm-tile-roofline", "compute/comm-sm-sharing",
+        "collective/ring", "collective/tree", "collective/hierarchical", "collective/direct",
+        "network/max-min-fair", "network/symmetric-background", "memory/step-accounting"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+  const CommandResult j = run_planner({"sim-models", "--json"});
+  ASSERT_EQ(j.exit_code, 0);
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  ASSERT_GE(doc.size(), 15u);
+  for (const auto& m : doc) {
+    EXPECT_FALSE(m["source"].get<std::string>().empty()) << m["name"];
+    EXPECT_FALSE(m["assumptions"].get<std::string>().empty()) << m["name"];
+  }
+}
+
+}  // namespace
+}  // namespace planner

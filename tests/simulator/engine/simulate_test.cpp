@@ -1,0 +1,455 @@
+// simulate() and run_program(): pipeline bubbles against the schedules' closed forms,
+// representative versus full simulation, determinism across threads, out-of-memory plans, and
+// every preset and parallelism feature simulating to the end.
+#include "planner/sim/simulate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "planner/core/catalog.hpp"
+#include "planner/core/schedule.hpp"
+#include "planner/sim/trace.hpp"
+#include "simulator/sim_test_support.hpp"
+
+namespace planner::sim {
+namespace {
+
+using testing::op_id;
+
+// A pipeline program built from a schedule: every pass is one memory-bound op of 1e6 bytes (1 us
+// at 1000 GB/s), activations and gradients move as empty messages between neighbouring stages on
+// their own streams. With free communication the compute stream's idle time is the bubble.
+StepProgram pipeline_program(const PipelineSchedule& sched) {
+  const int p = sched.stages();
+  const int v = sched.chunks();
+  const int pv = p * v;
+  StepProgram prog(ProgramInfo{p, 0, p, v, sched.microbatches(), pv, sched.kind()});
+  const std::uint32_t pass = prog.intern(testing::elementwise(1'000'000));
+  OpDesc send;
+  send.kind = OpKind::kSend;
+  send.stream = Stream::kPpSend;
+  OpDesc recv = send;
+  recv.kind = OpKind::kRecv;
+  recv.stream = Stream::kPpRecv;
+  const std::uint32_t send_d = prog.intern(send);
+  const std::uint32_t recv_d = prog.intern(recv);
+  for (int s = 0; s < p; ++s) {
+    RankProgram& r = prog.add_rank(s, RankKind::kWorker, s);
+    for (const PassItem& item : sched.stage(s)) {
+      const int k = item.chunk * p + s;
+      const int mb = item.microbatch;
+      auto tag = [&](P2pChannel ch, int target) {
+        return p2p_tag(ch, static_cast<std::uint32_t>(mb * pv + target));
+      };
+      auto add = [&](std::uint32_t desc, Phase ph, OpRole role, int peer, std::uint32_t t,
+                     std::initializer_list<std::uint32_t> deps) {
+        Op op;
+        op.id = op_id(mb, ph, role, item.chunk);
+        op.desc = desc;
+        op.peer = peer;
+        op.tag = t;
+        return r.add(op, deps);
+      };
+      const int prev = (s + p - 1) % p;
+      const int next = (s + 1) % p;
+      if (item.pass == Pass::kForward) {
+        std::uint32_t in = 0;
+        const bool has_in = k > 0;
+        if (has_in) {
+          in = add(recv_d, Phase::kForward, OpRole::kPpRecvActivation, prev,
+                   tag(P2pChannel::kPpActivation, k), {});
+        }
+        const std::uint32_t f = has_in ? add(pass, Phase::kForward, OpRole::kMlpUp, -1, 0, {in})
+                                       : add(pass, Phase::kForward, OpRole::kMlpUp, -1, 0, {});
+        if (k < pv - 1) {
+          add(send_d, Phase::kForward, OpRole::kPpSendActivation, next,
+              tag(P2pChannel::kPpActivation, k + 1), {f});
+        }
+      } else if (item.pass == Pass::kBackward) {
+        std::uint32_t in = 0;
+        const bool has_in = k < pv - 1;
+        if (has_in) {
+          in = add(recv_d, Phase::kBackwardInput, OpRole::kPpRecvGrad, next,
+                   tag(P2pChannel::kPpGradient, k), {});
+        }
+        const std::uint32_t b = has_in
+                                    ? add(pass, Phase::kBackwardInput, OpRole::kMlpUp, -1, 0, {in})
+                                    : add(pass, Phase::kBackwardInput, OpRole::kMlpUp, -1, 0, {});
+        if (k > 0) {
+          add(send_d, Phase::kBackwardInput, OpRole::kPpSendGrad, prev,
+              tag(P2pChannel::kPpGradient, k - 1), {b});
+        }
+      } else {
+        add(pass, Phase::kBackwardWeight, OpRole::kMlpUp, -1, 0, {});
+      }
+    }
+  }
+  return prog;
+}
+
+// The bubble fraction of a balanced pipeline equals the schedule's closed form (schedule.hpp):
+// (p−1)/(m+p−1) for GPipe and 1F1B, (p−1)/(v·m+p−1) interleaved, (p−1)/(3m+p−1) for ZB-H1.
+TEST(Bubble, BalancedPipelineMatchesClosedForm) {
+  struct Case {
+    Schedule kind;
+    int p, m, v;
+  };
+  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
+  for (const Case& c : {Case{Schedule::kGpipe, 4, 8, 1}, Case{Schedule::k1F1B, 4, 8, 1},
+                        Case{Schedule::k1F1B, 8, 3, 1}, Case{Schedule::kInterleaved, 4, 8, 2},
+                        Case{Schedule::kZeroBubbleH1, 4, 8, 1}}) {
+    auto sched = PipelineSchedule::create(c.kind, c.p, c.m, c.v);
+    ASSERT_TRUE(sched) << sched.status().message();
+    const StepProgram prog = pipeline_program(*sched);
+    ASSERT_TRUE(check_program(prog)) << check_program(prog).message();
+    auto cluster =
+        testing::build(testing::parse_topology(testing::ring_topology_json(c.p, 100, 0)), 1);
+    std::vector<int> gpus;
+    for (int i = 0; i < c.p; ++i)
+      gpus.push_back(i);
+    RunContext ctx;
+    ctx.cluster = cluster.get();
+    ctx.gpu_of_rank = gpus;
+    ctx.profile = &profile;
+    auto run = run_program(prog, ctx);
+    ASSERT_TRUE(run) << run.status().message();
+    double idle = 0;
+    for (const RankRun& r : run->ranks) {
+      idle += to_seconds(r.buckets[static_cast<std::size_t>(TimeBucket::kIdle)]);
+      EXPECT_EQ(r.buckets[static_cast<std::size_t>(TimeBucket::kCompute)],
+                microseconds(1.0) * static_cast<std::int64_t>(sched->stage(0).size()));
+    }
+    const double measured = idle / c.p / to_seconds(run->makespan);
+    EXPECT_NEAR(measured, bubble_fraction(c.kind, c.p, c.m, c.v), 1e-12)
+        << to_string(c.kind) << " p=" << c.p << " m=" << c.m << " v=" << c.v;
+  }
+}
+
+ModelSpec small_llama(int layers = 4) {
+  ModelSpec m = *builtin_catalog().find_model("llama2-7b");
+  m.num_layers = layers;
+  return m;
+}
+
+SimInput input_for(const std::string& topology, int nodes, ParallelConfig parallel,
+                   std::int64_t gbs, const ModelSpec& model = small_llama()) {
+  SimInput in;
+  auto spec = topo::builtin_topologies().get(topology);
+  if (!spec) throw std::runtime_error(spec.status().message());
+  in.cluster = testing::build(*spec, nodes);
+  in.plan.gpu = *builtin_catalog().find_gpu(spec->gpu);
+  const HardwareProfile* profile = builtin_profile_for(in.plan.gpu);
+  in.profile =
+      std::make_shared<const HardwareProfile>(profile ? *profile : derive_profile(in.plan.gpu));
+  in.plan.model = model;
+  in.plan.training.seq_length = 2048;
+  in.plan.training.global_batch_size = gbs;
+  in.plan.parallel = parallel;
+  return in;
+}
+
+SimResult simulate_ok(const SimInput& in) {
+  auto r = simulate(in);
+  if (!r) throw std::runtime_error(r.status().message());
+  EXPECT_TRUE(r->simulated);
+  return std::move(r).value();
+}
+
+// tp2 x pp2 x dp4 with sequence parallelism: the plan the determinism tests simulate.
+ParallelConfig tp2_pp2_dp4_sp() {
+  ParallelConfig p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 4;
+  p.sequence_parallel = true;
+  return p;
+}
+
+// Runs simulate(input(t)) for t = 0..n-1, each on its own thread, all at once; a failed one
+// gives an empty result.
+std::vector<SimResult> simulate_on_threads(int n,
+                                           const std::function<const SimInput&(int)>& input) {
+  std::vector<SimResult> out(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      auto r = simulate(input(t));
+      if (r) out[static_cast<std::size_t>(t)] = std::move(r).value();
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  return out;
+}
+
+// A symmetric cluster simulated through one rank per stage or one replica (with the other ranks'
+// traffic as background) agrees with simulating every rank.
+TEST(Representative, AgreesWithFullSimulation) {
+  ParallelConfig within;  // data parallelism inside a node, pipeline across nodes
+  within.tp = 2;
+  within.pp = 2;
+  within.dp = 4;
+  ParallelConfig across;  // data parallelism across nodes
+  across.tp = 2;
+  across.dp = 8;
+  ParallelConfig context;  // a context-parallel ring that one rank per stage does not simulate
+  context.tp = 2;
+  context.cp = 2;
+  context.pp = 2;
+  context.dp = 2;
+  for (const ParallelConfig& parallel : {within, across, context}) {
+    SimInput in = input_for("dgx-h100-superpod", 2, parallel, 32);
+    in.options.ranks = RankSubset::kAll;
+    const SimResult full = simulate_ok(in);
+    for (RankSubset subset : {RankSubset::kOnePerStage, RankSubset::kDataParallelReplica}) {
+      in.options.ranks = subset;
+      const SimResult rep = simulate_ok(in);
+      EXPECT_NEAR(to_seconds(rep.step_time) / to_seconds(full.step_time), 1.0, 0.005)
+          << short_label(parallel) << " " << to_string(subset);
+      EXPECT_LT(rep.simulated_ranks, full.simulated_ranks);
+    }
+    // Without the background the data-parallel traffic of the other tp ranks is missing.
+    in.options.ranks = RankSubset::kOnePerStage;
+    in.options.run.background = false;
+    EXPECT_LE(simulate_ok(in).step_time, full.step_time);
+  }
+}
+
+// Same input, same result and byte-identical trace, on any thread and any number of threads.
+TEST(Determinism, TraceIsByteIdenticalAcrossThreads) {
+  SimInput in = input_for("dgx-h100-superpod", 2, tp2_pp2_dp4_sp(), 16);
+  in.options.run.trace = true;
+  in.options.ranks = RankSubset::kDataParallelReplica;
+  const SimResult first = simulate_ok(in);
+  ASSERT_FALSE(first.trace_json.empty());
+  EXPECT_EQ(simulate_ok(in).trace_json, first.trace_json);
+  const std::vector<SimResult> runs =
+      simulate_on_threads(4, [&](int) -> const SimInput& { return in; });
+  for (std::size_t t = 0; t < runs.size(); ++t) {
+    EXPECT_EQ(runs[t].step_time, first.step_time);
+    EXPECT_TRUE(runs[t].trace_json == first.trace_json) << "thread " << t;
+  }
+}
+
+// Simulations sharing a plan memo (as a sweep's do), on several threads, get the trace they get
+// alone; so does a different plan on the same memo (its plans differ by size or copies).
+TEST(Determinism, SharedPlanMemoChangesNothing) {
+  const ParallelConfig a = tp2_pp2_dp4_sp();
+  ParallelConfig b = a;
+  b.micro_batch_size = 2;
+  SimInput in_a = input_for("dgx-h100-superpod", 2, a, 16);
+  SimInput in_b = input_for("dgx-h100-superpod", 2, b, 16);
+  for (SimInput* in : {&in_a, &in_b}) {
+    in->options.run.trace = true;
+    in->options.ranks = RankSubset::kOnePerStage;
+  }
+  const std::string alone_a = simulate_ok(in_a).trace_json;
+  const std::string alone_b = simulate_ok(in_b).trace_json;
+  ASSERT_NE(alone_a, alone_b);
+  auto memo = std::make_shared<PlanMemo>();
+  in_a.plan_memo = memo;
+  in_b.plan_memo = memo;
+  EXPECT_EQ(simulate_ok(in_a).trace_json, alone_a);  // fills the memo
+  const std::vector<SimResult> runs =
+      simulate_on_threads(4, [&](int t) -> const SimInput& { return t % 2 == 0 ? in_a : in_b; });
+  for (std::size_t t = 0; t < runs.size(); ++t)
+    EXPECT_TRUE(runs[t].trace_json == (t % 2 == 0 ? alone_a : alone_b)) << "thread " << t;
+}
+
+// The trace is Chrome trace-event JSON: one process per rank, named tracks, micro-batch ids in
+// the op names.
+TEST(Trace, ProcessesTracksAndMicroBatches) {
+  ParallelConfig parallel;
+  parallel.tp = 2;
+  parallel.pp = 2;
+  parallel.dp = 2;
+  SimInput in = input_for("dgx-h100-superpod", 1, parallel, 8);
+  in.options.run.trace = true;
+  const SimResult r = simulate_ok(in);
+  const Json doc = Json::parse(r.trace_json);
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  int processes = 0, compute_tracks = 0, mb3 = 0;
+  for (const Json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") ++processes;
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "compute") {
+      ++compute_tracks;
+    }
+    if (e["ph"] == "X" && e["name"].get<std::string>().find(".mb3.") != std::string::npos) ++mb3;
+  }
+  EXPECT_EQ(processes, 2);  // one rank per stage
+  EXPECT_EQ(compute_tracks, 2);
+  EXPECT_GT(mb3, 0);
+}
+
+TEST(Memory, PlanThatDoesNotFitIsReportedNotSimulated) {
+  ParallelConfig parallel;
+  parallel.tp = 8;
+  SimInput in =
+      input_for("dgx-a100-superpod", 1, parallel, 8, *builtin_catalog().find_model("gpt3-175b"));
+  auto r = simulate(in);
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_TRUE(r->out_of_memory.has_value());
+  EXPECT_FALSE(r->simulated);
+  EXPECT_EQ(r->out_of_memory->stage, 0);
+  EXPECT_GT(r->out_of_memory->needed, r->out_of_memory->capacity);
+  EXPECT_EQ(r->out_of_memory->capacity, gibibytes(80));
+  EXPECT_EQ(r->step_time, Time(0));
+  in.options.check_memory = false;  // simulated anyway when asked
+  EXPECT_TRUE(simulate_ok(in).step_time > Time(0));
+}
+
+TEST(Simulate, ReportIsConsistent) {
+  ParallelConfig parallel;
+  parallel.tp = 4;
+  parallel.pp = 2;
+  parallel.dp = 2;
+  parallel.sequence_parallel = true;
+  parallel.recompute = Recompute::kSelective;
+  SimInput in = input_for("dgx-a100-superpod", 2, parallel, 16);
+  const SimResult r = simulate_ok(in);
+  EXPECT_GT(r.mfu, 0.05);
+  EXPECT_LT(r.mfu, r.hfu);
+  EXPECT_LT(r.hfu, 1.0);
+  EXPECT_NEAR(r.tokens_per_second, 16 * 2048 / to_seconds(r.step_time), 1e-6);
+  // Every rank's buckets add up to the step time.
+  for (const RankRun& rank : r.ranks) {
+    Time sum{0};
+    for (Time t : rank.buckets)
+      sum += t;
+    EXPECT_EQ(sum, r.step_time);
+  }
+  Time path{0};
+  for (Time t : r.critical_buckets)
+    path += t;
+  EXPECT_EQ(path, r.step_time);
+  EXPECT_FALSE(r.critical_path.empty());
+  EXPECT_GE(r.bubble_fraction, r.schedule_bubble * 0.5);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_GT(r.stages[0].peak_memory, Bytes(0));
+  EXPECT_GT(r.exposed(TimeBucket::kTp), Time(0));
+}
+
+// Every topology preset simulates a small plan with the profile of its GPU.
+TEST(Presets, EveryTopologySimulates) {
+  for (const topo::TopologySpec& spec : topo::builtin_topologies().all()) {
+    ParallelConfig parallel;
+    parallel.tp = std::min(spec.gpus_per_node(), 4);
+    parallel.pp = 2;
+    const int nodes = std::max(2, spec.nvlink_domain ? spec.nvlink_domain->nodes : 2);
+    parallel.dp = nodes * spec.gpus_per_node() / (parallel.tp * parallel.pp);
+    // cpu-host ranks have 4 GiB each and train in fp32: a small GPT instead of the 8B llama.
+    const bool cpu = spec.gpu == "cpu-host";
+    SimInput in = cpu ? input_for(spec.name, nodes, parallel, parallel.dp * 2,
+                                  *builtin_catalog().find_model("gpt-tiny"))
+                      : input_for(spec.name, nodes, parallel, parallel.dp * 2);
+    if (cpu) {
+      in.plan.training.precision = Precision::kFp32;
+      in.plan.training.seq_length = 256;
+    }
+    if (!cpu && !in.plan.gpu.supports(Precision::kBf16))
+      in.plan.training.precision = Precision::kFp16;
+    auto r = simulate(in);
+    ASSERT_TRUE(r) << spec.name << ": " << r.status().message();
+    EXPECT_TRUE(r->simulated) << spec.name;
+    EXPECT_GT(r->mfu, 0.0) << spec.name;
+    EXPECT_LT(r->mfu, 1.0) << spec.name;
+  }
+}
+
+// Parallelism features simulate to the end in representative and full mode.
+TEST(Features, EveryFeatureRunsToTheEnd) {
+  struct Case {
+    const char* what;
+    ParallelConfig parallel;
+    ModelSpec model;
+  };
+  std::vector<Case> cases;
+  auto base = [] {
+    ParallelConfig p;
+    p.tp = 2;
+    p.pp = 2;
+    p.dp = 2;
+    return p;
+  };
+  {
+    ParallelConfig p = base();
+    p.cp = 2;
+    p.dp = 1;
+    cases.push_back({"cp", p, small_llama()});
+  }
+  {
+    ParallelConfig p = base();
+    p.schedule = Schedule::kInterleaved;
+    p.virtual_stages = 2;
+    cases.push_back({"interleaved", p, small_llama()});
+  }
+  {
+    ParallelConfig p = base();
+    p.schedule = Schedule::kZeroBubbleH1;
+    p.zero_stage = 1;
+    p.sequence_parallel = true;
+    cases.push_back({"zb-h1 zero1 sp", p, small_llama()});
+  }
+  {
+    ParallelConfig p = base();
+    p.zero_stage = 3;
+    p.recompute = Recompute::kFull;
+    cases.push_back({"zero3 full recompute", p, small_llama()});
+  }
+  {
+    ParallelConfig p = base();
+    p.ep = 2;
+    p.sequence_parallel = true;
+    ModelSpec m = *builtin_catalog().find_model("mixtral-8x7b");
+    m.num_layers = 2;
+    cases.push_back({"moe ep", p, m});
+  }
+  {
+    ParallelConfig p = base();
+    p.offload = Offload::kOptimizer;
+    p.zero_stage = 1;
+    cases.push_back({"offload", p, small_llama()});
+  }
+  {
+    ParallelConfig p = base();
+    p.pp = 1;
+    p.dp = 4;
+    p.dp_sync = DpSync::kParameterServer;
+    p.param_servers = 2;
+    cases.push_back({"parameter server", p, small_llama()});
+  }
+  for (const Case& c : cases) {
+    for (RankSubset subset : {RankSubset::kOnePerStage, RankSubset::kAll}) {
+      SimInput in = input_for("dgx-h100-superpod", 2, c.parallel, 8, c.model);
+      in.options.ranks = subset;
+      in.options.check_memory = false;
+      auto r = simulate(in);
+      ASSERT_TRUE(r) << c.what << ": " << r.status().message();
+      EXPECT_GT(r->step_time, Time(0)) << c.what;
+    }
+  }
+}
+
+TEST(Simulate, RejectsTooSmallClusterAndMissingPrecision) {
+  ParallelConfig parallel;
+  parallel.tp = 8;
+  parallel.dp = 2;
+  SimInput in = input_for("dgx-h100-superpod", 1, parallel, 8);
+  auto r = simulate(in);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "the plan needs 16 GPUs (16 workers) but the cluster has 8");
+  parallel.dp = 1;
+  SimInput fp8 = input_for("dgx-a100-superpod", 1, parallel, 8);
+  fp8.plan.training.precision = Precision::kFp8;
+  fp8.options.check_memory = false;
+  auto f = simulate(fp8);
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.status().message().find("no fp8 GEMM rate"), std::string::npos)
+      << f.status().message();
+}
+
+}  // namespace
+}  // namespace planner::sim

@@ -1,0 +1,333 @@
+// The sweep library: enumeration and memory pruning, analytic ranking, the simulated top K, the
+// same answer on any number of threads or shards, cancellation, and the sweep document.
+#include "planner/search/sweep.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "planner/core/catalog.hpp"
+#include "planner/search/sweep_spec.hpp"
+#include "planner/topo/topology_catalog.hpp"
+#include "support/corpus.hpp"
+
+namespace planner::search {
+namespace {
+
+// llama3-8b on up to 16 H100s, 64 sequences of 2,048 tokens: a few thousand candidates, the
+// best 4 simulated.
+SweepRequest small_request(int threads = 1) {
+  const Catalog& catalog = builtin_catalog();
+  SweepScenario sc;
+  sc.model = catalog.model("llama3-8b").value();
+  sc.gpu = catalog.gpu("h100").value();
+  sc.topology = topo::topology_for_gpu(sc.gpu).value();
+  sc.training.seq_length = 2048;
+  sc.training.global_batch_size = 64;
+  sc.max_gpus = 16;
+  sc.min_gpus = 8;
+  SweepRequest req;
+  req.scenarios.push_back(sc);
+  req.options.threads = threads;
+  req.options.top_k = 4;
+  req.options.keep = 40;
+  req.options.sim.ranks = RankSubset::kOnePerStage;
+  req.options.sim.run.keep_op_times = false;
+  return req;
+}
+
+const SweepResult& small_result() {
+  static const SweepResult result = run_sweep(small_request()).value().result;
+  return result;
+}
+
+std::vector<std::uint64_t> ids(const std::vector<RankedPlan>& plans) {
+  std::vector<std::uint64_t> out;
+  for (const RankedPlan& p : plans)
+    out.push_back(p.id);
+  return out;
+}
+
+TEST(Sweep, CountsAddUpAndMemoryPrunes) {
+  const SweepResult& r = small_result();
+  const SweepCounts& c = r.counts;
+  EXPECT_GT(c.candidates, 1000);
+  EXPECT_GT(c.out_of_memory, 0);  // e.g. tp1 pp1 without ZeRO does not fit 8B with Adam in 80 GB
+  EXPECT_EQ(c.candidates, c.out_of_memory + c.evaluated);
+  EXPECT_EQ(c.feasible, c.evaluated - c.over_budget - c.over_deadline);
+  EXPECT_EQ(c.simulated, 4);
+  EXPECT_EQ(c.simulation_failures, 0);
+  EXPECT_EQ(r.ranking.size(), 40u);
+  ASSERT_EQ(r.scenarios.size(), 1u);
+  EXPECT_EQ(r.scenarios[0].max_gpus, 16);
+  // Default token budget: 20 tokens per parameter (Chinchilla).
+  EXPECT_NEAR(r.scenarios[0].token_budget / 8.03e9, kChinchillaTokensPerParam, 0.5);
+}
+
+TEST(Sweep, RankingIsOrderedAndPlansFit) {
+  const SweepResult& r = small_result();
+  for (std::size_t i = 0; i < r.ranking.size(); ++i) {
+    const RankedPlan& p = r.ranking[i];
+    EXPECT_EQ(p.position, static_cast<int>(i) + 1);
+    EXPECT_EQ(p.tier, i < 4 ? Tier::kSimulated : Tier::kEstimate) << i;
+    EXPECT_EQ(p.simulated.has_value(), i < 4) << i;
+    EXPECT_LE(p.metrics().peak_memory.raw(), p.metrics().capacity.raw()) << i;
+    const int world = p.parallel.world_size();
+    EXPECT_GE(world, 8);
+    EXPECT_LE(world, 16);
+    EXPECT_EQ(world % 8, 0);      // whole nodes
+    EXPECT_LE(p.parallel.tp, 8);  // within the NVLink domain
+    EXPECT_GT(p.objective, 0);
+    EXPECT_DOUBLE_EQ(p.objective, p.economics.tokens_per_usd);
+  }
+  // The simulated plans are ranked by their simulation, the rest by estimate.
+  for (std::size_t i = 1; i < r.ranking.size(); ++i) {
+    if (i == 4) continue;
+    EXPECT_GE(r.ranking[i - 1].objective, r.ranking[i].objective) << i;
+  }
+  // The estimate tier's best outranks every plan it left for later.
+  double best_estimate = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    best_estimate = std::max(best_estimate, r.ranking[i].estimate.tokens_per_second /
+                                                r.ranking[i].parallel.world_size());
+  }
+  for (std::size_t i = 4; i < r.ranking.size(); ++i) {
+    EXPECT_GE(best_estimate * (1 + 1e-9),
+              r.ranking[i].estimate.tokens_per_second / r.ranking[i].parallel.world_size())
+        << i;
+  }
+}
+
+TEST(Sweep, AnalyticEstimateIsCloseToTheSimulation) {
+  const SweepResult& r = small_result();
+  EXPECT_EQ(r.error.plans, 4);
+  EXPECT_LT(r.error.max_abs_pct, 25.0);
+  EXPECT_LE(r.error.mean_abs_pct, r.error.max_abs_pct);
+  double sum = 0;
+  for (int i = 0; i < 4; ++i) {
+    const RankedPlan& p = r.ranking[static_cast<std::size_t>(i)];
+    const double e = static_cast<double>(p.estimate.step_time.raw());
+    const double s = static_cast<double>(p.simulated->step_time.raw());
+    ASSERT_GT(s, 0);
+    sum += std::abs(e - s) / s * 100;
+  }
+  EXPECT_NEAR(r.error.mean_abs_pct, sum / 4, 1e-6);
+}
+
+TEST(Sweep, SameResultOnAnyNumberOfThreads) {
+  const SweepResult& one = small_result();
+  const SweepResult three = run_sweep(small_request(3)).value().result;
+  EXPECT_EQ(ids(one.ranking), ids(three.ranking));
+  EXPECT_EQ(ids(one.pareto), ids(three.pareto));
+  for (std::size_t i = 0; i < one.ranking.size(); ++i) {
+    EXPECT_EQ(one.ranking[i].objective, three.ranking[i].objective) << i;
+    EXPECT_EQ(one.ranking[i].metrics().step_time, three.ranking[i].metrics().step_time) << i;
+  }
+  EXPECT_EQ(one.counts.candidates, three.counts.candidates);
+  EXPECT_EQ(one.counts.out_of_memory, three.counts.out_of_memory);
+  EXPECT_EQ(one.error.mean_abs_pct, three.error.mean_abs_pct);
+}
+
+TEST(Sweep, ShardsMergedThroughJsonEqualOneProcess) {
+  const SweepRequest req = small_request();
+  auto setup = SweepSetup::prepare(req).value();
+  const AnalyticPartial whole = run_analytic(*setup, {0, 1}).value();
+  std::vector<AnalyticPartial> parts;
+  for (int i = 0; i < 3; ++i) {
+    const AnalyticPartial part = run_analytic(*setup, {i, 3}).value();
+    parts.push_back(parse_partial(to_json(part)).value());  // as MPI carries it
+  }
+  const AnalyticPartial merged = merge_partials(*setup, std::move(parts));
+  EXPECT_EQ(merged.best, whole.best);
+  EXPECT_EQ(merged.pareto, whole.pareto);
+  EXPECT_EQ(merged.counts.candidates, whole.counts.candidates);
+  EXPECT_EQ(merged.counts.evaluated, whole.counts.evaluated);
+
+  const std::vector<Candidate> top = simulation_candidates(*setup, merged);
+  ASSERT_EQ(top.size(), 4u);
+  const auto sims = simulate_candidates(*setup, top).value();
+  const auto again = parse_simulated(*setup, to_json(sims)).value();
+  const SweepResult r = finish(*setup, merged, again).value();
+  EXPECT_EQ(ids(r.ranking), ids(small_result().ranking));
+}
+
+TEST(Sweep, ParetoFrontierIsNonDominated) {
+  const SweepResult& r = small_result();
+  ASSERT_FALSE(r.pareto.empty());
+  for (std::size_t i = 1; i < r.pareto.size(); ++i) {
+    const Economics& a = r.pareto[i - 1].economics;
+    const Economics& b = r.pareto[i].economics;
+    EXPECT_LE(a.time_to_train_s, b.time_to_train_s);    // fastest first
+    EXPECT_GT(a.total_cost.raw(), b.total_cost.raw());  // each slower one is cheaper
+  }
+  // The cheapest plan on the frontier costs no more than the best-ranked one's estimate.
+  EXPECT_LE(r.pareto.back().economics.total_cost.raw(),
+            r.ranking.front().economics.total_cost.raw() * (1 + 1e-9));
+}
+
+TEST(Sweep, EvaluateAndRegret) {
+  const SweepResult& r = small_result();
+  auto setup = SweepSetup::prepare(small_request()).value();
+  const RankedPlan& best = r.ranking.front();
+  const RankedPlan again = setup->evaluate(0, best.parallel).value();
+  EXPECT_NEAR(again.objective, best.objective, best.objective * 1e-12);
+  EXPECT_DOUBLE_EQ(regret_pct(best, again), 0);
+  const RankedPlan& last = r.ranking.back();
+  const double regret = regret_pct(best, last);
+  EXPECT_NEAR(regret, (1 - last.objective / best.objective) * 100, 1e-9);
+  EXPECT_GT(regret, 0);
+
+  ParallelConfig bad = best.parallel;
+  bad.tp = 3;  // does not divide the heads
+  EXPECT_EQ(setup->evaluate(0, bad).status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(Sweep, FixedAxesAndConstraintsNarrowTheSpace) {
+  SweepRequest req = small_request();
+  req.space.tp = {2};
+  req.space.schedules = {Schedule::k1F1B};
+  req.options.top_k = 1;
+  const SweepResult r = run_sweep(req).value().result;
+  ASSERT_FALSE(r.ranking.empty());
+  for (const RankedPlan& p : r.ranking) {
+    EXPECT_EQ(p.parallel.tp, 2);
+    EXPECT_EQ(p.parallel.schedule, Schedule::k1F1B);
+  }
+  EXPECT_LT(r.counts.candidates, small_result().counts.candidates);
+
+  req.constraints.budget_usd = 1.0;  // nothing trains 160B tokens for a dollar
+  const SweepResult none = run_sweep(req).value().result;
+  EXPECT_TRUE(none.ranking.empty());
+  EXPECT_EQ(none.counts.feasible, 0);
+  EXPECT_EQ(none.counts.over_budget, none.counts.evaluated);
+}
+
+class CountingSink : public ProgressSink {
+ public:
+  void on_progress(const SweepProgress& p) override {
+    ++calls;
+    last = p;
+  }
+  int calls = 0;
+  SweepProgress last;
+};
+
+TEST(Sweep, ReportsProgressAndCancels) {
+  CountingSink sink;
+  SweepRequest req = small_request();
+  req.options.top_k = 1;
+  ASSERT_TRUE(run_sweep(req, &sink).is_ok());
+  EXPECT_GT(sink.calls, 1);
+  EXPECT_EQ(sink.last.phase, SweepPhase::kDone);
+
+  std::stop_source stop;
+  stop.request_stop();
+  const auto cancelled = run_sweep(req, nullptr, stop.get_token());
+  ASSERT_FALSE(cancelled.is_ok());
+  EXPECT_EQ(cancelled.status().code(), StatusCode::kRuntime);
+  EXPECT_NE(cancelled.status().message().find("cancelled"), std::string::npos);
+}
+
+TEST(SweepSpec, ParsesAScenarioGrid) {
+  const std::string doc = R"({"schema_version": 1, "kind": "sweep", "name": "grid",
+    "models": ["llama3-8b"], "training": {"global_batch_size": 64, "seq_length": 2048},
+    "clusters": [{"gpu": "h100", "gpus": [8, 16]}],
+    "space": {"tp": [1, 2], "schedule": ["1f1b"]},
+    "constraints": {"deadline_days": 30},
+    "search": {"top_k": 2, "keep": 10}})";
+  const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
+  const SweepRequest req = parse_sweep_spec(doc, "sweep.json", builtin_catalog(), resolver).value();
+  ASSERT_EQ(req.scenarios.size(), 2u);
+  EXPECT_EQ(req.scenarios[0].max_gpus, 8);
+  EXPECT_EQ(req.scenarios[1].max_gpus, 16);
+  EXPECT_EQ(req.space.tp, (std::vector<int>{1, 2}));
+  EXPECT_EQ(req.options.top_k, 2);
+  ASSERT_TRUE(req.constraints.deadline_s.has_value());
+  EXPECT_DOUBLE_EQ(*req.constraints.deadline_s, 30 * 86400.0);
+}
+
+TEST(SweepSpec, BadFieldsNameTheirPointer) {
+  const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
+  const auto r = parse_sweep_spec(
+      R"({"schema_version": 1, "kind": "sweep", "models": ["llama3-8b"],
+          "clusters": [{"gpu": "h100", "gpus": [8, 0]}], "space": {"tpp": [1]}})",
+      "sweep.json", builtin_catalog(), resolver);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+  const std::string m = r.status().message();
+  EXPECT_NE(m.find("sweep.json"), std::string::npos) << m;
+  EXPECT_NE(m.find("/clusters/0/gpus/1"), std::string::npos) << m;
+  EXPECT_NE(m.find("/space/tpp"), std::string::npos) << m;
+}
+
+// The corpus of bad sweep documents under tests/data/bad-sweep/ (NAME.json with the exact
+// diagnostics `planner validate` prints in NAME.expected); apart from tests/data/bad/ so core's
+// corpus test needs no simulator.
+TEST(SweepSpec, BadCorpusGivesItsExactErrors) {
+  const std::string dir = std::string(PLANNER_TEST_DATA_DIR) + "/bad-sweep";
+  EXPECT_GE(planner::testing::corpus_files(dir).size(), 8u);
+  const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
+  DocumentTypes types;
+  register_core_documents(types, builtin_catalog());
+  register_sweep_documents(types, builtin_catalog(), resolver);
+  planner::testing::expect_corpus_diagnostics(
+      dir, types,
+      [&](const std::filesystem::path& file, const std::string& text, const Diagnostics& diag) {
+        // The loader `planner sweep --spec` uses reports the same problems.
+        auto parsed = parse_sweep_spec(text, file.filename().string(), builtin_catalog(), resolver);
+        ASSERT_FALSE(parsed) << file.filename();
+        EXPECT_EQ(parsed.status().message(), diag.to_string()) << file.filename();
+      });
+}
+
+// Goodput pinned by its closed forms (economics.hpp): Young's interval and the useful fraction at
+// it, 1 − sqrt(2δ/M) − R/M; spot capacity adds its preemptions; billing is whole nodes.
+TEST(Economics, GoodputFollowsYoungAndBillsWholeNodes) {
+  EXPECT_DOUBLE_EQ(young_daly_interval(3600, 50), std::sqrt(2.0 * 3600 * 50));
+  const double tau = young_daly_interval(36000, 72);
+  EXPECT_NEAR(useful_fraction(36000, 72, 600, tau), 1 - std::sqrt(2 * 72 / 36000.0) - 600 / 36000.0,
+              1e-12);
+  EXPECT_DOUBLE_EQ(useful_fraction(std::numeric_limits<double>::infinity(), 72, 600, 1e9), 1.0);
+
+  FailureModel f;
+  f.interruptions_per_gpu_hour = 1e-4;
+  f.spot_preemptions_per_node_hour = 1e-3;
+  f.checkpoint_bandwidth = GBps(100);
+  f.restart = seconds(600);
+  const Bytes ckpt = bytes(200'000'000'000);  // 2 s at 100 GB/s
+  const Goodput on_demand = goodput(f, 1024, 128, ckpt, false);
+  EXPECT_NEAR(on_demand.interruptions_per_hour, 0.1024, 1e-12);
+  EXPECT_NEAR(on_demand.mtbf_s, 3600 / 0.1024, 1e-6);
+  EXPECT_NEAR(on_demand.checkpoint_s, 2.0, 1e-9);
+  EXPECT_NEAR(on_demand.interval_s, std::sqrt(2 * 2.0 * on_demand.mtbf_s), 1e-6);
+  const Goodput spot = goodput(f, 1024, 128, ckpt, true);
+  EXPECT_NEAR(spot.interruptions_per_hour, 0.1024 + 0.128, 1e-12);
+  EXPECT_LT(spot.useful_fraction, on_demand.useful_fraction);
+
+  const GpuSpec h100 = builtin_catalog().gpu("h100").value();
+  PricingOptions pricing;
+  pricing.overrides.push_back({"H100", Usd(2.0)});
+  const GpuPrice price = resolve_price(h100, pricing).value();
+  EXPECT_TRUE(price.overridden);
+  const Economics e = economics(1e6, 12, 8, h100, price, pricing, f, ckpt, 1e12);
+  EXPECT_EQ(e.billed_gpus, 16);  // 12 GPUs bill two 8-GPU nodes
+  EXPECT_NEAR(e.usd_per_hour.raw(), 32.0, 1e-9);
+  EXPECT_NEAR(e.effective_tokens_per_second, 1e6 * e.goodput.useful_fraction, 1e-6);
+  EXPECT_NEAR(e.tokens_per_usd, e.effective_tokens_per_second * 3600 / 32.0, 1e-6);
+  EXPECT_NEAR(e.time_to_train_s, 1e12 / e.effective_tokens_per_second, 1e-6);
+  EXPECT_NEAR(e.total_cost.raw(), e.time_to_train_s / 3600 * 32.0, 1e-6);
+
+  pricing.usd_per_kwh = 0.10;  // energy: TDP × PUE × GPUs × $/kWh
+  const Economics with_energy = economics(1e6, 12, 8, h100, price, pricing, f, ckpt, 1e12);
+  EXPECT_NEAR(with_energy.energy_usd_per_hour.raw(),
+              h100.tdp_watts / 1000 * kDefaultPue * 0.10 * 16, 1e-9);
+  EXPECT_LT(with_energy.tokens_per_usd, e.tokens_per_usd);
+}
+
+}  // namespace
+}  // namespace planner::search
