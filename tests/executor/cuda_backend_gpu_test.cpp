@@ -12,8 +12,9 @@
 //     precision, and against fp32. Both round the same values to 16 bits at the same points, but a
 //     different fp32 summation order can flip a rounding, after which the curves drift as two
 //     16-bit runs do (the CPU emulation measured <= 9.2e-4 against fp32 and <= 8e-4 between
-//     parallel layouts, mixed_precision_test.cpp); 1e-2 is that with headroom, unverified on a
-//     GPU when this was written (no GPU was available).
+//     parallel layouts, mixed_precision_test.cpp); 1e-2 is that with headroom. Measured on an
+//     H200 (bench/gpu/README.md): bf16 3.5e-4 against the emulation and 7.6e-4 against fp32, fp16
+//     4.6e-5 and 2.7e-4; fp32 6.9e-8 against the cpu backend.
 #include <gtest/gtest.h>
 
 #include <bit>

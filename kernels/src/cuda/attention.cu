@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <string>
 
+#include "cuda/attention_gemm.hpp"
 #include "cuda/device_common.cuh"
 #include "planner/kernels/cuda/attention.hpp"
 
@@ -483,6 +484,11 @@ Status backward(const Geometry& g, std::int64_t batch, const T* q, const T* k, c
   return Status::ok();
 }
 
+bool use_gemm(const AttentionShape& s, AttentionAlgorithm algorithm) {
+  if (algorithm == AttentionAlgorithm::kAuto) return s.q_len * s.kv_len >= kGemmMinScores;
+  return algorithm == AttentionAlgorithm::kGemm;
+}
+
 }  // namespace
 
 Status check_attention_shape(const AttentionShape& s) {
@@ -513,9 +519,12 @@ Status check_attention_shape(const AttentionShape& s) {
 
 template <class T>
 Status attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v, T* o,
-                         float* lse, cudaStream_t stream) {
+                         float* lse, cudaStream_t stream, AttentionAlgorithm algorithm) {
   PLANNER_RETURN_IF_ERROR(check_attention_shape(shape));
   if (shape.batch == 0 || shape.q_len == 0) return Status::ok();
+  if (use_gemm(shape, algorithm)) {
+    return detail::attention_forward_gemm<T>(shape, q, k, v, o, lse, stream);
+  }
   const Geometry g = geometry_of(shape);
   return shape.head_dim <= kSmallHeadDim
              ? forward<T, kSmallHeadDim>(g, shape.batch, q, k, v, o, lse, stream)
@@ -547,9 +556,12 @@ Status attention_backward_delta(std::int64_t rows, std::int64_t head_dim, const 
 template <class T>
 Status attention_backward(const AttentionShape& shape, const T* q, const T* k, const T* v,
                           const T* dout, const float* lse, const float* delta, T* dq, T* dk, T* dv,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, AttentionAlgorithm algorithm) {
   PLANNER_RETURN_IF_ERROR(check_attention_shape(shape));
   if (shape.batch == 0) return Status::ok();
+  if (use_gemm(shape, algorithm)) {
+    return detail::attention_backward_gemm<T>(shape, q, k, v, dout, lse, delta, dq, dk, dv, stream);
+  }
   const Geometry g = geometry_of(shape);
   return shape.head_dim <= kSmallHeadDim
              ? backward<T, kSmallHeadDim>(g, shape.batch, q, k, v, dout, lse, delta, dq, dk, dv,
@@ -560,14 +572,14 @@ Status attention_backward(const AttentionShape& shape, const T* q, const T* k, c
 
 #define PLANNER_INSTANTIATE(T)                                                                  \
   template Status attention_forward<T>(const AttentionShape&, const T*, const T*, const T*, T*, \
-                                       float*, cudaStream_t);                                   \
+                                       float*, cudaStream_t, AttentionAlgorithm);               \
   template Status attention_combine<T>(std::int64_t, std::int64_t, T*, float*, const T*,        \
                                        const float*, cudaStream_t);                             \
   template Status attention_backward_delta<T>(std::int64_t, std::int64_t, const T*, const T*,   \
                                               float*, cudaStream_t);                            \
   template Status attention_backward<T>(const AttentionShape&, const T*, const T*, const T*,    \
                                         const T*, const float*, const float*, T*, T*, T*,       \
-                                        cudaStream_t);
+                                        cudaStream_t, AttentionAlgorithm);
 PLANNER_INSTANTIATE(float)
 PLANNER_INSTANTIATE(bf16)
 PLANNER_INSTANTIATE(fp16)

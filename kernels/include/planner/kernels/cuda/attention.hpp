@@ -14,10 +14,16 @@
 // summing the GQA group's query heads in order) and one over query tiles (dq), so every output
 // element is owned by one thread and results are deterministic without atomics. The scores use the
 // CUDA cores in fp32 (no tensor cores): simple and exact-enough rather than fast.
+//
+// For long sequences the same contracts are met by cuBLAS GEMMs around a row-softmax kernel
+// (AttentionAlgorithm::kGemm, attention_gemm.cu): score blocks of at most 256 MiB in fp32, the
+// tensor cores for the products of two T operands, fp32 for those with the probabilities, one
+// rounding of o, dq, dk and dv to T. kAuto takes it from kGemmMinScores scores per head on.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "planner/core/status.hpp"
@@ -27,6 +33,19 @@
 namespace planner::kernels::cuda {
 
 using AttentionShape = cpu::AttentionShape;
+
+enum class AttentionAlgorithm {
+  kAuto,   // kGemm from kGemmMinScores (q_len x kv_len) on, else kTiled
+  kTiled,  // the fused tiled kernels
+  kGemm,   // cuBLAS GEMMs and a softmax kernel
+};
+inline constexpr std::int64_t kGemmMinScores = std::int64_t{128} * 128;
+// kGemm's fp32 score blocks (S and dP together) take at most this many bytes; queries are taken in
+// blocks that fit.
+inline constexpr std::size_t kGemmAttentionScoreBytes = std::size_t{256} << 20;
+// Sets that budget for kernels called from this host thread (0: the default). Smaller budgets
+// mean more, smaller GEMMs; tests use it to exercise the query blocks.
+void set_gemm_attention_score_bytes(std::size_t bytes);
 
 // Largest head_dim the kernels take (the widest in planner's model presets is 160).
 inline constexpr std::int64_t kMaxAttentionHeadDim = 256;
@@ -38,7 +57,8 @@ Status check_attention_shape(const AttentionShape& shape);
 // o = softmax(scale q k^T, masked) v and lse per query row.
 template <class T>
 Status attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v, T* o,
-                         float* lse, cudaStream_t stream);
+                         float* lse, cudaStream_t stream,
+                         AttentionAlgorithm algorithm = AttentionAlgorithm::kAuto);
 
 // Merges a partial result over disjoint keys into (o, lse) in place, per row (cpu::
 // attention_combine): rows = batch * q_len * heads, o and o_part are rows x head_dim.
@@ -56,6 +76,7 @@ Status attention_backward_delta(std::int64_t rows, std::int64_t head_dim, const 
 template <class T>
 Status attention_backward(const AttentionShape& shape, const T* q, const T* k, const T* v,
                           const T* dout, const float* lse, const float* delta, T* dq, T* dk, T* dv,
-                          cudaStream_t stream);
+                          cudaStream_t stream,
+                          AttentionAlgorithm algorithm = AttentionAlgorithm::kAuto);
 
 }  // namespace planner::kernels::cuda
