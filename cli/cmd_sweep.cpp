@@ -52,6 +52,8 @@ struct SweepArgs {
   std::vector<std::string> models;
   std::vector<std::string> gpus;
   std::string topology;
+  std::vector<std::string> instances;
+  std::string provider;
   std::vector<int> cluster_gpus;
   int min_gpus = 0;
   std::int64_t seq = 0;
@@ -108,15 +110,73 @@ Result<std::vector<E>> enum_list(const std::string& flag, const std::vector<std:
   return out;
 }
 
+// A GPU on a topology: one per --gpu, or one per cloud instance of --instances.
+struct Hardware {
+  GpuSpec gpu;
+  topo::TopologySpec topology;
+  bool instance = false;  // priced at the topology's cloud instance
+};
+
+std::string cloud_instances() {
+  std::string names;
+  for (const topo::TopologySpec& t : topo::builtin_topologies().all()) {
+    if (!t.instance.empty()) names += (names.empty() ? "" : ", ") + t.instance;
+  }
+  return names;
+}
+
+// --instances: each a cloud instance ("p5.48xlarge") or a topology preset that names one
+// ("aws-p5"), with its GPU.
+Result<std::vector<Hardware>> instance_hardware(const CliContext& ctx, const SweepArgs& a) {
+  std::vector<Hardware> out;
+  for (const std::string& name : a.instances) {
+    auto topology = topo::resolve_topology(name);
+    if (!topology) {
+      return Status::invalid_input("--instances: unknown cloud instance \"" + name +
+                                   "\"; known instances: " + cloud_instances());
+    }
+    if (topology->instance.empty()) {
+      return Status::invalid_input("--instances: topology " + topology->name +
+                                   " is no cloud instance (it names no provider and instance); "
+                                   "known instances: " +
+                                   cloud_instances());
+    }
+    PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(topology->gpu));
+    out.push_back({std::move(gpu), std::move(topology).value(), true});
+  }
+  return out;
+}
+
+Result<std::vector<Hardware>> gpu_hardware(const CliContext& ctx, const SweepArgs& a) {
+  std::vector<std::string> gpus = a.gpus;
+  if (gpus.empty()) gpus.emplace_back(app::default_scenario().gpu);
+  std::vector<Hardware> out;
+  for (const std::string& g : gpus) {
+    PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(g));
+    topo::TopologySpec topology;
+    if (!a.topology.empty()) {
+      PLANNER_ASSIGN_OR_RETURN(topology, topo::resolve_topology(a.topology));
+      if (!gpu.matches(topology.gpu)) {
+        return Status::invalid_input("--topology " + topology.name + " has " + topology.gpu +
+                                     " GPUs, not " + gpu.name);
+      }
+    } else {
+      PLANNER_ASSIGN_OR_RETURN(topology, topo::topology_for_gpu(gpu));
+    }
+    out.push_back({std::move(gpu), std::move(topology), false});
+  }
+  return out;
+}
+
 Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a) {
   search::SweepRequest req;
   const app::DefaultScenario& d = app::default_scenario();
   std::vector<std::string> models = a.models;
   if (models.empty()) models.emplace_back(d.model);
-  std::vector<std::string> gpus = a.gpus;
-  if (gpus.empty()) gpus.emplace_back(d.gpu);
   std::vector<int> sizes = a.cluster_gpus;
   if (sizes.empty()) sizes.push_back(d.gpus);
+  PLANNER_ASSIGN_OR_RETURN(const std::vector<Hardware> hardware,
+                           a.instances.empty() ? gpu_hardware(ctx, a) : instance_hardware(ctx, a));
   for (const std::string& name : models) {
     PLANNER_ASSIGN_OR_RETURN(ModelSpec model, resolve_model(*ctx.catalog, name));
     TrainingSpec t;
@@ -125,18 +185,7 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
     t.seq_length = a.seq > 0 ? a.seq : app::default_seq_length(model);
     t.global_batch_size = a.gbs > 0 ? a.gbs : app::default_global_batch(t.seq_length);
     t.token_budget = a.tokens;
-    for (const std::string& g : gpus) {
-      PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(g));
-      topo::TopologySpec topology;
-      if (!a.topology.empty()) {
-        PLANNER_ASSIGN_OR_RETURN(topology, topo::resolve_topology(a.topology));
-        if (!gpu.matches(topology.gpu)) {
-          return Status::invalid_input("--topology " + topology.name + " has " + topology.gpu +
-                                       " GPUs, not " + gpu.name);
-        }
-      } else {
-        PLANNER_ASSIGN_OR_RETURN(topology, topo::topology_for_gpu(gpu));
-      }
+    for (const Hardware& h : hardware) {
       for (int n : sizes) {
         if (n < 1) return Status::invalid_input("--gpus: must be >= 1, got " + std::to_string(n));
         if (a.min_gpus > n) {
@@ -146,10 +195,15 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
         search::SweepScenario sc;
         sc.model = model;
         sc.training = t;
-        sc.gpu = gpu;
-        sc.topology = topology;
+        sc.gpu = h.gpu;
+        sc.topology = h.topology;
         sc.max_gpus = n;
         sc.min_gpus = a.min_gpus;
+        if (h.instance) {
+          sc.priced_at_instance = true;
+          sc.name = model.name + " on " + std::to_string(n) + " x " + h.gpu.name + ", " +
+                    h.topology.provider + " " + h.topology.instance;
+        }
         req.scenarios.push_back(std::move(sc));
       }
     }
@@ -180,6 +234,7 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
   if (!a.offering.empty()) {
     PLANNER_ASSIGN_OR_RETURN(req.pricing.offering, parse_flag<Offering>("--offering", a.offering));
   }
+  if (!a.provider.empty()) req.pricing.provider = a.provider;
   for (const std::string& p : a.prices) {
     const auto eq = p.find('=');
     double usd = 0;
@@ -382,6 +437,10 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
                          {"offering", std::string(to_string(s.price.offering))},
                          {"price_source", s.price.source},
                          {"price_date", s.price.date}});
+    if (!s.pricing.instance.empty()) {
+      scenarios.back()["provider"] = s.pricing.provider;
+      scenarios.back()["instance"] = s.pricing.instance;
+    }
   }
   Json ranking = Json::array(), pareto = Json::array();
   for (const search::RankedPlan& r : res.ranking)
@@ -460,20 +519,26 @@ bool minor_variant(const search::RankedPlan& r, const search::RankedPlan& shown)
 // Prints up to `rows` plans; with `fold`, plans that differ from a plan printed above only in the
 // rank order or the data-parallel overlap (and hardly in tokens per dollar) are folded into it.
 // Returns the number folded.
+// `instances`: the cloud instance of each scenario ("AWS p5.48xlarge") when the sweep compares
+// instances (a column of its own), else empty.
 std::size_t print_plans(std::ostream& out, const std::vector<search::RankedPlan>& plans,
-                        std::size_t rows, bool numbered, bool several, bool fold) {
-  Table t({{"#", Align::kRight},
-           {"PLAN"},
-           {"GPUS", Align::kRight},
-           {"STEP s", Align::kRight},
-           {"TOKENS/s", Align::kRight},
-           {"MFU", Align::kRight},
-           {"DAYS", Align::kRight},
-           {"COST", Align::kRight},
-           {"TOKENS/$", Align::kRight},
-           {"PEAK GiB", Align::kRight},
-           {"BY"},
-           {"WHY"}});
+                        std::size_t rows, bool numbered, bool several, bool fold,
+                        const std::vector<std::string>& instances) {
+  std::vector<Table::Column> columns{{"#", Align::kRight}, {"PLAN"}};
+  if (!instances.empty()) columns.push_back({"INSTANCE"});
+  for (Table::Column c : std::vector<Table::Column>{{"GPUS", Align::kRight},
+                                                    {"STEP s", Align::kRight},
+                                                    {"TOKENS/s", Align::kRight},
+                                                    {"MFU", Align::kRight},
+                                                    {"DAYS", Align::kRight},
+                                                    {"COST", Align::kRight},
+                                                    {"TOKENS/$", Align::kRight},
+                                                    {"PEAK GiB", Align::kRight},
+                                                    {"BY"},
+                                                    {"WHY"}}) {
+    columns.push_back(std::move(c));
+  }
+  Table t(std::move(columns));
   std::vector<std::size_t> shown;  // indices of the printed plans
   std::vector<int> variants;       // per printed plan: order variants folded into it
   std::size_t folded = 0;
@@ -496,11 +561,17 @@ std::size_t print_plans(std::ostream& out, const std::vector<search::RankedPlan>
     std::string label = plan_label(r);
     if (several) label = "s" + std::to_string(r.scenario + 1) + " " + label;
     if (variants[n] > 0) label += " (+" + std::to_string(variants[n]) + ")";
-    t.add_row({numbered ? std::to_string(r.position) : std::to_string(n + 1), label,
-               fmt_int(r.parallel.world_size()), fmt(to_seconds(m.step_time), 3),
-               fmt_count(m.tokens_per_second), pct(m.mfu), days(r.economics.time_to_train_s),
-               money(r.economics.total_cost.raw()), fmt_count(r.objective),
-               fmt(to_GiB(m.peak_memory), 1), r.simulated ? "sim" : "est", r.note});
+    std::vector<std::string> row{numbered ? std::to_string(r.position) : std::to_string(n + 1),
+                                 label};
+    if (!instances.empty()) row.push_back(instances[static_cast<std::size_t>(r.scenario)]);
+    for (std::string cell :
+         {fmt_int(r.parallel.world_size()), fmt(to_seconds(m.step_time), 3),
+          fmt_count(m.tokens_per_second), pct(m.mfu), days(r.economics.time_to_train_s),
+          money(r.economics.total_cost.raw()), fmt_count(r.objective),
+          fmt(to_GiB(m.peak_memory), 1), std::string(r.simulated ? "sim" : "est"), r.note}) {
+      row.push_back(std::move(cell));
+    }
+    t.add_row(std::move(row));
   }
   t.print(out);
   return folded;
@@ -509,6 +580,15 @@ std::size_t print_plans(std::ostream& out, const std::vector<search::RankedPlan>
 void print_report(std::ostream& out, const search::SweepSetup& setup,
                   const search::SweepResult& res, double seconds, int rows) {
   const bool several = res.scenarios.size() > 1;
+  std::vector<std::string> instances;
+  for (const search::ScenarioInfo& s : res.scenarios) {
+    if (!s.pricing.instance.empty()) {
+      instances.clear();
+      for (const search::ScenarioInfo& i : res.scenarios)
+        instances.push_back(i.pricing.provider + " " + i.pricing.instance);
+      break;
+    }
+  }
   for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
     const search::ScenarioInfo& s = res.scenarios[i];
     out << (several ? "s" + std::to_string(i + 1) + ": " : std::string()) << s.name << " ("
@@ -550,7 +630,7 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
   out << "\nranked by effective tokens per dollar (goodput-adjusted); BY: sim = simulated, est = "
          "analytic estimate\n";
   const std::size_t folded =
-      print_plans(out, res.ranking, static_cast<std::size_t>(rows), true, several, true);
+      print_plans(out, res.ranking, static_cast<std::size_t>(rows), true, several, true, instances);
   if (folded > 0) {
     out << "(+N): " << folded << (folded == 1 ? " plan differs" : " plans differ")
         << " from a row above only in the rank order or in overlapping the data-parallel "
@@ -570,7 +650,7 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
     out << "\nPareto frontier, time to train vs cost (" << res.pareto.size()
         << " plans; # counts along the frontier, fastest first; WHY compares with #1 of the "
            "ranking above)\n";
-    print_plans(out, res.pareto, res.pareto.size(), false, several, false);
+    print_plans(out, res.pareto, res.pareto.size(), false, several, false, instances);
   }
   (void)setup;
 }
@@ -713,8 +793,18 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "GPU types to consider, comma-separated (default " +
                       std::string(app::default_scenario().gpu) + ")")
       ->delimiter(',');
-  cmd->add_option("--topology", a->topology,
-                  "Topology preset or file (default: the first preset with the GPU)");
+  CLI::Option* gpu_flag = cmd->get_option("--gpu");
+  CLI::Option* topology_flag =
+      cmd->add_option("--topology", a->topology,
+                      "Topology preset or file (default: the first preset with the GPU)");
+  CLI::Option* instances_flag =
+      cmd->add_option("--instances", a->instances,
+                      "Which cloud: cloud instances (p5.48xlarge, a3-megagpu-8g, ... or their "
+                      "topology presets), comma-separated: one scenario each, on the instance's "
+                      "network at its provider's price, all ranked together")
+          ->delimiter(',')
+          ->excludes(gpu_flag)
+          ->excludes(topology_flag);
   cmd->add_option("--gpus", a->cluster_gpus,
                   "Cluster sizes in GPUs, comma-separated: one scenario each; plans use up to "
                   "that many (default " +
@@ -768,7 +858,11 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--price", a->prices,
                   "Price override GPU=USD_PER_GPU_HOUR (repeatable, e.g. --price H100=2.49)");
   cmd->add_option("--offering", a->offering,
-                  "on-demand (default), spot, reserved or capacity-block");
+                  "on-demand (default), spot, reserved-1y, reserved-3y or capacity-block");
+  cmd->add_option("--provider", a->provider,
+                  "Price at this provider's catalogue price (default: AWS where it rents the "
+                  "GPU, else the largest instance of any provider; planner price list)")
+      ->excludes(instances_flag);
   cmd->add_option("--usd-per-kwh", a->usd_per_kwh,
                   "Price energy too: TDP x PUE x this per GPU-hour");
   cmd->add_option("--pue", a->pue, "Power usage effectiveness for energy")->capture_default_str();

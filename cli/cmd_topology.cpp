@@ -76,6 +76,10 @@ Status topology_list(const CliContext& ctx) {
            {"fabric", spec.fabric_summary()},
            {"sources", spec.sources}};
     j["inter_node_GBps_per_gpu"] = inject ? Json(to_GBps(*inject)) : Json(nullptr);
+    if (!spec.instance.empty()) {
+      j["provider"] = spec.provider;
+      j["instance"] = spec.instance;
+    }
     arr.push_back(j);
   }
   if (ctx.json) {
@@ -147,6 +151,10 @@ Status topology_show(const CliContext& ctx, const std::string& name, int nodes) 
            {"devices", dev},
            {"links", links},
            {"sources", spec.sources}};
+    if (!spec.instance.empty()) {
+      j["provider"] = spec.provider;
+      j["instance"] = spec.instance;
+    }
     j["injection_GBps_per_gpu"] =
         inject_node ? Json{{"one_gpu", to_GBps(*inject_one)}, {"whole_node", to_GBps(*inject_node)}}
                     : Json(nullptr);
@@ -161,6 +169,10 @@ Status topology_show(const CliContext& ctx, const std::string& name, int nodes) 
   kv.add("name", spec.name + (aliases.empty() ? "" : aliases + ")"));
   kv.add("description", spec.description);
   kv.add("GPU", spec.gpu);
+  if (!spec.instance.empty()) {
+    kv.add("instance", spec.provider + " " + spec.instance + " (`planner price list --provider " +
+                           spec.provider + "` for its prices)");
+  }
   kv.add("cluster", std::to_string(c.num_nodes()) + " node(s) x " +
                         std::to_string(c.gpus_per_node()) +
                         " GPUs = " + std::to_string(c.num_gpus()) + " GPUs");

@@ -44,6 +44,10 @@ Json sweep_inputs(const search::SweepRequest& req, Json origin) {
                          {"max_gpus", s.max_gpus},
                          {"min_gpus", s.min_gpus},
                          {"training", to_json(s.training)}});
+    if (s.priced_at_instance) {
+      scenarios.back()["provider"] = s.topology.provider;
+      scenarios.back()["instance"] = s.topology.instance;
+    }
   }
   Json j = origin.is_object() ? std::move(origin) : Json::object();
   j["scenarios"] = scenarios;
@@ -51,6 +55,7 @@ Json sweep_inputs(const search::SweepRequest& req, Json origin) {
   j["keep"] = req.options.keep;
   j["threads"] = req.options.threads;
   j["offering"] = std::string(to_string(req.pricing.offering));
+  if (!req.pricing.provider.empty()) j["provider"] = req.pricing.provider;
   j["budget_usd"] = req.constraints.budget_usd ? Json(*req.constraints.budget_usd) : Json();
   j["deadline_s"] = req.constraints.deadline_s ? Json(*req.constraints.deadline_s) : Json();
   return j;

@@ -90,6 +90,8 @@ Status Catalog::attach_prices(std::span<const PriceEntry> records) {
     for (const PriceEntry& p : other->prices) {
       PriceEntry borrowed = p;
       borrowed.priced_as = other->name;
+      // Wherever the price is shown with its source (a sweep's header), it says whose it is.
+      borrowed.source = "priced as " + other->name + ": " + p.source;
       g.prices.push_back(std::move(borrowed));
     }
   }

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "planner/store/store.hpp"
@@ -33,6 +35,101 @@ std::vector<std::string> small(std::vector<std::string> extra, const std::string
                                    "2048",  "--top-k", "4",  "--threads", threads, "--no-progress"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
+}
+
+// Every GPU preset sweeps on its default topology at a catalogue price, without --price.
+TEST(SweepCli, EveryGpuPresetSweepsWithoutAPrice) {
+  const auto gpus = nlohmann::json::parse(run_planner({"gpu", "list", "--json"}).out);
+  ASSERT_GE(gpus.size(), 14u);
+  for (const auto& gpu : gpus) {
+    const std::string name = gpu["name"];
+    if (name == "cpu-host") continue;  // planner exec's own CPU ranks: nothing to rent
+    const std::string precision = gpu["peak_tflops"].contains("bf16") ? "bf16" : "fp16";
+    const CommandResult r =
+        run_planner({"sweep", "--gpu",     name,    "--precision",   precision, "--gpus", "16",
+                     "--gbs", "64",        "--seq", "2048",          "--top-k", "1",      "--keep",
+                     "4",     "--threads", "2",     "--no-progress", "--no-db", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    const auto res = nlohmann::json::parse(r.out);
+    const auto& scenario = res["scenarios"][0];
+    EXPECT_GT(scenario["usd_per_gpu_hour"].get<double>(), 0) << name;
+    EXPECT_FALSE(scenario["price_source"].get<std::string>().empty()) << name;
+    EXPECT_FALSE(res["ranking"].empty()) << name;
+  }
+}
+
+// "Which cloud": Llama 3 70B on five H100/H200 instances of three providers, each on its own
+// network at its provider's price, ranked together.
+TEST(SweepCli, InstancesRankCloudsTogetherAtTheirPrices) {
+  const std::vector<std::string> args = {
+      "sweep",
+      "--model",
+      "llama3-70b",
+      "--instances",
+      "p5.48xlarge,p5en.48xlarge,a3-megagpu-8g,a3-ultragpu-8g,Standard_ND96isr_H100_v5",
+      "--gpus",
+      "64",
+      "--gbs",
+      "128",
+      "--seq",
+      "4096",
+      "--top-k",
+      "5",
+      "--keep",
+      "40",
+      "--threads",
+      "2",
+      "--no-progress",
+      "--no-db"};
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const CommandResult r = run_planner(json_args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto res = nlohmann::json::parse(r.out);
+  const std::vector<std::pair<std::string, std::string>> expected{
+      {"AWS", "p5.48xlarge"},
+      {"AWS", "p5en.48xlarge"},
+      {"GCP", "a3-megagpu-8g"},
+      {"GCP", "a3-ultragpu-8g"},
+      {"Azure", "Standard_ND96isr_H100_v5"}};
+  ASSERT_EQ(res["scenarios"].size(), expected.size());
+  std::set<double> prices;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto& sc = res["scenarios"][i];
+    EXPECT_EQ(sc["provider"], expected[i].first);
+    EXPECT_EQ(sc["instance"], expected[i].second);
+    EXPECT_TRUE(contains(sc["name"], expected[i].second)) << sc["name"];
+    EXPECT_FALSE(sc["price_date"].get<std::string>().empty()) << expected[i].second;
+    EXPECT_FALSE(sc["price_source"].get<std::string>().empty()) << expected[i].second;
+    prices.insert(sc["usd_per_gpu_hour"].get<double>());
+  }
+  EXPECT_GE(prices.size(), 4u);  // each at its own provider's price, not one GPU's default
+  // One ranking over all of them: the simulated plans by effective tokens per dollar.
+  const auto& ranking = res["ranking"];
+  ASSERT_FALSE(ranking.empty());
+  double last = 1e300;
+  for (const auto& p : ranking) {
+    if (!p.contains("simulated")) break;
+    EXPECT_LE(p["tokens_per_usd"].get<double>(), last * (1 + 1e-12));
+    last = p["tokens_per_usd"].get<double>();
+  }
+
+  const CommandResult text = run_planner(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* what : {"INSTANCE", "GCP a3-megagpu-8g", "Azure Standard_ND96isr_H100_v5",
+                           "s5: llama3-70b on 64 x H100-SXM5-80GB, Azure"}) {
+    EXPECT_TRUE(contains(text.out, what)) << what << "\n" << text.out;
+  }
+
+  const CommandResult reference = run_planner({"sweep", "--instances", "dgx-b200", "--no-db"});
+  EXPECT_EQ(reference.exit_code, 2);
+  EXPECT_TRUE(contains(reference.err, "dgx-b200 is no cloud instance")) << reference.err;
+  const CommandResult unpriced = run_planner({"sweep", "--instances", "a4-highgpu-8g", "--no-db"});
+  EXPECT_EQ(unpriced.exit_code, 2);
+  EXPECT_TRUE(contains(unpriced.err, "no on-demand price from GCP a4-highgpu-8g")) << unpriced.err;
+  const CommandResult both =
+      run_planner({"sweep", "--instances", "p5.48xlarge", "--gpu", "h100", "--no-db"});
+  EXPECT_EQ(both.exit_code, 2);
 }
 
 TEST(SweepCli, DefaultScenarioPrintsARanking) {

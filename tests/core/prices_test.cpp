@@ -2,6 +2,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/core/catalog.hpp"
@@ -182,6 +183,25 @@ TEST(PriceChoice, BorrowedPricesSayWhose) {
   EXPECT_EQ(c->entry->priced_as, "V100-SXM2-32GB");
   ASSERT_FALSE(c->warnings.empty());
   EXPECT_TRUE(contains(c->warnings[0], "priced as V100-SXM2-32GB")) << c->warnings[0];
+}
+
+TEST(PriceChoice, GpusNoProviderRentsBorrowAndSaySo) {
+  const std::pair<const char*, const char*> lenders[] = {
+      {"H800", "H100-SXM5-80GB"}, {"B300", "B200-SXM-180GB"}, {"GB300", "GB200-B200-186GB"}};
+  for (const auto& [name, lender] : lenders) {
+    auto own = choose_price(gpu(lender), {}, {}, {}, std::nullopt);
+    auto borrowed = choose_price(gpu(name), {}, {}, {}, std::nullopt);
+    ASSERT_TRUE(borrowed) << name << ": " << borrowed.status().message();
+    EXPECT_DOUBLE_EQ(borrowed->usd_per_gpu_hour.raw(), own->usd_per_gpu_hour.raw()) << name;
+    EXPECT_EQ(borrowed->entry->priced_as, lender);
+    ASSERT_FALSE(borrowed->warnings.empty());
+    EXPECT_TRUE(contains(borrowed->warnings[0], std::string("priced as ") + lender));
+    EXPECT_EQ(borrowed->entry->source.rfind(std::string("priced as ") + lender + ": ", 0), 0u);
+    // A price of its own wins.
+    const std::vector<PriceOverride> mine{{name, Usd(9.0)}};
+    EXPECT_DOUBLE_EQ(choose_price(gpu(name), {}, mine, {}, std::nullopt)->usd_per_gpu_hour.raw(),
+                     9.0);
+  }
 }
 
 TEST(PriceChoice, OfferingsAndProviders) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/core/pricing.hpp"
 #include "planner/topo/capacity.hpp"
 #include "test_topologies.hpp"
 
@@ -15,7 +16,7 @@ namespace {
 TEST(TopologyPresets, AllLoadAndBuild) {
   auto catalog = TopologyCatalog::load_builtin();
   ASSERT_TRUE(catalog) << catalog.status().message();
-  ASSERT_EQ(catalog->all().size(), 11u);
+  ASSERT_EQ(catalog->all().size(), 23u);
   for (const TopologySpec& spec : catalog->all()) {
     SCOPED_TRACE(spec.name);
     EXPECT_FALSE(spec.sources.empty());
@@ -53,6 +54,8 @@ TEST(TopologyPresets, NodeNetworkMatchesTheReferenceData) {
       {"dgx-h100-superpod", "DGX H100"},
       {"aws-p4d", "AWS p4d.24xlarge"},
       {"aws-p5", "AWS p5.48xlarge"},
+      {"aws-p6-b200", "AWS p6-b200"},
+      {"gcp-a3-mega", "GCP A3 Mega (H100)"},
       {"hgx-h200-roce", "Meta Llama 3 RoCE cluster (H100)"},
   };
   for (const auto& [preset, system] : system_of) {
@@ -76,6 +79,18 @@ TEST(TopologyPresets, NvlinkDomainsMatchTheHardware) {
       {"aws-p4d", 8},
       {"aws-p5", 8},
       {"gb200-nvl72", 72},
+      {"gb300-nvl72", 72},
+      {"dgx-b200", 8},
+      {"dgx-b300", 8},
+      {"h800-ib", 8},
+      {"hgx-h200-ib", 8},
+      {"mi300x-platform", 8},
+      {"aws-p5en", 8},
+      {"aws-p6-b200", 8},
+      {"gcp-a3-mega", 8},
+      {"gcp-a3-ultra", 8},
+      {"gcp-a4", 8},
+      {"azure-nd-h100-v5", 8},
       {"l40s-pcie-100gbe", 1},
       {"dgx1-v100", 8},
       {"cpu-host", 1},
@@ -103,6 +118,81 @@ TEST(TopologyPresets, EveryGpuTypeOfAPresetHasADefaultTopology) {
   EXPECT_NE(none.status().message().find("X1"), std::string::npos);
 }
 
+// The first preset of a GPU (in topologies/CMakeLists.txt order) is its default topology, used
+// when a plan or sweep names only the GPU. Every GPU preset has one, and new presets leave the
+// defaults of the GPUs that had one before (H100: aws-p5, which the default sweep runs on).
+TEST(TopologyPresets, EveryGpuPresetHasItsDefaultTopology) {
+  const std::map<std::string, std::string> expected{
+      {"A100-SXM4-40GB", "aws-p4d"},       {"A100-SXM4-80GB", "dgx-a100-superpod"},
+      {"H100-SXM5-80GB", "aws-p5"},        {"H200-SXM-141GB", "hgx-h200-roce"},
+      {"H800-SXM5-80GB", "h800-ib"},       {"B200-SXM-180GB", "dgx-b200"},
+      {"B300-SXM-288GB", "dgx-b300"},      {"GB200-B200-186GB", "gb200-nvl72"},
+      {"GB300-B300-288GB", "gb300-nvl72"}, {"MI300X", "mi300x-platform"},
+      {"L40S", "l40s-pcie-100gbe"},        {"V100-SXM2-32GB", "dgx1-v100"},
+      {"V100-SXM3-32GB", "dgx2-v100"},     {"cpu-host", "cpu-host"},
+  };
+  EXPECT_EQ(builtin_catalog().gpus().size(), expected.size());
+  for (const GpuSpec& gpu : builtin_catalog().gpus()) {
+    auto chosen = topology_for_gpu(gpu);
+    ASSERT_TRUE(chosen) << gpu.name << " has no topology preset: " << chosen.status().message();
+    ASSERT_TRUE(expected.count(gpu.name)) << gpu.name << ": add its default topology here";
+    EXPECT_EQ(chosen->name, expected.at(gpu.name)) << gpu.name;
+  }
+}
+
+// A preset's GPUs talk within the node at the NVLink (or Infinity Fabric) rate of their GPU preset.
+TEST(TopologyPresets, NodeLinksMatchTheGpuPresets) {
+  for (const TopologySpec& t : builtin_topologies().all()) {
+    if (t.node.generator != "nvswitch") continue;
+    SCOPED_TRACE(t.name);
+    const GpuSpec* gpu = builtin_catalog().find_gpu(t.gpu);
+    ASSERT_NE(gpu, nullptr);
+    const Cluster c = testing::build(t, 1);
+    std::vector<int> node(static_cast<std::size_t>(c.gpus_per_node()));
+    for (int g = 0; g < c.gpus_per_node(); ++g)
+      node[static_cast<std::size_t>(g)] = g;
+    auto group = group_bandwidth(c, node);
+    ASSERT_TRUE(group) << group.status().message();
+    EXPECT_NEAR(to_GBps(group->intra), to_GBps(gpu->nvlink_bandwidth), 1e-6);
+  }
+}
+
+// Cloud instance presets name the instance the price data prices, so a sweep can pair an
+// instance's network with its price.
+TEST(TopologyPresets, CloudInstancesPairWithTheirPrices) {
+  std::map<std::string, int> providers_of_h100_h200;
+  int priced = 0;
+  for (const TopologySpec& t : builtin_topologies().all()) {
+    if (t.instance.empty()) continue;
+    SCOPED_TRACE(t.name);
+    EXPECT_TRUE(t.matches(t.instance)) << "an alias names the instance";
+    const GpuSpec* gpu = builtin_catalog().find_gpu(t.gpu);
+    ASSERT_NE(gpu, nullptr);
+    PriceQuery q;
+    q.provider = t.provider;
+    q.instance = t.instance;
+    auto price = choose_price(*gpu, q, {}, {}, std::nullopt);
+    if (t.name == "gcp-a4") {  // the price data has no a4-highgpu-8g price
+      EXPECT_FALSE(price);
+      continue;
+    }
+    ASSERT_TRUE(price) << price.status().message();
+    EXPECT_EQ(price->entry->gpus_per_instance, t.gpus_per_node());
+    EXPECT_TRUE(price->entry->priced_as.empty());
+    ++priced;
+    if (gpu->name == "H100-SXM5-80GB" || gpu->name == "H200-SXM-141GB") {
+      ++providers_of_h100_h200[t.provider];
+    }
+  }
+  EXPECT_EQ(priced, 7);
+  // Enough for a "which cloud" sweep: at least four H100/H200 instances from three providers.
+  int instances = 0;
+  for (const auto& [provider, n] : providers_of_h100_h200)
+    instances += n;
+  EXPECT_GE(instances, 4);
+  EXPECT_GE(providers_of_h100_h200.size(), 3u);
+}
+
 TEST(TopologyPresets, ClusterSpecsPickOrNameTheirTopology) {
   ClusterSpec spec;
   spec.nodes = 4;
@@ -122,6 +212,7 @@ TEST(TopologyPresets, ClusterSpecsPickOrNameTheirTopology) {
             "8x H100-SXM5-80GB");
   spec.topology.clear();
   spec.gpu = "MI300X";
+  spec.gpus_per_node = 4;  // no MI300X preset has 4-GPU nodes
   EXPECT_EQ(build_cluster(spec).status().code(), StatusCode::kNotFound);
 }
 

@@ -9,6 +9,8 @@ namespace {
 // Reference data hardware_specs.json "links": NVLink per-direction GB/s divided by link count.
 constexpr double kNvlink234PerLinkGBps = 25.0;  // 150/6, 300/12, 450/18
 constexpr double kNvlink5PerLinkGBps = 50.0;    // 900/18
+// Reference data hardware_specs.json gpus MI300X: Infinity Fabric 7 links x 64 GB/s per direction.
+constexpr double kXgmiPerLinkGBps = 64.0;
 // Reference data hardware_specs.json "links.pcie" (x16, per direction); gen3 from the V100 preset.
 constexpr double kPcie3x16GBps = 15.75;
 constexpr double kPcie4x16GBps = 31.5;
@@ -28,6 +30,7 @@ LinkClass link_class(LinkKind kind) {
     case LinkKind::kNvlink3:
     case LinkKind::kNvlink4:
     case LinkKind::kNvlink5:
+    case LinkKind::kXgmi:
       return LinkClass::kNvlink;
     case LinkKind::kPcie3:
     case LinkKind::kPcie4:
@@ -58,6 +61,8 @@ std::optional<Bandwidth> nominal_bandwidth(LinkKind kind) {
       return GBps(kNvlink234PerLinkGBps);
     case LinkKind::kNvlink5:
       return GBps(kNvlink5PerLinkGBps);
+    case LinkKind::kXgmi:
+      return GBps(kXgmiPerLinkGBps);
     case LinkKind::kPcie3:
       return GBps(kPcie3x16GBps);
     case LinkKind::kPcie4:

@@ -213,6 +213,13 @@ bool read_topology_fields(JsonObject& root, const Catalog& catalog, TopologySpec
       root.error("gpu", gpu.status().message());
     }
   }
+  root.read("provider", t.provider, Need::kOptional);
+  root.read("instance", t.instance, Need::kOptional);
+  if (t.provider.empty() != t.instance.empty()) {
+    root.error(t.provider.empty() ? "provider" : "instance",
+               "give the cloud instance's provider and instance together (e.g. \"provider\": "
+               "\"AWS\", \"instance\": \"p5.48xlarge\")");
+  }
   root.read("default_nodes", t.default_nodes, Need::kOptional, {1, kMaxNodes});
   if (root.read("sources", t.sources, Need::kRequired) && t.sources.empty()) {
     root.error("sources", "list at least one source for the figures in this topology");
@@ -245,7 +252,7 @@ bool read_topology_fields(JsonObject& root, const Catalog& catalog, TopologySpec
       if (read_link_object(o, "link", Need::kRequired, d.link) &&
           link_class(d.link.kind) != LinkClass::kNvlink) {
         diag.add(o.pointer_of("link") + "/kind",
-                 "expected an NVLink kind (nvlink2 .. nvlink5), got \"" +
+                 "expected a GPU-to-GPU link kind (nvlink2 .. nvlink5, xgmi), got \"" +
                      std::string(to_string(d.link.kind)) + "\"");
       }
       o.finish();

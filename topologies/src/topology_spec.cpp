@@ -87,7 +87,7 @@ bool generate_node(const NodeGeneratorParams& p, NodeSpec& out, Diagnostics& dia
     error("nvlink", "the pcie generator builds GPUs without NVLink; remove this key");
   }
   if (p.nvlink && link_class(p.nvlink->kind) != LinkClass::kNvlink) {
-    error("nvlink/kind", "expected an NVLink kind (nvlink2 .. nvlink5), got \"" +
+    error("nvlink/kind", "expected a GPU-to-GPU link kind (nvlink2 .. nvlink5, xgmi), got \"" +
                              std::string(to_string(p.nvlink->kind)) + "\"");
   }
   if (p.generator == NodeGenerator::kHybridCubeMesh) {

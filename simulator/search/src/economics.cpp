@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "planner/core/memory.hpp"
+#include "planner/core/pricing.hpp"
 
 namespace planner::search {
 namespace {
@@ -25,7 +26,11 @@ Result<GpuPrice> resolve_price(const GpuSpec& gpu, const PricingOptions& options
       return p;
     }
   }
-  if (const PriceEntry* e = gpu.price_for(options.offering)) {
+  PriceQuery query;
+  query.offering = options.offering;
+  query.provider = options.provider;
+  query.instance = options.instance;
+  if (const PriceEntry* e = pick_price(gpu.prices, query)) {
     GpuPrice p;
     p.usd_per_gpu_hour = e->usd_per_gpu_hour;
     p.offering = options.offering;
@@ -34,6 +39,16 @@ Result<GpuPrice> resolve_price(const GpuSpec& gpu, const PricingOptions& options
     p.date = e->date;
     p.source = e->source;
     return p;
+  }
+  if (!query.provider.empty() || !query.instance.empty()) {
+    const std::string asked = query.instance.empty()   ? query.provider
+                              : query.provider.empty() ? query.instance
+                                                       : query.provider + " " + query.instance;
+    const std::string have = describe_offerings(gpu.prices);
+    return Status::invalid_input(gpu.name + " has no " + std::string(to_string(options.offering)) +
+                                 " price from " + asked + " in the price catalogue" +
+                                 (have.empty() ? std::string() : " (it has " + have + ")") +
+                                 "; give one with --price " + gpu.name + "=USD_PER_GPU_HOUR");
   }
   std::string have;
   for (const PriceEntry& e : gpu.prices) {

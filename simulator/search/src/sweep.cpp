@@ -342,6 +342,14 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     if (!est) return est.status().with_context(where);
     sc.estimator = std::move(est).value();
     sc.pricing = in.pricing ? *in.pricing : request.pricing;
+    if (in.priced_at_instance) {
+      if (in.topology.instance.empty()) {
+        return Status::invalid_input(where + ": topology " + in.topology.name +
+                                     " names no cloud instance to price");
+      }
+      sc.pricing.provider = in.topology.provider;
+      sc.pricing.instance = in.topology.instance;
+    }
     auto price = resolve_price(in.gpu, sc.pricing);
     if (!price) return price.status();
     sc.price = *price;

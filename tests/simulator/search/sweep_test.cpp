@@ -390,5 +390,28 @@ TEST(Economics, GoodputFollowsYoungAndBillsWholeNodes) {
   EXPECT_LT(with_energy.tokens_per_usd, e.tokens_per_usd);
 }
 
+TEST(Economics, PricesAtAProviderOrInstance) {
+  const GpuSpec h100 = builtin_catalog().gpu("h100").value();
+  PricingOptions pricing;
+  const GpuPrice by_default = resolve_price(h100, pricing).value();
+  EXPECT_EQ(by_default.provider, "AWS");  // the default rule's reference provider
+  pricing.provider = "GCP";
+  pricing.instance = "a3-megagpu-8g";
+  const GpuPrice gcp = resolve_price(h100, pricing).value();
+  EXPECT_EQ(gcp.provider, "GCP");
+  EXPECT_EQ(gcp.instance, "a3-megagpu-8g");
+  EXPECT_FALSE(gcp.date.empty());
+  EXPECT_NE(gcp.usd_per_gpu_hour.raw(), by_default.usd_per_gpu_hour.raw());
+  pricing.instance = "a3-nonexistent-8g";
+  auto none = resolve_price(h100, pricing);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(none.status().message().find("no on-demand price from GCP a3-nonexistent-8g"),
+            std::string::npos)
+      << none.status().message();
+  pricing.overrides.push_back({"H100", Usd(2.0)});  // an override still wins
+  EXPECT_TRUE(resolve_price(h100, pricing).value().overridden);
+}
+
 }  // namespace
 }  // namespace planner::search

@@ -1,7 +1,8 @@
 // Kinds of devices and links in a cluster graph, with their JSON spellings and nominal rates.
 //
-// A link kind names the technology (NVLink generation, PCIe generation, InfiniBand speed grade,
-// Ethernet/RoCE, AWS EFA, CPU-to-CPU or CPU-to-GPU interconnect, or the shared memory through
+// A link kind names the technology (NVLink generation, AMD Infinity Fabric, PCIe generation,
+// InfiniBand speed grade, Ethernet/RoCE, AWS EFA, CPU-to-CPU or CPU-to-GPU interconnect, or the
+// shared memory through
 // which CPU ranks on one host exchange messages). Kinds with a standard rate have a nominal
 // per-direction bandwidth per link (nominal_bandwidth()); the others (Ethernet, RoCE, EFA,
 // NVLink-C2C, CPU interconnects, shared memory) need an explicit bandwidth in the topology
@@ -10,6 +11,9 @@
 // Nominal per-direction rates (reference data hardware_specs.json, "links"):
 //   NVLink2/3/4: 25 GB/s per link (V100 6 links = 150, A100 12 = 300, H100 18 = 450 GB/s)
 //   NVLink5:     50 GB/s per link (B200 18 links = 900 GB/s)
+//   xGMI:        64 GB/s per link (AMD Infinity Fabric between MI300X GPUs: 7 links = 448 GB/s,
+//                reference data hardware_specs.json gpus MI300X); GPU-to-GPU, so of the NVLink
+//                class
 //   PCIe x16:    gen3 15.75, gen4 31.5, gen5 63, gen6 121 GB/s (gen3 from core/presets/gpus V100)
 //   InfiniBand 4x port: EDR 100, HDR 200, NDR 400, XDR 800 Gb/s
 #pragma once
@@ -46,6 +50,7 @@ enum class LinkKind {
   kRoce,
   kEfa,
   kSharedMemory,  // a CPU rank's copies through host memory (MPI's shared-memory transport)
+  kXgmi,          // AMD Infinity Fabric between GPUs (MI300X)
 };
 
 // What a link is for: GPU-to-GPU scale-up, host I/O, CPU coherence, or the scale-out network.
@@ -86,7 +91,7 @@ struct EnumTraits<topo::DeviceKind> {
 template <>
 struct EnumTraits<topo::LinkKind> {
   static constexpr std::string_view kWhat = "link kind";
-  static constexpr std::array<std::pair<topo::LinkKind, std::string_view>, 18> kNames{{
+  static constexpr std::array<std::pair<topo::LinkKind, std::string_view>, 19> kNames{{
       {topo::LinkKind::kNvlink2, "nvlink2"},
       {topo::LinkKind::kNvlink3, "nvlink3"},
       {topo::LinkKind::kNvlink4, "nvlink4"},
@@ -105,6 +110,7 @@ struct EnumTraits<topo::LinkKind> {
       {topo::LinkKind::kRoce, "roce"},
       {topo::LinkKind::kEfa, "efa"},
       {topo::LinkKind::kSharedMemory, "shared-memory"},
+      {topo::LinkKind::kXgmi, "xgmi"},
   }};
 };
 

@@ -36,8 +36,8 @@ const TopologyCatalog& builtin_topologies();
 Result<TopologySpec> resolve_topology(std::string_view name_or_path,
                                       const TopologyCatalog& catalog = builtin_topologies());
 
-// The default topology for a GPU type: the first preset whose GPU is `gpu` (presets are ordered by
-// name). kNotFound naming the GPU when no preset has it.
+// The default topology for a GPU type: the first preset whose GPU is `gpu` (in the order of
+// topologies/CMakeLists.txt: one default per GPU first). kNotFound when no preset has it.
 Result<TopologySpec> topology_for_gpu(const GpuSpec& gpu,
                                       const TopologyCatalog& catalog = builtin_topologies());
 

@@ -1,8 +1,9 @@
 // Reading "topology" documents (schema_version 1) strictly, with JSON-pointer diagnostics.
 //
 // A topology document:
-//   name, aliases?, description, gpu (a GPU preset name or alias), default_nodes? (>= 1, the node
-//   count `planner topology show` uses), sources [strings, at least one], notes?,
+//   name, aliases?, description, gpu (a GPU preset name or alias), provider? and instance? (both
+//   or neither: the cloud instance modelled, as the price data names it), default_nodes? (>= 1,
+//   the node count `planner topology show` uses), sources [strings, at least one], notes?,
 //   node:    either a generator
 //              {generator: nvswitch | hybrid-cube-mesh | pcie, gpus, nvlink?: LINK,
 //               pcie: LINK, pcie_switches, cpus, cpu_link?: LINK, nics}

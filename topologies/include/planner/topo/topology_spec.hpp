@@ -141,6 +141,11 @@ struct TopologySpec {
   std::vector<std::string> aliases;
   std::string description;
   std::string gpu;  // a GPU preset name (core/presets/gpus)
+  // The cloud instance this topology models, as the price data names it ("AWS", "p5.48xlarge"):
+  // its prices are the price records with this provider and instance (pricing.hpp PriceQuery).
+  // Both empty for reference designs (DGX, HGX) that no one provider rents.
+  std::string provider;
+  std::string instance;
   int default_nodes = 1;
   std::vector<std::string> sources;
   std::string notes;

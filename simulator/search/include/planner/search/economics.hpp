@@ -72,6 +72,10 @@ struct PriceOverride {
 struct PricingOptions {
   Offering offering = Offering::kOnDemand;
   std::vector<PriceOverride> overrides;
+  // A provider ("AWS") and instance ("p5.48xlarge") to price at; empty: the catalogue's default
+  // rule (core/pricing.hpp).
+  std::string provider;
+  std::string instance;
   double usd_per_kwh = 0;  // 0: energy not priced
   double pue = kDefaultPue;
 };
@@ -87,7 +91,8 @@ struct GpuPrice {
 };
 
 // The price of `gpu` under `options`; kInvalidInput naming the GPU (and the offerings it has a
-// price for) when neither an override nor a catalogue entry exists.
+// price for) when neither an override nor a catalogue entry (of the provider and instance, when
+// given) exists.
 Result<GpuPrice> resolve_price(const GpuSpec& gpu, const PricingOptions& options);
 
 struct FailureModel {

@@ -83,6 +83,9 @@ struct SweepScenario {
   int min_gpus = 0;                                // 0: max_gpus / 2
   std::shared_ptr<const HardwareProfile> profile;  // empty: the GPU's preset, else derived
   std::optional<PricingOptions> pricing;           // empty: the request's
+  // Price at the topology's cloud instance (its provider and instance, as the price catalogue
+  // names them) rather than by the default rule: `planner sweep --instances`.
+  bool priced_at_instance = false;
 };
 
 // Hoffmann et al. 2022 ("Training Compute-Optimal Large Language Models", arXiv:2203.15556):
