@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "app.hpp"
+#include "cluster_args.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
@@ -51,6 +52,7 @@ struct SweepArgs {
   std::vector<std::string> models;
   std::vector<std::string> gpus;
   std::string topology;
+  ClusterNumberArgs numbers;
   std::vector<int> cluster_gpus;
   int min_gpus = 0;
   std::int64_t seq = 0;
@@ -127,7 +129,9 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
     for (const std::string& g : gpus) {
       PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(g));
       topo::TopologySpec topology;
-      if (!a.topology.empty()) {
+      if (has_cluster_numbers(a.numbers)) {
+        // Built per cluster size below.
+      } else if (!a.topology.empty()) {
         PLANNER_ASSIGN_OR_RETURN(topology, topo::resolve_topology(a.topology));
         if (!gpu.matches(topology.gpu)) {
           return Status::invalid_input("--topology " + topology.name + " has " + topology.gpu +
@@ -136,6 +140,10 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
       } else {
         PLANNER_ASSIGN_OR_RETURN(topology, topo::topology_for_gpu(gpu));
       }
+      std::optional<topo::ClusterNumbers> numbers;
+      if (has_cluster_numbers(a.numbers)) {
+        PLANNER_ASSIGN_OR_RETURN(numbers, cluster_numbers(a.numbers, gpu));
+      }
       for (int n : sizes) {
         if (n < 1) return Status::invalid_input("--gpus: must be >= 1, got " + std::to_string(n));
         search::SweepScenario sc;
@@ -143,6 +151,10 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
         sc.training = t;
         sc.gpu = gpu;
         sc.topology = topology;
+        if (numbers) {
+          const int nodes = (n + numbers->gpus_per_node - 1) / numbers->gpus_per_node;
+          PLANNER_ASSIGN_OR_RETURN(sc.topology, topo::topology_from_numbers(*numbers, gpu, nodes));
+        }
         sc.max_gpus = n;
         sc.min_gpus = a.min_gpus;
         req.scenarios.push_back(std::move(sc));
@@ -211,6 +223,10 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
 
 Result<search::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& a) {
   search::SweepRequest req;
+  if (!a.spec.empty() && has_cluster_numbers(a.numbers)) {
+    return Status::invalid_input(
+        "--node-gpus, --nics, ...: not with --spec (a sweep document names its topologies)");
+  }
   if (!a.spec.empty()) {
     PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(a.spec));
     PLANNER_ASSIGN_OR_RETURN(
@@ -650,8 +666,9 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "GPU types to consider, comma-separated (default " +
                       std::string(app::default_scenario().gpu) + ")")
       ->delimiter(',');
-  cmd->add_option("--topology", a->topology,
-                  "Topology preset or file (default: the first preset with the GPU)");
+  CLI::Option* topology = cmd->add_option(
+      "--topology", a->topology, "Topology preset or file (default: the first preset with the GPU)");
+  add_cluster_number_options(cmd, a->numbers, topology);
   cmd->add_option("--gpus", a->cluster_gpus,
                   "Cluster sizes in GPUs, comma-separated: one scenario each; plans use up to "
                   "that many (default " +
