@@ -15,10 +15,10 @@ void add_cluster_number_options(CLI::App* cmd, ClusterNumberArgs& a, CLI::Option
   opts.push_back(cmd->add_option("--nics", a.nics, "Scale-out NICs per node"));
   opts.push_back(cmd->add_option("--nic-Gbps", a.nic_Gbps, "Rate of one NIC, Gb/s"));
   opts.push_back(cmd->add_option("--nic-kind", a.nic_kind,
-                                 "ib-edr, ib-hdr, ib-ndr, ib-xdr, roce, efa, ethernet or omni-path "
+                                 "ib-edr, ib-hdr, ib-ndr, ib-xdr, roce, efa or ethernet "
                                  "(default: InfiniBand of that rate, else ethernet)"));
-  opts.push_back(cmd->add_option("--fabric", a.fabric,
-                                 "fat-tree (default), rail-optimized or leaf-spine"));
+  opts.push_back(
+      cmd->add_option("--fabric", a.fabric, "fat-tree (default), rail-optimized or leaf-spine"));
   opts.push_back(cmd->add_option("--oversubscription", a.oversubscription,
                                  "Leaf down:up bandwidth, e.g. 1:1 (default) or 2:1"));
   opts.push_back(cmd->add_option("--fabric-tiers", a.tiers,
@@ -43,7 +43,8 @@ Result<topo::ClusterNumbers> cluster_numbers(const ClusterNumberArgs& a, const G
   topo::ClusterNumbers n;
   n.gpus_per_node = a.node_gpus;
   n.nvlink_GBps = a.nvlink_GBps >= 0 ? a.nvlink_GBps : to_GBps(gpu.nvlink_bandwidth);
-  if (a.nics < 0) return Status::invalid_input("--nics: must be >= 0, got " + std::to_string(a.nics));
+  if (a.nics < 0)
+    return Status::invalid_input("--nics: must be >= 0, got " + std::to_string(a.nics));
   n.nics = a.nics;
   if (a.nic_Gbps < 0) return Status::invalid_input("--nic-Gbps: must be > 0");
   n.nic_Gbps = a.nic_Gbps;
@@ -56,26 +57,30 @@ Result<topo::ClusterNumbers> cluster_numbers(const ClusterNumberArgs& a, const G
                                  std::to_string(n.nic_Gbps));
   }
   if (!a.nic_kind.empty()) {
-    PLANNER_ASSIGN_OR_RETURN(topo::LinkKind kind, parse_flag<topo::LinkKind>("--nic-kind", a.nic_kind));
+    PLANNER_ASSIGN_OR_RETURN(topo::LinkKind kind,
+                             parse_flag<topo::LinkKind>("--nic-kind", a.nic_kind));
     if (topo::link_class(kind) != topo::LinkClass::kNetwork) {
       return Status::invalid_input("--nic-kind: \"" + a.nic_kind +
                                    "\" is not a network link kind (ib-edr, ib-hdr, ib-ndr, ib-xdr, "
-                                   "roce, efa, ethernet, omni-path)");
+                                   "roce, efa, ethernet)");
     }
     n.nic_kind = kind;
   }
   if (!a.fabric.empty()) {
     PLANNER_ASSIGN_OR_RETURN(n.fabric, parse_flag<topo::FabricType>("--fabric", a.fabric));
     if (n.fabric == topo::FabricType::kNone) {
-      return Status::invalid_input("--fabric: give fat-tree, rail-optimized or leaf-spine (a "
-                                   "single node needs no --fabric)");
+      return Status::invalid_input(
+          "--fabric: give fat-tree, rail-optimized or leaf-spine (a "
+          "single node needs no --fabric)");
     }
   }
   if (!a.oversubscription.empty()) {
     const auto ratio = topo::parse_oversubscription(a.oversubscription);
     if (!ratio) {
-      return Status::invalid_input("--oversubscription: expected down:up with down >= up, e.g. "
-                                   "1:1 or 2:1, got \"" + a.oversubscription + "\"");
+      return Status::invalid_input(
+          "--oversubscription: expected down:up with down >= up, e.g. "
+          "1:1 or 2:1, got \"" +
+          a.oversubscription + "\"");
     }
     n.oversubscription = *ratio;
   }

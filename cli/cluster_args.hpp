@@ -5,7 +5,7 @@
 //   --nvlink-GBps X        NVLink per GPU per direction (0: PCIe only; default: the GPU preset's)
 //   --nics N               scale-out NICs per node
 //   --nic-Gbps X           rate of one NIC
-//   --nic-kind K           ib-edr, ib-hdr, ib-ndr, ib-xdr, roce, efa, ethernet, omni-path
+//   --nic-kind K           ib-edr, ib-hdr, ib-ndr, ib-xdr, roce, efa, ethernet
 //                          (default: InfiniBand of that rate, else ethernet)
 //   --fabric F             fat-tree (default), rail-optimized, leaf-spine
 //   --oversubscription R   leaf down:up, "1:1" (default), "2:1" or "2"

@@ -161,8 +161,8 @@ void print_report(std::ostream& out, const std::string& file, const fit::Accurac
               {"CONFIGURATION"}});
   for (const fit::RunAccuracy& r : rep.runs) {
     if (!r.modelled) continue;
-    runs.add_row({r.id, r.gpu_type, grade(r), seconds_text(r.published),
-                  seconds_text(r.predicted), pct(r.error_percent),
+    runs.add_row({r.id, r.gpu_type, grade(r), seconds_text(r.published), seconds_text(r.predicted),
+                  pct(r.error_percent),
                   short_label(r.plan.parallel) + " " + std::string(to_string(r.attention)) +
                       "-attn" + (r.forced_memory ? " (memory check overridden)" : "")});
   }
@@ -181,10 +181,11 @@ void print_report(std::ostream& out, const std::string& file, const fit::Accurac
   gpus.print(out);
 
   out << "\nerror per source (bias = mean signed error)\n";
-  Table sources({{"SOURCE"}, {"RUNS", Align::kRight}, {"MAPE", Align::kRight}, {"BIAS", Align::kRight}});
+  Table sources(
+      {{"SOURCE"}, {"RUNS", Align::kRight}, {"MAPE", Align::kRight}, {"BIAS", Align::kRight}});
   for (const fit::SourceAccuracy& a : rep.by_source) {
-    sources.add_row({a.source, std::to_string(a.runs), fmt(a.mape_percent, 1) + "%",
-                     pct(a.bias_percent)});
+    sources.add_row(
+        {a.source, std::to_string(a.runs), fmt(a.mape_percent, 1) + "%", pct(a.bias_percent)});
   }
   sources.print(out);
   out << "\noverall MAPE: " << fmt(rep.mape_percent, 1) << "% over " << rep.modelled
@@ -314,8 +315,8 @@ void print_ranking(std::ostream& out, const std::string& file, const fit::Rankin
       << optional_pct(rep.mean_top1_regret) << ", worst top-1 regret "
       << fmt(100 * rep.worst_top1_regret, 1) << "%"
       << (rep.worst_group.empty() ? "" : " (" + rep.worst_group + ")") << "; step-time MAPE "
-      << fmt(acc.mape_percent, 1) << "%, bias " << pct(acc.bias_percent) << " over "
-      << acc.modelled << " configurations\n";
+      << fmt(acc.mape_percent, 1) << "%, bias " << pct(acc.bias_percent) << " over " << acc.modelled
+      << " configurations\n";
   if (acc.skipped > 0) {
     out << "\nskipped\n";
     for (const fit::RunAccuracy& r : acc.runs) {
@@ -412,8 +413,8 @@ std::string mape_bias(double mape, double bias) {
 void print_cross_validation(std::ostream& out, const std::string& file,
                             const fit::CrossValidationReport& rep) {
   out << "cross-validation of " << file << ": " << rep.runs.size() << " runs modelled from "
-      << rep.by_source.size() << " sources, " << rep.insample.parameters.size()
-      << " parameters, " << rep.simulations << " simulations\n\n";
+      << rep.by_source.size() << " sources, " << rep.insample.parameters.size() << " parameters, "
+      << rep.simulations << " simulations\n\n";
   out << "parameters fitted on every source (multipliers of the built-in values; a parameter no "
          "run uses stays 1)\n";
   Table params({{"PARAMETER"}, {"KEY"}, {"RUNS", Align::kRight}, {"IN-SAMPLE", Align::kRight}});
@@ -514,10 +515,11 @@ void register_accuracy_command(CLI::App& app, CliContext& ctx) {
                   "Measured runs: a JSON array in the format of the reference data's "
                   "published_runs.json, or a vTrain CSV (vtrain_calibration.csv)")
       ->required();
-  CLI::Option* cv = cmd->add_flag("--cross-validate", a->cross_validate,
-                "Leave one source out: fit the fitted parameters on every other source and "
-                "predict the one left out, for every source; MAPE and bias per source beside the "
-                "in-sample ones");
+  CLI::Option* cv = cmd->add_flag(
+      "--cross-validate", a->cross_validate,
+      "Leave one source out: fit the fitted parameters on every other source and "
+      "predict the one left out, for every source; MAPE and bias per source beside the "
+      "in-sample ones");
   cmd->add_flag("--ranking", a->ranking,
                 "Group the configurations by (model, cluster, global batch) and report per "
                 "group the Spearman rank correlation of predicted and measured step time and "

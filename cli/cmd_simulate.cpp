@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "app.hpp"
+#include "cluster_args.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
@@ -21,7 +22,6 @@
 #include "planner/sim/model_registry.hpp"
 #include "planner/sim/profiles.hpp"
 #include "planner/sim/simulate.hpp"
-#include "cluster_args.hpp"
 #include "sim_json.hpp"
 
 namespace planner::cli {
@@ -55,8 +55,9 @@ Result<app::PlacedPlan> resolve_setup(const CliContext& ctx, const SimulateArgs&
   plan.name = config.model.name + " " + short_label(config.parallel);
   if (has_cluster_numbers(args.numbers)) {
     if (plan.gpu.name.empty()) {
-      return Status::invalid_input("--node-gpus: give --gpu; the cluster in numbers does not name "
-                                   "its GPU");
+      return Status::invalid_input(
+          "--node-gpus: give --gpu; the cluster in numbers does not name "
+          "its GPU");
     }
     PLANNER_ASSIGN_OR_RETURN(topo::ClusterNumbers numbers, cluster_numbers(args.numbers, plan.gpu));
     return app::place_plan_on_numbers(std::move(plan), config.cluster, numbers, args.nodes);

@@ -666,8 +666,9 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "GPU types to consider, comma-separated (default " +
                       std::string(app::default_scenario().gpu) + ")")
       ->delimiter(',');
-  CLI::Option* topology = cmd->add_option(
-      "--topology", a->topology, "Topology preset or file (default: the first preset with the GPU)");
+  CLI::Option* topology =
+      cmd->add_option("--topology", a->topology,
+                      "Topology preset or file (default: the first preset with the GPU)");
   add_cluster_number_options(cmd, a->numbers, topology);
   cmd->add_option("--gpus", a->cluster_gpus,
                   "Cluster sizes in GPUs, comma-separated: one scenario each; plans use up to "

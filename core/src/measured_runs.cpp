@@ -33,18 +33,17 @@ enum Column {
   kNumColumns
 };
 
-constexpr std::array<std::string_view, kNumColumns> kColumnNames{
-    "gpus",
-    "global batch",
-    "micro batch",
-    "hidden size",
-    "attention heads",
-    "# layers",
-    "sequence length",
-    "tensor parallelism",
-    "data parallelism",
-    "pipeline parallelism",
-    "iteration time (ms)"};
+constexpr std::array<std::string_view, kNumColumns> kColumnNames{"gpus",
+                                                                 "global batch",
+                                                                 "micro batch",
+                                                                 "hidden size",
+                                                                 "attention heads",
+                                                                 "# layers",
+                                                                 "sequence length",
+                                                                 "tensor parallelism",
+                                                                 "data parallelism",
+                                                                 "pipeline parallelism",
+                                                                 "iteration time (ms)"};
 
 std::string trim(std::string_view s) {
   std::size_t a = 0, b = s.size();
@@ -141,8 +140,7 @@ PublishedRun vtrain_record(const std::array<std::int64_t, kNumColumns>& v, doubl
 
 }  // namespace
 
-Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text,
-                                                   std::string_view source) {
+Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text, std::string_view source) {
   const std::string file(source);
   std::vector<PublishedRun> runs;
   std::vector<std::string> problems;
@@ -203,8 +201,8 @@ Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text,
       continue;
     }
     if (cells.size() != width) {
-      problem(line_no, "expected " + std::to_string(width) + " values, got " +
-                           std::to_string(cells.size()));
+      problem(line_no,
+              "expected " + std::to_string(width) + " values, got " + std::to_string(cells.size()));
       continue;
     }
     std::array<std::int64_t, kNumColumns> v{};
@@ -253,8 +251,8 @@ Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text,
     }
     PublishedRun r = vtrain_record(v, time_ms, source_text.empty() ? file : source_text);
     if (auto [it, fresh] = first_line_of.emplace(r.id, line_no); !fresh) {
-      problem(line_no, "the same configuration as line " + std::to_string(it->second) + " (" +
-                           r.id + ")");
+      problem(line_no,
+              "the same configuration as line " + std::to_string(it->second) + " (" + r.id + ")");
       continue;
     }
     r.index = runs.size();

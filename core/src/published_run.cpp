@@ -136,8 +136,10 @@ void read_derived(JsonObject& d, const Json& value, PublishedRun& r) {
       double x = 0;
       if (d.read(key, x, Need::kRequired, RealRange{-1e300})) r.derived.emplace_back(key, x);
     } else {
-      d.error(key, "expected a number (derived values are numbers; the formula goes in \"how\"), "
-                   "got " + describe_json(*it));
+      d.error(key,
+              "expected a number (derived values are numbers; the formula goes in \"how\"), "
+              "got " +
+                  describe_json(*it));
     }
   }
   d.finish();
@@ -204,8 +206,8 @@ void read_record(const Json& value, const std::string& pointer, PublishedRun& r,
     if (rec.read("release_date", text, Need::kRequired)) {
       r.release_date = parse_date(text);
       if (!r.release_date) {
-        rec.error("release_date", "expected a date \"YYYY\", \"YYYY-MM\" or \"YYYY-MM-DD\", got \"" +
-                                      text + "\"");
+        rec.error("release_date",
+                  "expected a date \"YYYY\", \"YYYY-MM\" or \"YYYY-MM-DD\", got \"" + text + "\"");
       }
     }
   }
@@ -257,9 +259,9 @@ constexpr int kLastYear = 2039;
 // Conference and journal abbreviations that sources glue a two-digit year to ("SC21",
 // "ICML22"), lower-case.
 constexpr std::string_view kVenues[] = {
-    "sc",    "icml",  "iclr", "neurips", "nips",  "mlsys", "osdi", "sosp",    "nsdi", "atc",
-    "eurosys", "isca", "micro", "hpca",  "asplos", "ppopp", "ipdps", "hpdc", "socc", "acl",
-    "emnlp", "naacl", "cvpr", "iccv",    "eccv",  "aaai",  "kdd",  "vldb", "sigmod", "ics"};
+    "sc",      "icml",  "iclr",  "neurips", "nips",   "mlsys", "osdi",  "sosp", "nsdi",   "atc",
+    "eurosys", "isca",  "micro", "hpca",    "asplos", "ppopp", "ipdps", "hpdc", "socc",   "acl",
+    "emnlp",   "naacl", "cvpr",  "iccv",    "eccv",   "aaai",  "kdd",   "vldb", "sigmod", "ics"};
 
 }  // namespace
 
@@ -356,7 +358,8 @@ std::string source_key(const PublishedRun& run) {
   const std::string& text = run.source;
   const std::string low = lower(text);
   // An arXiv identifier.
-  for (std::size_t at = low.find("arxiv"); at != std::string::npos; at = low.find("arxiv", at + 1)) {
+  for (std::size_t at = low.find("arxiv"); at != std::string::npos;
+       at = low.find("arxiv", at + 1)) {
     const std::size_t j = low.find_first_of("0123456789", at);
     if (j == std::string::npos || j - at > 16 || j + 9 > low.size() || low[j + 4] != '.') continue;
     std::size_t end = j + 5;
@@ -379,12 +382,14 @@ std::string source_key(const PublishedRun& run) {
     }
     std::string key = text.substr(a, b - a);
     std::size_t rest = b;
-    if (rest < text.size() && text[rest] == '@') {
-      // owner/repo@commit:path
-      const std::size_t colon = text.find(':', rest);
-      const std::size_t space = text.find(' ', rest);
-      if (colon == std::string::npos || (space != std::string::npos && space < colon)) return key;
-      rest = colon + 1;
+    const bool pinned = rest < text.size() && text[rest] == '@';
+    if (pinned) {
+      // owner/repo@commit:path or owner/repo@commit path
+      std::size_t c = rest + 1;
+      while (c < text.size() && is_alnum(text[c]))
+        ++c;
+      if (c == text.size() || (text[c] != ':' && text[c] != ' ')) return key;
+      rest = c + 1;
     } else if (rest < text.size() && text[rest] == ' ') {
       ++rest;
     } else {
@@ -397,7 +402,10 @@ std::string source_key(const PublishedRun& run) {
     const std::string path = text.substr(rest, end - rest);
     // "owner/repo path": a path has a slash or a file extension ("TFLOP/s per GPU" is no
     // repository).
-    if (path.find('/') == std::string::npos && path.find('.') == std::string::npos) continue;
+    if (path.find('/') == std::string::npos && path.find('.') == std::string::npos) {
+      if (pinned) return key;
+      continue;
+    }
     return key + "/" + path;
   }
   const std::size_t cut = text.find_first_of(",;(");

@@ -43,34 +43,15 @@ Order one_f_one_b(int p, int m, int s) {
   return o;
 }
 
-// Megatron-core's schedule table (get_schedule_table): micro-batches in groups of g = p, each
-// group run through every chunk before the next group; the last group takes the micro-batches
-// left, fewer than g when p does not divide m. Entry k is (micro-batch, chunk) of chunk-pass k.
-std::vector<std::pair<int, int>> interleaved_table(int p, int m, int v) {
-  std::vector<std::pair<int, int>> table;
-  table.reserve(static_cast<std::size_t>(m) * static_cast<std::size_t>(v));
-  const int g = p;
-  for (int first = 0; first < m; first += g) {
-    const int end = first + g >= m ? m : first + g;
-    for (int c = 0; c < v; ++c) {
-      for (int mb = first; mb < end; ++mb)
-        table.emplace_back(mb, c);
-    }
-    if (end == m) break;
-  }
-  return table;
-}
-
 Order interleaved(int p, int m, int v, int s) {
   const int total = m * v;
   // Megatron-LM runs everything as warm-up when there are exactly p micro-batches.
   const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
-  const std::vector<std::pair<int, int>> table = interleaved_table(p, m, v);
   auto chunk = [&](int k, bool forward) {
-    const int c = table[static_cast<std::size_t>(k)].second;
+    const int c = (k % (p * v)) / p;
     return forward ? c : v - 1 - c;
   };
-  auto micro = [&](int k) { return table[static_cast<std::size_t>(k)].first; };
+  auto micro = [&](int k) { return (k / (p * v)) * p + k % p; };
   Order o;
   for (int k = 0; k < warmup; ++k)
     o.push_back(fwd(micro(k), chunk(k, true)));
@@ -124,9 +105,10 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
       return Status::invalid_input("the interleaved schedule needs >= 2 chunks per stage, got " +
                                    std::to_string(v));
     }
-    if (m < p) {
-      return Status::invalid_input("the interleaved schedule needs at least as many micro-batches (" +
-                                   std::to_string(m) + ") as stages (" + std::to_string(p) + ")");
+    if (m % p != 0) {
+      return Status::invalid_input("the interleaved schedule needs micro-batches (" +
+                                   std::to_string(m) + ") to be a multiple of stages (" +
+                                   std::to_string(p) + ")");
     }
   } else if (v != 1) {
     return Status::invalid_input(std::string(to_string(kind)) +

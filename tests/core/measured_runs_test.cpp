@@ -68,8 +68,8 @@ TEST(MeasuredRuns, BadRowsNameLineAndColumn) {
     ASSERT_FALSE(runs) << text;
     EXPECT_EQ(runs.status().code(), StatusCode::kInvalidInput);
     EXPECT_NE(runs.status().message().find("bad.csv"), std::string::npos);
-    EXPECT_NE(runs.status().message().find(where), std::string::npos)
-        << where << "\n" << runs.status().message();
+    EXPECT_NE(runs.status().message().find(where), std::string::npos) << where << "\n"
+                                                                      << runs.status().message();
   }
 }
 

@@ -56,7 +56,8 @@ LinkSpec link(LinkKind kind, Bandwidth bandwidth, double latency_ns) {
 LinkKind nic_link_kind(const ClusterNumbers& n) {
   if (n.nic_kind) return *n.nic_kind;
   for (LinkKind k : {LinkKind::kIbEdr, LinkKind::kIbHdr, LinkKind::kIbNdr, LinkKind::kIbXdr}) {
-    if (auto nominal = nominal_bandwidth(k); nominal && std::abs(to_GBps(*nominal) * 8 - n.nic_Gbps) < 1e-6) {
+    if (auto nominal = nominal_bandwidth(k);
+        nominal && std::abs(to_GBps(*nominal) * 8 - n.nic_Gbps) < 1e-6) {
       return k;
     }
   }
@@ -64,9 +65,9 @@ LinkKind nic_link_kind(const ClusterNumbers& n) {
 }
 
 std::string describe(const ClusterNumbers& n) {
-  std::string out = std::to_string(n.gpus_per_node) + " GPUs, " +
-                    (n.nvlink_GBps > 0 ? "NVLink " + number(n.nvlink_GBps) + " GB/s"
-                                       : std::string("PCIe only"));
+  std::string out =
+      std::to_string(n.gpus_per_node) + " GPUs, " +
+      (n.nvlink_GBps > 0 ? "NVLink " + number(n.nvlink_GBps) + " GB/s" : std::string("PCIe only"));
   if (n.nics > 0) {
     out += ", " + std::to_string(n.nics) + " x " + number(n.nic_Gbps) + " Gb/s " +
            std::string(to_string(nic_link_kind(n))) + ", " + std::string(to_string(n.fabric)) +
@@ -94,14 +95,14 @@ std::optional<double> parse_oversubscription(const std::string& text) {
   return down / up;
 }
 
-Result<TopologySpec> topology_from_numbers(const ClusterNumbers& n, const GpuSpec& gpu,
-                                           int nodes) {
+Result<TopologySpec> topology_from_numbers(const ClusterNumbers& n, const GpuSpec& gpu, int nodes) {
   if (n.gpus_per_node < 1) {
     return Status::invalid_input("GPUs per node must be >= 1, got " +
                                  std::to_string(n.gpus_per_node));
   }
   if (!(n.nvlink_GBps >= 0) || !std::isfinite(n.nvlink_GBps)) {
-    return Status::invalid_input("NVLink bandwidth must be >= 0 GB/s, got " + number(n.nvlink_GBps));
+    return Status::invalid_input("NVLink bandwidth must be >= 0 GB/s, got " +
+                                 number(n.nvlink_GBps));
   }
   if (n.nics < 0) return Status::invalid_input("NICs per node must be >= 0");
   if (n.nics > 0 && !(n.nic_Gbps > 0 && std::isfinite(n.nic_Gbps))) {
@@ -117,8 +118,8 @@ Result<TopologySpec> topology_from_numbers(const ClusterNumbers& n, const GpuSpe
   }
   if (nodes < 1) return Status::invalid_input("nodes must be >= 1");
   if (n.fabric != FabricType::kNone && n.nics == 0 && nodes > 1) {
-    return Status::invalid_input("a " + std::string(to_string(n.fabric)) +
-                                 " fabric joining " + std::to_string(nodes) +
+    return Status::invalid_input("a " + std::string(to_string(n.fabric)) + " fabric joining " +
+                                 std::to_string(nodes) +
                                  " nodes needs NICs: give the NICs per node and their rate");
   }
 
@@ -144,8 +145,10 @@ Result<TopologySpec> topology_from_numbers(const ClusterNumbers& n, const GpuSpe
   const LinkKind pcie = pcie_kind(gpu);
   p.pcie = link(pcie, *nominal_bandwidth(pcie), kPcieLatencyNs);
   p.nics = n.nics;
-  p.pcie_switches = n.nics > 0 ? std::gcd(n.gpus_per_node, n.nics) : 1;
-  p.cpus = n.gpus_per_node >= kCpus ? kCpus : 1;
+  // Without NICs the switches follow the CPUs (each CPU needs a whole number of switches).
+  p.pcie_switches =
+      n.nics > 0 ? std::gcd(n.gpus_per_node, n.nics) : (n.gpus_per_node % kCpus == 0 ? kCpus : 1);
+  p.cpus = p.pcie_switches % kCpus == 0 ? kCpus : 1;
   p.cpu_link = link(LinkKind::kCpuInterconnect, GBps(kCpuLinkGBps), kCpuLatencyNs);
   notes += std::string(to_string(pcie)) + " by the GPU's architecture (" + gpu.arch + "), " +
            std::to_string(p.pcie_switches) + " PCIe switches, " + std::to_string(p.cpus) +
@@ -157,13 +160,15 @@ Result<TopologySpec> topology_from_numbers(const ClusterNumbers& n, const GpuSpe
   if (f.type != FabricType::kNone) {
     const LinkKind kind = nic_link_kind(n);
     f.host_link = link(kind, Gbps(n.nic_Gbps), kNicLatencyNs);
-    f.switch_link = link(kind == LinkKind::kRoce || kind == LinkKind::kEfa ? LinkKind::kEthernet : kind,
-                         Gbps(n.nic_Gbps), kSwitchLatencyNs);
+    f.switch_link =
+        link(kind == LinkKind::kRoce || kind == LinkKind::kEfa ? LinkKind::kEthernet : kind,
+             Gbps(n.nic_Gbps), kSwitchLatencyNs);
     f.radix = kRadix;
     int hosts = 0;
     for (int h = kRadix - 1; h >= 1; --h) {
       const double up = h / n.oversubscription;
-      if (std::abs(up - std::round(up)) < 1e-9 && up >= 1 && h + static_cast<int>(std::round(up)) <= kRadix) {
+      if (std::abs(up - std::round(up)) < 1e-9 && up >= 1 &&
+          h + static_cast<int>(std::round(up)) <= kRadix) {
         hosts = h;
         break;
       }

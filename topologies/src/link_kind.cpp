@@ -19,9 +19,6 @@ constexpr double kIbEdrGbps = 100.0;
 constexpr double kIbHdrGbps = 200.0;
 constexpr double kIbNdrGbps = 400.0;
 constexpr double kIbXdrGbps = 800.0;
-// Intel Omni-Path Architecture 100 Series: 100 Gb/s per port (Intel OPA product brief; BLOOM's
-// Jean Zay nodes, 4 x 100 Gb/s per node, BigScience's BLOOM training notes).
-constexpr double kOmniPathGbps = 100.0;
 
 }  // namespace
 
@@ -48,7 +45,6 @@ LinkClass link_class(LinkKind kind) {
     case LinkKind::kEthernet:
     case LinkKind::kRoce:
     case LinkKind::kEfa:
-    case LinkKind::kOmniPath:
       return LinkClass::kNetwork;
   }
   return LinkClass::kNetwork;
@@ -78,8 +74,6 @@ std::optional<Bandwidth> nominal_bandwidth(LinkKind kind) {
       return Gbps(kIbNdrGbps);
     case LinkKind::kIbXdr:
       return Gbps(kIbXdrGbps);
-    case LinkKind::kOmniPath:
-      return Gbps(kOmniPathGbps);
     case LinkKind::kNvlinkC2c:
     case LinkKind::kCpuInterconnect:
     case LinkKind::kEthernet:

@@ -168,8 +168,6 @@ std::string_view link_tech_word(topo::LinkKind kind) {
       return "roce";
     case topo::LinkKind::kEfa:
       return "efa";
-    case topo::LinkKind::kOmniPath:
-      return "omni-path";
     case topo::LinkKind::kEthernet:
       return "ethernet";
     default:
@@ -205,7 +203,7 @@ Result<topo::TopologySpec> topology_of_numbers(const PublishedRun& run, const Gp
     if (!kind || topo::link_class(*kind) != topo::LinkClass::kNetwork) {
       return Status::invalid_input("hardware.nic_kind \"" + h.nic_kind +
                                    "\" is not a network link kind (ib-edr, ib-hdr, ib-ndr, "
-                                   "ib-xdr, ethernet, roce, efa, omni-path)");
+                                   "ib-xdr, ethernet, roce, efa)");
     }
     n.nic_kind = kind;
   }
@@ -467,8 +465,9 @@ std::pair<AttentionImpl, std::string> infer_attention(const PublishedRun& run,
   }
   if (stack == SoftwareStack::kMegatronLm || stack == SoftwareStack::kMegatronDeepSpeed) {
     return {AttentionImpl::kFusedSoftmax,
-            stack_text(stack) + " runs Megatron's fused scale-mask-softmax attention (flash "
-                                "attention was opt-in) and the record names no FlashAttention"};
+            stack_text(stack) +
+                " runs Megatron's fused scale-mask-softmax attention (flash "
+                "attention was opt-in) and the record names no FlashAttention"};
   }
   const std::optional<int> year = run_year(run);
   if (year && *year < kFlashAttentionYear) {
@@ -506,8 +505,8 @@ SoftwareSetup resolve_software(const PublishedRun& run) {
     out.attention = attention;
     out.fields.push_back({"attention", std::string(to_string(attention)), false, why});
   }
-  const bool reduces_after_backward = out.stack == SoftwareStack::kMegatronLm ||
-                                      out.stack == SoftwareStack::kMegatronDeepSpeed;
+  const bool reduces_after_backward =
+      out.stack == SoftwareStack::kMegatronLm || out.stack == SoftwareStack::kMegatronDeepSpeed;
   const std::string stack_why =
       reduces_after_backward
           ? stack_text(out.stack) +
@@ -534,9 +533,8 @@ SoftwareSetup resolve_software(const PublishedRun& run) {
         std::tuple{"p2p", run.overlap.p2p, &out.overlap.p2p}}) {
     if (!value) continue;
     *into = value;
-    out.fields.push_back(
-        {std::string("overlap/") + name, bool_text(*value), true,
-         *value ? "the simulator does not model this overlap yet" : ""});
+    out.fields.push_back({std::string("overlap/") + name, bool_text(*value), true,
+                          *value ? "the simulator does not model this overlap yet" : ""});
   }
   return out;
 }
@@ -579,12 +577,11 @@ Result<PublishedStep> published_step(const PublishedRun& run, const Plan& plan,
       plan.gpu.supports(Precision::kBf16) ? Precision::kBf16 : Precision::kFp16;
   const FlopRate peak = plan.gpu.peak_for(peak_precision);
   if (peak.raw() <= 0) return Status::invalid_input(plan.gpu.name + " has no 16-bit peak");
-  return PublishedStep{step_seconds_from_rate(*flops, FlopRate(*mfu * peak.raw()), gpus),
-                       PublishedBasis::kMfu,
-                       conv + " FLOPs per step / (MFU " + fmt_value(*mfu) + " × " +
-                           fmt_value(peak.raw() / 1e12) + " TFLOP/s " +
-                           std::string(to_string(peak_precision)) + " dense peak × " +
-                           std::to_string(gpus) + " GPUs)"};
+  return PublishedStep{
+      step_seconds_from_rate(*flops, FlopRate(*mfu * peak.raw()), gpus), PublishedBasis::kMfu,
+      conv + " FLOPs per step / (MFU " + fmt_value(*mfu) + " × " + fmt_value(peak.raw() / 1e12) +
+          " TFLOP/s " + std::string(to_string(peak_precision)) + " dense peak × " +
+          std::to_string(gpus) + " GPUs)"};
 }
 
 namespace {
@@ -777,8 +774,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   }
   if (run.hardware.states_numbers()) {
     PLANNER_ASSIGN_OR_RETURN(
-        s.topology,
-        topology_of_numbers(run, *gpu, s.plan.parallel.world_size(), s.assumptions));
+        s.topology, topology_of_numbers(run, *gpu, s.plan.parallel.world_size(), s.assumptions));
   } else {
     PLANNER_ASSIGN_OR_RETURN(s.topology,
                              map_topology(run, *gpu, catalog, topologies, s.assumptions));

@@ -123,7 +123,8 @@ class Fitter {
 
   // ln(predicted step time) of the records `which` at z, with the configurations chosen at the
   // initial values; cached.
-  std::vector<double> log_times(const std::vector<double>& z, const std::vector<std::size_t>& which) {
+  std::vector<double> log_times(const std::vector<double>& z,
+                                const std::vector<std::size_t>& which) {
     std::vector<double> out(which.size(), 0.0);
     std::vector<std::size_t> missing;
     std::vector<std::vector<double>> keys(which.size());
@@ -314,8 +315,7 @@ std::vector<ParameterFamily> builtin_families() {
     f.name = "gemm_rate";
     f.key_meaning = "GPU type / precision";
     f.unit = "x";
-    f.description =
-        "multiplier of the profile's sustained GEMM rate for the training precision";
+    f.description = "multiplier of the profile's sustained GEMM rate for the training precision";
     f.key = [](const RunSetup& s) -> std::optional<std::string> {
       return s.plan.gpu.name + "/" + precision_class(s.plan.training.precision);
     };
@@ -428,8 +428,8 @@ Result<CrossValidationReport> cross_validate(std::span<const PublishedRun> runs,
   summarize_accuracy(report.builtin);
   report.builtin.simulations = report.simulations;
 
-  Fitter fitter(options.families.empty() ? builtin_families() : options.families, mapped,
-                modelled, chosen, threads);
+  Fitter fitter(options.families.empty() ? builtin_families() : options.families, mapped, modelled,
+                chosen, threads);
   fitter.compute_jacobian();
 
   // Folds: every modelled record in-sample, then each source left out.

@@ -13,7 +13,8 @@ namespace {
 std::vector<double> ranks(std::span<const double> v) {
   std::vector<std::size_t> order(v.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
   std::vector<double> out(v.size());
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i;

@@ -62,7 +62,8 @@ Result<PreparedRun> prepare_run(RunSetup setup) {
   if (p.candidates.empty()) {
     return Status::invalid_input("no combination of the candidate values is a valid configuration");
   }
-  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::Cluster::build(setup.topology, setup.nodes));
+  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
+                           topo::Cluster::build(setup.topology, setup.nodes));
   p.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
   p.setup = std::move(setup);
   rebuild_fabric(p);

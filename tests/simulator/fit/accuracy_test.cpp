@@ -44,7 +44,9 @@ TEST(ResolveSoftware, TwoDigitYearsDateASource) {
   // The bug of the date inference: "SC'21" has no four-digit year, and the run got FlashAttention
   // and overlapped gradients. Dated 2021 now: Megatron-LM, fused softmax, no overlap.
   PublishedRun run;
-  run.source = "Narayanan et al., 'Efficient Large-Scale Language Model Training', SC'21";
+  run.source =
+      "Narayanan et al., 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
+      "Megatron-LM', SC'21";
   const SoftwareSetup s = resolve_software(run);
   EXPECT_EQ(s.stack, SoftwareStack::kMegatronLm);
   EXPECT_EQ(s.attention, AttentionImpl::kFusedSoftmax);
@@ -140,7 +142,11 @@ TEST(MapPublishedRun, VtrainRowsBecomePlansInVtrainsSetting) {
   ASSERT_TRUE(s) << s.status().message();
   EXPECT_EQ(s->plan.parallel.tp, 4);
   EXPECT_EQ(s->plan.parallel.pp, 2);
-  EXPECT_EQ(s->plan.parallel.recompute, Recompute::kFull);
+  const std::vector<ParallelConfig> candidates = candidate_configs(*s);
+  ASSERT_EQ(candidates.size(), 1u);  // every field stated
+  EXPECT_EQ(candidates[0].recompute, Recompute::kFull);
+  EXPECT_EQ(candidates[0].micro_batch_size, 2);
+  EXPECT_EQ(candidates[0].schedule, Schedule::k1F1B);
   EXPECT_FALSE(s->plan.parallel.overlap_grad_reduce);
   EXPECT_EQ(s->plan.training.precision, Precision::kFp16);
   EXPECT_EQ(s->plan.model.vocab, 50688);  // 50257 padded to a multiple of 128 · tp (512)
@@ -151,7 +157,6 @@ TEST(MapPublishedRun, VtrainRowsBecomePlansInVtrainsSetting) {
   EXPECT_EQ(s->nodes, 1);
   EXPECT_EQ(s->source, "VIA-Research/vTrain/data/ground_truth_single.csv");
   EXPECT_DOUBLE_EQ(s->published.seconds, 0.1606027);
-  EXPECT_EQ(candidate_configs(*s).size(), 1u);  // every field stated
 }
 
 }  // namespace

@@ -21,7 +21,7 @@
 //                     inter_node (free text), and the cluster in numbers when the source gives
 //                     them: nvlink_GBps (per GPU, per direction; 0: no NVLink), nics_per_node,
 //                     nic_Gbps (per NIC), nic_kind (a topology link kind: ib-hdr, roce,
-//                     omni-path, ...), fabric (fat-tree, rail-optimized, leaf-spine),
+//                     ...), fabric (fat-tree, rail-optimized, leaf-spine),
 //                     oversubscription (leaf down:up, >= 1)}
 //   parallel         {tp, pp, dp, cp, ep, etp, sp, virtual_stages, zero_stage, micro_batch,
 //                     global_batch (sequences), recompute ("none" | "selective" | "full")}

@@ -10,9 +10,11 @@
 //            300 NVLink3, 450 NVLink4, above NVLink5. PCIe generation by the GPU's architecture:
 //            Volta PCIe 3, Ampere and Ada PCIe 4, Hopper and later PCIe 5. PCIe switches: the
 //            greatest common divisor of the GPU and NIC counts (each switch with the same share
-//            of GPUs and NICs), 2 CPUs joined at 64 GB/s per direction (an approximate
-//            socket-to-socket figure, as in the presets). Latencies as the presets': NVLink
-//            250 ns, PCIe 150 ns, CPU link 120 ns, NIC link 600 ns, switch link 230 ns.
+//            of GPUs and NICs; without NICs, 2 when the GPU count is even, else 1), 2 CPUs
+//            joined at 64 GB/s per direction (an approximate socket-to-socket figure, as in the
+//            presets) when the switches split evenly between them, else 1. Latencies as the
+//            presets': NVLink 250 ns, PCIe 150 ns, CPU link 120 ns, NIC link 600 ns, switch link
+//            230 ns.
 //   network  `nics` NICs of nic_Gbps each per node on the stated fabric (fat-tree, rail-optimized
 //            or leaf-spine; none for a single node), switches of radix 64; a leaf takes the most
 //            hosts h with h + h / oversubscription ≤ 64 and h / oversubscription whole (1:1: 32

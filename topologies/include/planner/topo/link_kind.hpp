@@ -1,7 +1,7 @@
 // Kinds of devices and links in a cluster graph, with their JSON spellings and nominal rates.
 //
 // A link kind names the technology (NVLink generation, PCIe generation, InfiniBand speed grade,
-// Intel Omni-Path, Ethernet/RoCE, AWS EFA, CPU-to-CPU or CPU-to-GPU interconnect, or the shared memory through
+// Ethernet/RoCE, AWS EFA, CPU-to-CPU or CPU-to-GPU interconnect, or the shared memory through
 // which CPU ranks on one host exchange messages). Kinds with a standard rate have a nominal
 // per-direction bandwidth per link (nominal_bandwidth()); the others (Ethernet, RoCE, EFA,
 // NVLink-C2C, CPU interconnects, shared memory) need an explicit bandwidth in the topology
@@ -12,7 +12,6 @@
 //   NVLink5:     50 GB/s per link (B200 18 links = 900 GB/s)
 //   PCIe x16:    gen3 15.75, gen4 31.5, gen5 63, gen6 121 GB/s (gen3 from core/presets/gpus V100)
 //   InfiniBand 4x port: EDR 100, HDR 200, NDR 400, XDR 800 Gb/s
-//   Omni-Path:   100 Gb/s per port (Intel OPA 100 Series)
 #pragma once
 
 #include <array>
@@ -46,7 +45,6 @@ enum class LinkKind {
   kEthernet,
   kRoce,
   kEfa,
-  kOmniPath,      // Intel Omni-Path
   kSharedMemory,  // a CPU rank's copies through host memory (MPI's shared-memory transport)
 };
 
@@ -88,7 +86,7 @@ struct EnumTraits<topo::DeviceKind> {
 template <>
 struct EnumTraits<topo::LinkKind> {
   static constexpr std::string_view kWhat = "link kind";
-  static constexpr std::array<std::pair<topo::LinkKind, std::string_view>, 19> kNames{{
+  static constexpr std::array<std::pair<topo::LinkKind, std::string_view>, 18> kNames{{
       {topo::LinkKind::kNvlink2, "nvlink2"},
       {topo::LinkKind::kNvlink3, "nvlink3"},
       {topo::LinkKind::kNvlink4, "nvlink4"},
@@ -106,7 +104,6 @@ struct EnumTraits<topo::LinkKind> {
       {topo::LinkKind::kEthernet, "ethernet"},
       {topo::LinkKind::kRoce, "roce"},
       {topo::LinkKind::kEfa, "efa"},
-      {topo::LinkKind::kOmniPath, "omni-path"},
       {topo::LinkKind::kSharedMemory, "shared-memory"},
   }};
 };

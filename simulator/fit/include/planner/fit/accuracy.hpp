@@ -184,7 +184,7 @@ struct RunAccuracy {
   std::string profile;
   sim::AttentionKernel attention = sim::AttentionKernel::kFlash;
   std::vector<SoftwareField> software;
-  std::string software_source;  // the record's software_source
+  std::string software_source;           // the record's software_source
   Plan plan;                             // the configuration simulated (null fields chosen)
   std::vector<ChosenField> chosen;       // null fields and how they were chosen
   std::vector<ChosenField> assumptions;  // hardware, model and software mapping

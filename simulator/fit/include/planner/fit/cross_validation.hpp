@@ -108,9 +108,9 @@ struct FoldFit {
 };
 
 struct CrossValidationReport {
-  AccuracyReport builtin;   // `planner accuracy` with the built-in parameters
-  FitResult insample;       // fitted on every modelled record
-  std::vector<FoldFit> folds;  // one per source, by first appearance
+  AccuracyReport builtin;               // `planner accuracy` with the built-in parameters
+  FitResult insample;                   // fitted on every modelled record
+  std::vector<FoldFit> folds;           // one per source, by first appearance
   std::vector<CrossValidatedRun> runs;  // the modelled records, file order
   std::vector<SourceErrors> by_source;  // by first appearance
   SourceErrors overall;                 // source "all"

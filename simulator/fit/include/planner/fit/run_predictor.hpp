@@ -59,8 +59,8 @@ std::vector<RunPrediction> predict_runs(std::span<const PreparedRun* const> runs
 
 // A record of the input as `planner accuracy` selects and maps it.
 struct MappedRun {
-  std::size_t input = 0;            // index into the input records
-  RunAccuracy accuracy;             // id, source, grade, GPU type; skip_reason when unmapped
+  std::size_t input = 0;                // index into the input records
+  RunAccuracy accuracy;                 // id, source, grade, GPU type; skip_reason when unmapped
   std::optional<PreparedRun> prepared;  // empty when the record cannot be modelled
 };
 
