@@ -159,5 +159,38 @@ TEST(MapPublishedRun, VtrainRowsBecomePlansInVtrainsSetting) {
   EXPECT_DOUBLE_EQ(s->published.seconds, 0.1606027);
 }
 
+TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
+  // BLOOM-style nodes: 8 A100 80GB, NVLink 300 GB/s, 4 x 100 Gb/s per node: not a DGX preset's
+  // 8 x 200 Gb/s.
+  auto runs = parse_vtrain_csv(
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+      "8,16,2,1024,16,12,1024,1,8,1,100\n",
+      "v.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  PublishedRun run = runs->at(0);
+  run.hardware.gpu = "A100-SXM4-80GB";
+  run.hardware.num_gpus = 16;
+  run.parallel.dp = 16;
+  run.parallel.global_batch = 32;
+  run.hardware.nvlink_GBps = 300;
+  run.hardware.nics_per_node = 4;
+  run.hardware.nic_Gbps = 100;
+  auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(s->nodes, 2);
+  EXPECT_EQ(s->topology.node.count(topo::DeviceKind::kNic), 4);
+  EXPECT_EQ(s->topology.fabric.host_link.kind, topo::LinkKind::kIbEdr);  // by its rate
+  EXPECT_NE(s->topology.name.find("4 x 100 Gb/s"), std::string::npos) << s->topology.name;
+
+  // Two nodes need the NICs stated.
+  run.hardware.nics_per_node.reset();
+  run.hardware.nic_Gbps.reset();
+  auto missing = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find("nics_per_node"), std::string::npos)
+      << missing.status().message();
+}
+
 }  // namespace
 }  // namespace planner::fit
