@@ -21,6 +21,7 @@
 #include "app.hpp"
 #include "cluster_args.hpp"
 #include "db_options.hpp"
+#include "flag_checks.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
 #include "planner/app/defaults.hpp"
@@ -146,6 +147,10 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
       }
       for (int n : sizes) {
         if (n < 1) return Status::invalid_input("--gpus: must be >= 1, got " + std::to_string(n));
+        if (a.min_gpus > n) {
+          return Status::invalid_input("--min-gpus (" + std::to_string(a.min_gpus) +
+                                       ") exceeds --gpus (" + std::to_string(n) + ")");
+        }
         search::SweepScenario sc;
         sc.model = model;
         sc.training = t;
@@ -195,14 +200,16 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
       try {
         std::size_t used = 0;
         usd = std::stod(p.substr(eq + 1), &used);
-        ok = used == p.size() - eq - 1 && usd > 0;
+        ok = used == p.size() - eq - 1 && std::isfinite(usd) && usd > 0 && usd <= 1000;
       } catch (const std::exception&) {
         ok = false;
       }
     }
     if (!ok) {
       return Status::invalid_input(
-          "--price: expected GPU=USD_PER_GPU_HOUR (e.g. H100=2.49), got \"" + p + "\"");
+          "--price: expected GPU=USD_PER_GPU_HOUR with a price from 0 to 1000 (e.g. H100=2.49), "
+          "got \"" +
+          p + "\"");
     }
     const std::string gpu = p.substr(0, eq);
     if (ctx.catalog->find_gpu(gpu) == nullptr) {
@@ -369,9 +376,13 @@ Json plan_json(const search::SweepSetup& setup, const search::RankedPlan& r) {
   return j;
 }
 
-Json result_json(const search::SweepSetup& setup, const search::SweepResult& res, double seconds) {
+// `no_plan`: why nothing was ranked (search::explain_empty()), empty when plans were.
+Json result_json(const search::SweepSetup& setup, const search::SweepResult& res, double seconds,
+                 const std::string& no_plan) {
   Json scenarios = Json::array();
-  for (const search::ScenarioInfo& s : res.scenarios) {
+  for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
+    const search::ScenarioInfo& s = res.scenarios[i];
+    const TrainingSpec& t = setup.request().scenarios[i].training;
     scenarios.push_back({{"name", s.name},
                          {"model", s.model},
                          {"gpu", s.gpu},
@@ -379,6 +390,9 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
                          {"max_gpus", s.max_gpus},
                          {"min_gpus", s.min_gpus},
                          {"profile", s.profile},
+                         {"seq_length", t.seq_length},
+                         {"global_batch_size", t.global_batch_size},
+                         {"precision", std::string(to_string(t.precision))},
                          {"token_budget", s.token_budget},
                          {"usd_per_gpu_hour", s.price.usd_per_gpu_hour.raw()},
                          {"offering", std::string(to_string(s.price.offering))},
@@ -391,26 +405,28 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
   for (const search::RankedPlan& r : res.pareto)
     pareto.push_back(plan_json(setup, r));
   const search::SweepCounts& c = res.counts;
-  return {{"schema_version", kSchemaVersion},
-          {"kind", "sweep-result"},
-          {"scenarios", scenarios},
-          {"counts",
-           {{"candidates", c.candidates},
-            {"out_of_memory", c.out_of_memory},
-            {"evaluated", c.evaluated},
-            {"over_budget", c.over_budget},
-            {"over_deadline", c.over_deadline},
-            {"feasible", c.feasible},
-            {"simulated", c.simulated},
-            {"simulation_failures", c.simulation_failures}}},
-          {"estimate_error",
-           {{"plans", res.error.plans},
-            {"mean_abs_pct", res.error.mean_abs_pct},
-            {"max_abs_pct", res.error.max_abs_pct},
-            {"mean_signed_pct", res.error.mean_signed_pct}}},
-          {"seconds", seconds},
-          {"ranking", ranking},
-          {"pareto", pareto}};
+  Json out = {{"schema_version", kSchemaVersion},
+              {"kind", "sweep-result"},
+              {"scenarios", scenarios},
+              {"counts",
+               {{"candidates", c.candidates},
+                {"out_of_memory", c.out_of_memory},
+                {"evaluated", c.evaluated},
+                {"over_budget", c.over_budget},
+                {"over_deadline", c.over_deadline},
+                {"feasible", c.feasible},
+                {"simulated", c.simulated},
+                {"simulation_failures", c.simulation_failures}}},
+              {"estimate_error",
+               {{"plans", res.error.plans},
+                {"mean_abs_pct", res.error.mean_abs_pct},
+                {"max_abs_pct", res.error.max_abs_pct},
+                {"mean_signed_pct", res.error.mean_signed_pct}}},
+              {"seconds", seconds},
+              {"ranking", ranking},
+              {"pareto", pareto}};
+  if (!no_plan.empty()) out["no_plan"] = no_plan;
+  return out;
 }
 
 std::string csv_escape(const std::string& s) {
@@ -445,8 +461,23 @@ void print_csv(std::ostream& out, const search::SweepSetup& setup, const search:
   }
 }
 
-void print_plans(std::ostream& out, const std::vector<search::RankedPlan>& plans, std::size_t rows,
-                 bool numbered, bool several) {
+// Whether `r` differs from `shown` only in its rank order or in overlapping the data-parallel
+// communication, and by under 0.5 % in tokens per dollar: such a row is folded into the one shown
+// above it.
+bool minor_variant(const search::RankedPlan& r, const search::RankedPlan& shown) {
+  if (r.scenario != shown.scenario || shown.objective <= 0) return false;
+  ParallelConfig a = r.parallel, b = shown.parallel;
+  a.order = b.order;
+  a.overlap_grad_reduce = b.overlap_grad_reduce;
+  a.overlap_param_gather = b.overlap_param_gather;
+  return a == b && std::abs(r.objective / shown.objective - 1) < 0.005;
+}
+
+// Prints up to `rows` plans; with `fold`, plans that differ from a plan printed above only in the
+// rank order or the data-parallel overlap (and hardly in tokens per dollar) are folded into it.
+// Returns the number folded.
+std::size_t print_plans(std::ostream& out, const std::vector<search::RankedPlan>& plans,
+                        std::size_t rows, bool numbered, bool several, bool fold) {
   Table t({{"#", Align::kRight},
            {"PLAN"},
            {"GPUS", Align::kRight},
@@ -459,18 +490,36 @@ void print_plans(std::ostream& out, const std::vector<search::RankedPlan>& plans
            {"PEAK GiB", Align::kRight},
            {"BY"},
            {"WHY"}});
-  for (std::size_t i = 0; i < plans.size() && i < rows; ++i) {
-    const search::RankedPlan& r = plans[i];
+  std::vector<std::size_t> shown;  // indices of the printed plans
+  std::vector<int> variants;       // per printed plan: order variants folded into it
+  std::size_t folded = 0;
+  for (std::size_t i = 0; i < plans.size() && shown.size() < rows; ++i) {
+    if (fold) {
+      auto into = std::find_if(shown.begin(), shown.end(),
+                               [&](std::size_t k) { return minor_variant(plans[i], plans[k]); });
+      if (into != shown.end()) {
+        ++variants[static_cast<std::size_t>(into - shown.begin())];
+        ++folded;
+        continue;
+      }
+    }
+    shown.push_back(i);
+    variants.push_back(0);
+  }
+  for (std::size_t n = 0; n < shown.size(); ++n) {
+    const search::RankedPlan& r = plans[shown[n]];
     const search::PlanMetrics& m = r.metrics();
     std::string label = plan_label(r);
     if (several) label = "s" + std::to_string(r.scenario + 1) + " " + label;
-    t.add_row({numbered ? std::to_string(r.position) : std::to_string(i + 1), label,
+    if (variants[n] > 0) label += " (+" + std::to_string(variants[n]) + ")";
+    t.add_row({numbered ? std::to_string(r.position) : std::to_string(n + 1), label,
                fmt_int(r.parallel.world_size()), fmt(to_seconds(m.step_time), 3),
                fmt_count(m.tokens_per_second), pct(m.mfu), days(r.economics.time_to_train_s),
                money(r.economics.total_cost.raw()), fmt_count(r.objective),
                fmt(to_GiB(m.peak_memory), 1), r.simulated ? "sim" : "est", r.note});
   }
   t.print(out);
+  return folded;
 }
 
 void print_report(std::ostream& out, const search::SweepSetup& setup,
@@ -490,6 +539,12 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
                                             "/kWh, PUE " + fmt(s.pricing.pue, 2)
                                       : std::string())
         << "; token budget " << fmt_count(s.token_budget) << "\n";
+    const TrainingSpec& t = setup.request().scenarios[i].training;
+    out << "  training: sequences of " << fmt_int(t.seq_length) << " tokens, global batch "
+        << fmt_int(t.global_batch_size) << " sequences ("
+        << fmt_count(static_cast<double>(t.seq_length * t.global_batch_size))
+        << " tokens per step), " << to_string(t.precision) << ", " << to_string(t.optimizer)
+        << "\n";
   }
   const search::SweepCounts& c = res.counts;
   out << "\n"
@@ -507,13 +562,17 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
         << "% (estimate " << (res.error.mean_signed_pct >= 0 ? "+" : "")
         << fmt(res.error.mean_signed_pct, 1) << "% on average)\n";
   }
-  if (res.ranking.empty()) {
-    out << "\nno plan fits the constraints\n";
-    return;
-  }
+  if (res.ranking.empty()) return;  // the command fails with search::explain_empty()
   out << "\nranked by effective tokens per dollar (goodput-adjusted); BY: sim = simulated, est = "
          "analytic estimate\n";
-  print_plans(out, res.ranking, static_cast<std::size_t>(rows), true, several);
+  const std::size_t folded =
+      print_plans(out, res.ranking, static_cast<std::size_t>(rows), true, several, true);
+  if (folded > 0) {
+    out << "(+N): " << folded << (folded == 1 ? " plan differs" : " plans differ")
+        << " from a row above only in the rank order or in overlapping the data-parallel "
+           "communication, within 0.5% in tokens/$, and "
+        << (folded == 1 ? "is" : "are") << " folded into it (--csv and --json list every plan)\n";
+  }
   const search::RankedPlan& best = res.ranking.front();
   const search::Goodput& g = best.economics.goodput;
   out << "\ngoodput of #1: " << fmt(res.failures.interruptions_per_gpu_hour * 1e5, 2)
@@ -524,8 +583,10 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
       << fmt(g.interval_s / 60, 0) << " min (Young/Daly), restart " << fmt(g.restart_s / 60, 0)
       << " min: " << pct(g.useful_fraction) << " useful\n";
   if (!res.pareto.empty()) {
-    out << "\nPareto frontier, time to train vs cost (" << res.pareto.size() << " plans)\n";
-    print_plans(out, res.pareto, res.pareto.size(), false, several);
+    out << "\nPareto frontier, time to train vs cost (" << res.pareto.size()
+        << " plans; # counts along the frontier, fastest first; WHY compares with #1 of the "
+           "ranking above)\n";
+    print_plans(out, res.pareto, res.pareto.size(), false, several, false);
   }
   (void)setup;
 }
@@ -616,9 +677,10 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
   if (!run.result) return Status::ok();  // not rank 0 of a distributed sweep
   const search::SweepSetup& setup = *run.setup;
   const search::SweepResult& res = *run.result;
+  const std::string no_plan = res.ranking.empty() ? search::explain_empty(setup, res) : "";
   std::ostream& out = *ctx.out;
   if (ctx.json) {
-    out << result_json(setup, res, run.seconds).dump(2) << '\n';
+    out << result_json(setup, res, run.seconds, no_plan).dump(2) << '\n';
   } else if (a.csv) {
     print_csv(out, setup, res);
   } else {
@@ -636,6 +698,7 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
     const Json inputs = app::sweep_inputs(req, {{"command", "sweep"}, {"spec", a.spec}});
     PLANNER_RETURN_IF_ERROR(app::record_sweep(*db, setup, res, inputs).status());
   }
+  if (!no_plan.empty()) return Status::runtime(no_plan);
   if (!a.check.empty()) {
     PLANNER_ASSIGN_OR_RETURN(ctx.exit_code, check_gate(ctx, a, setup, res));
   }
@@ -750,6 +813,31 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
       ->type_name("PLAN.json");
   cmd->add_option("--max-regret", a->max_regret, "Allowed shortfall for --check (default 5%)");
   cmd->add_flag("--no-progress", a->no_progress, "No progress bar on stderr");
+  // Numbers are checked where they are parsed: finite, in range, named in the error.
+  constexpr long long kMaxGpus = 1 << 24;  // as sweep documents allow
+  constexpr long long kMaxAxis = 1 << 20;  // a parallel size, as plan documents allow
+  cmd->get_option("--gpus")->check(whole_in(1, kMaxGpus));
+  cmd->get_option("--min-gpus")->check(whole_in(1, kMaxGpus));
+  cmd->get_option("--seq")->check(whole_in(1, 100'000'000));
+  cmd->get_option("--gbs")->check(whole_in(1, 100'000'000));
+  cmd->get_option("--tokens")->check(number_in(0, 1e16));
+  for (const char* axis : {"--tp", "--pp", "--dp", "--cp", "--ep"})
+    cmd->get_option(axis)->check(whole_in(1, kMaxAxis));
+  cmd->get_option("--mbs")->check(whole_in(1, 1'000'000));
+  cmd->get_option("--vpp")->check(whole_in(2, 1024));
+  cmd->get_option("--zero")->check(whole_in(0, 3));
+  cmd->get_option("--budget")->check(number_in(0, 1e15, true));
+  cmd->get_option("--deadline")->check(number_in(0, 1e6, true));
+  cmd->get_option("--usd-per-kwh")->check(number_in(0, 100));
+  cmd->get_option("--pue")->check(number_in(1, 3));
+  cmd->get_option("--failure-rate")->check(number_in(0, 1));
+  cmd->get_option("--spot-preemptions")->check(number_in(0, 1));
+  cmd->get_option("--checkpoint-GBps")->check(number_in(0, 1e6, true));
+  cmd->get_option("--restart-min")->check(number_in(0, 1e6));
+  cmd->get_option("--threads")->check(whole_in(0, 4096));
+  cmd->get_option("--top-k")->check(whole_in(0, 100'000));
+  cmd->get_option("--keep")->check(whole_in(1, 10'000'000));
+  cmd->get_option("--top")->check(whole_in(1, 10'000'000));
   add_db_options(cmd, a->db);
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return sweep_command(ctx, *a); }; });

@@ -94,7 +94,13 @@ std::string fmt_int(long long value) {
 }
 
 std::string fmt_count(double value) {
+  if (!std::isfinite(value)) return "-";
   const double a = std::fabs(value);
+  if (a >= 1e15) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2e", value);
+    return buf;
+  }
   if (a >= 1e12) return fmt(value / 1e12, 2) + "T";
   if (a >= 1e9) return fmt(value / 1e9, a >= 1e11 ? 1 : 2) + "B";
   if (a >= 1e6) return fmt(value / 1e6, 1) + "M";

@@ -41,7 +41,8 @@ class KeyValues {
 std::string fmt(double value, int decimals = 2);
 // Thousands separators: 175000000000 -> "175,000,000,000".
 std::string fmt_int(long long value);
-// 1.75e11 -> "175.0B", 8.03e9 -> "8.03B", 1.2e6 -> "1.2M".
+// 1.75e11 -> "175.0B", 8.03e9 -> "8.03B", 1.2e6 -> "1.2M"; from 1e15 in scientific notation
+// ("3.20e+17"); "-" for NaN and infinities.
 std::string fmt_count(double value);
 
 }  // namespace planner::cli

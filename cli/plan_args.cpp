@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "flag_checks.hpp"
 #include "planner/app/defaults.hpp"
 #include "planner/core/loaders.hpp"
 
@@ -61,6 +62,16 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
   config.push_back(cmd->add_option("--optimizer", a.optimizer, "adam, adamw or sgd"));
   for (CLI::Option* o : config)
     plan->excludes(o);
+  // Numbers are checked where they are parsed: in range, named in the error.
+  constexpr long long kMaxAxis = 1 << 20;  // as plan documents allow
+  for (const char* axis : {"--tp", "--pp", "--dp", "--cp", "--ep"})
+    cmd->get_option(axis)->check(whole_in(1, kMaxAxis));
+  cmd->get_option("--mbs")->check(whole_in(1, 1'000'000));
+  cmd->get_option("--zero")->check(whole_in(0, 3));
+  cmd->get_option("--vpp")->check(whole_in(1, 1024));
+  cmd->get_option("--num-layers-per-virtual-pipeline-stage")->check(whole_in(1, 1'000'000));
+  cmd->get_option("--seq")->check(whole_in(1, 100'000'000));
+  cmd->get_option("--gbs")->check(whole_in(1, 100'000'000));
 }
 
 Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) {

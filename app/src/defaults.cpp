@@ -13,7 +13,9 @@ const DefaultScenario& default_scenario() {
 }
 
 std::int64_t default_seq_length(const ModelSpec& model) {
-  return model.max_seq_len > 0 ? model.max_seq_len : kFallbackSeqLength;
+  if (model.pretrain_seq_len > 0) return model.pretrain_seq_len;
+  if (model.max_seq_len > 0) return std::min(model.max_seq_len, kMaxDefaultSeqLength);
+  return kFallbackSeqLength;
 }
 
 std::int64_t default_global_batch(std::int64_t seq_length) {

@@ -78,6 +78,11 @@ bool read_model_fields(JsonObject& obj, ModelSpec& m) {
   obj.read("tied_embeddings", m.tied_embeddings, Need::kOptional);
   const bool have_max_seq =
       obj.read("max_seq_len", m.max_seq_len, Need::kOptional, {1, 1'000'000'000});
+  obj.read("pretrain_seq_len", m.pretrain_seq_len, Need::kOptional, {1, 1'000'000'000});
+  if (have_max_seq && m.pretrain_seq_len > m.max_seq_len) {
+    obj.error("pretrain_seq_len", "must be at most max_seq_len (" + str(m.max_seq_len) + "), got " +
+                                      str(m.pretrain_seq_len));
+  }
   obj.read("bias", m.bias, Need::kOptional);
 
   if (have_heads && !have_kv && !obj.has("kv_heads")) {
@@ -337,6 +342,7 @@ Json to_json(const ModelSpec& m) {
   j["vocab"] = m.vocab;
   j["tied_embeddings"] = m.tied_embeddings;
   if (m.max_seq_len > 0) j["max_seq_len"] = m.max_seq_len;
+  if (m.pretrain_seq_len > 0) j["pretrain_seq_len"] = m.pretrain_seq_len;
   j["bias"] = m.bias;
   if (m.is_moe()) {
     j["moe"] = {{"experts", m.moe->num_experts},

@@ -49,7 +49,13 @@ TEST(DefaultScenario, SequenceAndBatchDefaults) {
   ModelSpec m;
   m.max_seq_len = 4096;
   EXPECT_EQ(default_seq_length(m), 4096);
-  m.max_seq_len = 0;
+  // A config's maximum is a long-context limit: the default stops at 8,192 ...
+  m.max_seq_len = 1 << 20;
+  EXPECT_EQ(default_seq_length(m), kMaxDefaultSeqLength);
+  // ... unless the model states its pre-training length.
+  m.pretrain_seq_len = 32768;
+  EXPECT_EQ(default_seq_length(m), 32768);
+  m = ModelSpec{};
   EXPECT_EQ(default_seq_length(m), kFallbackSeqLength);
   EXPECT_EQ(default_global_batch(2048), 2048);
   EXPECT_EQ(default_global_batch(std::int64_t{1} << 30), 1);  // at least one sequence

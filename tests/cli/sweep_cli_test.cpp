@@ -199,5 +199,65 @@ TEST(SweepCli, ProfileReplacesThePreset) {
   EXPECT_TRUE(contains(missing.err, "no-such-profile")) << missing.err;
 }
 
+// Numeric flags refuse NaN, infinities and values out of range, naming the flag and the range in
+// plain numbers (never 1.8e308), with exit code 2.
+TEST(SweepCli, NumericFlagsOutOfRangeAreRefusedByName) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--tokens", "nan"}, {"--tokens", "1e400"}, {"--budget", "-5"},  {"--tp", "0"},
+      {"--gpus", "0"},     {"--pue", "inf"},      {"--deadline", "0"}, {"--mbs", "-1"}};
+  for (const auto& c : cases) {
+    const CommandResult r = run_planner({"sweep", c[0], c[1], "--no-db"});
+    EXPECT_EQ(r.exit_code, 2) << c[0] << " " << c[1] << "\n" << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, c[0])) << r.err;
+    EXPECT_FALSE(contains(r.err, "1.8e+308") || contains(r.err, "1.79769e+308")) << r.err;
+  }
+  const CommandResult min = run_planner({"sweep", "--gpus", "64", "--min-gpus", "1024", "--no-db"});
+  EXPECT_EQ(min.exit_code, 2) << min.out;
+  EXPECT_TRUE(contains(min.err, "--min-gpus (1024) exceeds --gpus (64)")) << min.err;
+  const CommandResult price = run_planner({"sweep", "--price", "H100=nan", "--no-db"});
+  EXPECT_EQ(price.exit_code, 2) << price.out;
+}
+
+// A sweep in which no plan survives fails (exit 1) and says which constraint removed them.
+TEST(SweepCli, NoFeasiblePlanSaysWhyAndFails) {
+  const CommandResult budget = run_planner(small({"--budget", "10", "--no-db"}));
+  EXPECT_EQ(budget.exit_code, 1) << budget.out << budget.err;
+  EXPECT_TRUE(contains(budget.err, "budget")) << budget.err;
+  EXPECT_TRUE(contains(budget.err, "$")) << budget.err;
+
+  const CommandResult batch =
+      run_planner({"sweep", "--gpus", "8", "--gbs", "3", "--mbs", "2", "--seq", "2048", "--no-db"});
+  EXPECT_EQ(batch.exit_code, 1) << batch.out << batch.err;
+  EXPECT_TRUE(contains(batch.err, "micro_batch_size")) << batch.err;
+
+  const CommandResult json = run_planner(small({"--budget", "10", "--no-db", "--json"}));
+  EXPECT_EQ(json.exit_code, 1);
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(j.contains("no_plan")) << json.out;
+  EXPECT_TRUE(j["ranking"].empty());
+}
+
+// The header says what is being trained: the sequence length (the model's pre-training length by
+// default, not its long-context maximum), the batch and the precision; rank-order variants fold.
+TEST(SweepCli, HeaderShowsSequenceAndBatchAndOrderVariantsFold) {
+  const CommandResult r = run_planner({"sweep", "--no-db", "--no-progress", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "training: sequences of 8,192 tokens, global batch 512 sequences"))
+      << r.out;
+  const CommandResult j = run_planner(
+      {"sweep", "--no-db", "--json", "--model", "mixtral-8x7b", "--gpus", "16", "--top-k", "0"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  // Mixtral's config allows 32,768-token sequences, the length it was trained at.
+  EXPECT_EQ(nlohmann::json::parse(j.out)["scenarios"][0]["seq_length"], 32768);
+  // Llama 3 70B: the best plans come with and without data-parallel overlap at the same rate; the
+  // table shows one row for both.
+  const CommandResult big =
+      run_planner({"sweep", "--model", "llama3-70b", "--gpus", "64", "--gbs", "128", "--seq",
+                   "4096", "--top-k", "4", "--no-db", "--no-progress", "--threads", "2"});
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_TRUE(contains(big.out, "(+1)")) << big.out;
+  EXPECT_TRUE(contains(big.out, "folded into it")) << big.out;
+}
+
 }  // namespace
 }  // namespace planner

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/spec_json.hpp"
@@ -342,6 +345,11 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     auto price = resolve_price(in.gpu, sc.pricing);
     if (!price) return price.status();
     sc.price = *price;
+    if (in.min_gpus > in.max_gpus) {
+      return Status::invalid_input(where + ": min_gpus (" + std::to_string(in.min_gpus) +
+                                   ") exceeds the cluster's " + std::to_string(in.max_gpus) +
+                                   " GPUs");
+    }
     sc.spec.min_gpus = in.min_gpus > 0 ? in.min_gpus : (in.max_gpus + 1) / 2;
     if (sc.spec.training.token_budget <= 0) {
       sc.spec.training.token_budget =
@@ -473,6 +481,12 @@ void add_counts(SweepCounts& a, const SweepCounts& b) {
   a.feasible += b.feasible;
   a.simulated += b.simulated;
   a.simulation_failures += b.simulation_failures;
+  if (b.min_peak_bytes < a.min_peak_bytes) {
+    a.min_peak_bytes = b.min_peak_bytes;
+    a.hbm_bytes = b.hbm_bytes;
+  }
+  a.min_cost_usd = std::min(a.min_cost_usd, b.min_cost_usd);
+  a.min_time_to_train_s = std::min(a.min_time_to_train_s, b.min_time_to_train_s);
 }
 
 std::size_t kept(const SweepOptions& o) {
@@ -568,6 +582,10 @@ Result<AnalyticPartial> run_analytic(const SweepSetup& setup, SweepShard shard, 
           }
           mem = *peak;
         }
+        if (mem->bytes.raw() < cnt.min_peak_bytes) {
+          cnt.min_peak_bytes = mem->bytes.raw();
+          cnt.hbm_bytes = mem->capacity.raw();
+        }
         if (!mem->fits) {
           ++cnt.out_of_memory;
           ++unit_pruned;
@@ -583,6 +601,8 @@ Result<AnalyticPartial> run_analytic(const SweepSetup& setup, SweepShard shard, 
         ++unit_evaluated;
         const Priced pr =
             price_plan(sc, req.constraints, req.failures, est->tokens_per_second, p.world_size());
+        cnt.min_cost_usd = std::min(cnt.min_cost_usd, pr.economics.total_cost.raw());
+        cnt.min_time_to_train_s = std::min(cnt.min_time_to_train_s, pr.economics.time_to_train_s);
         if (pr.over_budget) ++cnt.over_budget;
         if (pr.over_deadline) ++cnt.over_deadline;
         if (pr.over_budget || pr.over_deadline) continue;
@@ -671,6 +691,14 @@ Json to_json(const AnalyticPartial& partial) {
   const auto fields = count_fields(copy);
   for (std::size_t i = 0; i < fields.size(); ++i)
     counts[kCountNames[i]] = *fields[i];
+  // Extremes: absent while there is none (JSON has no infinity).
+  const SweepCounts& c = partial.counts;
+  if (c.min_peak_bytes != SweepCounts::kNoBytes) {
+    counts["min_peak_bytes"] = c.min_peak_bytes;
+    counts["hbm_bytes"] = c.hbm_bytes;
+  }
+  if (std::isfinite(c.min_cost_usd)) counts["min_cost_usd"] = c.min_cost_usd;
+  if (std::isfinite(c.min_time_to_train_s)) counts["min_time_to_train_s"] = c.min_time_to_train_s;
   return {{"best", best}, {"pareto", pareto}, {"counts", counts}};
 }
 
@@ -696,6 +724,18 @@ Result<AnalyticPartial> parse_partial(const Json& json) {
                                    " missing");
     }
     *fields[i] = v.get<std::int64_t>();
+  }
+  const Json& c = json["counts"];
+  if (c.contains("min_peak_bytes") && c["min_peak_bytes"].is_number_integer() &&
+      c.contains("hbm_bytes") && c["hbm_bytes"].is_number_integer()) {
+    out.counts.min_peak_bytes = c["min_peak_bytes"].get<std::int64_t>();
+    out.counts.hbm_bytes = c["hbm_bytes"].get<std::int64_t>();
+  }
+  if (c.contains("min_cost_usd") && c["min_cost_usd"].is_number()) {
+    out.counts.min_cost_usd = c["min_cost_usd"].get<double>();
+  }
+  if (c.contains("min_time_to_train_s") && c["min_time_to_train_s"].is_number()) {
+    out.counts.min_time_to_train_s = c["min_time_to_train_s"].get<double>();
   }
   return out;
 }
@@ -1038,6 +1078,7 @@ Result<SweepResult> finish(const SweepSetup& setup, const AnalyticPartial& merge
     }
     PLANNER_ASSIGN_OR_RETURN(Decoded d, decode(setup, c.id));
     PLANNER_ASSIGN_OR_RETURN(RankedPlan r, build_plan(setup, d.scenario, c.id, d.parallel, {}));
+    r.note = note_of(r, best);
     out.pareto.push_back(std::move(r));
   }
   return out;
@@ -1095,6 +1136,158 @@ Result<RankedPlan> SweepSetup::evaluate(int scenario, const ParallelConfig& para
   r.economics = pr.economics;
   r.objective = pr.objective;
   return r;
+}
+
+namespace {
+
+// Valid plans of a setup (those check_parallel() accepts), counted up to `limit`, and the first
+// rejection met on the way ("tp4 pp2 ...: <why>").
+struct Validity {
+  std::int64_t valid = 0;
+  std::string rejection;
+};
+
+Validity count_valid(const SweepSetup& setup, std::int64_t limit) {
+  Validity out;
+  for (const SweepSetup::Scenario& sc : setup.scenarios()) {
+    for (const SweepUnit& unit : sc.units) {
+      const SweepSetup::Scenario::Inner inner = sc.inner(unit, setup.request().space);
+      for (std::int64_t i = 0; i < inner.size(); ++i) {
+        const ParallelConfig p = sc.config(unit, inner, i);
+        Diagnostics diag;
+        check_parallel(sc.spec.model, sc.spec.training, p, diag);
+        if (diag.empty()) {
+          if (++out.valid >= limit) return out;
+        } else if (out.rejection.empty()) {
+          out.rejection = short_label(p) + ": " + diag.items().front().message;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string with_commas(double v) {
+  const auto n = static_cast<long long>(std::llround(v));
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+template <class T>
+std::string list_text(const std::vector<T>& values) {
+  std::string out;
+  for (const T& v : values) {
+    if (!out.empty()) out += ",";
+    if constexpr (std::is_same_v<T, bool>) {
+      out += v ? "on" : "off";
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      out += std::to_string(v);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      out += v;
+    } else {
+      out += std::string(to_string(v));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string explain_empty(const SweepSetup& setup, const SweepResult& result) {
+  if (!result.ranking.empty()) return {};
+  const SweepCounts& c = result.counts;
+  const SweepRequest& req = setup.request();
+  if (c.candidates == 0) {
+    // Which fixed dimension of the search space leaves no valid plan: relax each in turn.
+    struct Fixed {
+      std::string text;
+      std::function<void(SearchSpace&)> clear;
+    };
+    const SearchSpace& sp = req.space;
+    std::vector<Fixed> fixed_dims;
+    auto add = [&](const char* name, const auto& values, auto clear) {
+      if (!values.empty())
+        fixed_dims.push_back({std::string(name) + " " + list_text(values), clear});
+    };
+    add("tp", sp.tp, [](SearchSpace& s) { s.tp.clear(); });
+    add("pp", sp.pp, [](SearchSpace& s) { s.pp.clear(); });
+    add("dp", sp.dp, [](SearchSpace& s) { s.dp.clear(); });
+    add("cp", sp.cp, [](SearchSpace& s) { s.cp.clear(); });
+    add("ep", sp.ep, [](SearchSpace& s) { s.ep.clear(); });
+    add("micro_batch_size", sp.micro_batch_sizes,
+        [](SearchSpace& s) { s.micro_batch_sizes.clear(); });
+    add("virtual_stages", sp.virtual_stages, [](SearchSpace& s) { s.virtual_stages.clear(); });
+    add("schedule", sp.schedules, [](SearchSpace& s) { s.schedules.clear(); });
+    add("recompute", sp.recompute, [](SearchSpace& s) { s.recompute.clear(); });
+    add("zero_stage", sp.zero_stages, [](SearchSpace& s) { s.zero_stages.clear(); });
+    add("sequence_parallel", sp.sequence_parallel,
+        [](SearchSpace& s) { s.sequence_parallel.clear(); });
+    add("order", sp.orders, [](SearchSpace& s) { s.orders.clear(); });
+    std::string culprits;
+    for (const Fixed& f : fixed_dims) {
+      SweepRequest relaxed = req;
+      f.clear(relaxed.space);
+      auto other = SweepSetup::prepare(relaxed);
+      if (other && count_valid(**other, 1).valid > 0) {
+        culprits += (culprits.empty() ? "" : "; ") + f.text;
+      }
+    }
+    if (!culprits.empty()) {
+      return "no valid plan: the search space's fixed " + culprits +
+             " leaves none (without it there are valid plans)";
+    }
+    const Validity v = count_valid(setup, 1);
+    std::string gpus;
+    for (const ScenarioInfo& s : result.scenarios) {
+      gpus += (gpus.empty() ? "" : ", ") + std::to_string(s.min_gpus) + "-" +
+              std::to_string(s.max_gpus) + " GPUs in nodes of " + std::to_string(s.gpus_per_node);
+    }
+    if (!v.rejection.empty()) {
+      return "no valid plan on " + gpus + ": every combination is rejected, e.g. " + v.rejection;
+    }
+    return "no valid plan: no combination of tp, cp, ep, pp and dp uses " + gpus +
+           " with the global batch of " +
+           std::to_string(
+               req.scenarios.empty() ? 0 : req.scenarios.front().training.global_batch_size) +
+           " sequences";
+  }
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  if (c.out_of_memory == c.candidates) {
+    return "none of the " + with_commas(static_cast<double>(c.candidates)) +
+           " valid plans fits in memory: the smallest needs " +
+           fixed(static_cast<double>(c.min_peak_bytes) / gib, 1) + " GiB per GPU of the " +
+           fixed(static_cast<double>(c.hbm_bytes) / gib, 1) +
+           " GiB of HBM (more GPUs, ZeRO, recompute or offload lower it)";
+  }
+  if (c.feasible == 0) {
+    std::string why = "none of the " + with_commas(static_cast<double>(c.evaluated)) +
+                      " plans that fit in memory meets the constraints:";
+    if (req.constraints.budget_usd && c.over_budget > 0) {
+      why += " the cheapest costs $" + with_commas(c.min_cost_usd) + " against the budget of $" +
+             with_commas(*req.constraints.budget_usd) + ";";
+    }
+    if (req.constraints.deadline_s && c.over_deadline > 0) {
+      why += " the fastest takes " + fixed(c.min_time_to_train_s / 86400, 1) +
+             " days against the deadline of " + fixed(*req.constraints.deadline_s / 86400, 1) +
+             " days;";
+    }
+    why.pop_back();
+    return why;
+  }
+  if (c.simulation_failures > 0) {
+    return "the simulations of the " + std::to_string(c.simulation_failures) + " best plans failed";
+  }
+  return "no plan was ranked";
 }
 
 double regret_pct(const RankedPlan& best, const RankedPlan& plan) {

@@ -1,5 +1,7 @@
 #include "planner/search/sweep_spec.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "planner/core/rank_grid.hpp"
@@ -202,6 +204,13 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
         const bool have_topology = co.read("topology", topology, Need::kOptional);
         read_list(co, "gpus", Need::kRequired, c.gpus, int_item(diag, 1, kMaxGpus));
         co.read("min_gpus", c.min_gpus, Need::kOptional, {1, kMaxGpus});
+        if (c.min_gpus > 0 && !c.gpus.empty() &&
+            c.min_gpus > *std::max_element(c.gpus.begin(), c.gpus.end())) {
+          co.error("min_gpus", "must be at most the largest of gpus (" +
+                                   std::to_string(*std::max_element(c.gpus.begin(), c.gpus.end())) +
+                                   "), got " + std::to_string(c.min_gpus));
+          ok = false;
+        }
         Offering offering{};
         if (co.read_enum("offering", offering, Need::kOptional)) c.offering = offering;
         double price = 0;

@@ -207,6 +207,37 @@ TEST(Sweep, FixedAxesAndConstraintsNarrowTheSpace) {
   EXPECT_EQ(none.counts.over_budget, none.counts.evaluated);
 }
 
+// An empty ranking explains itself: the budget against the cheapest plan, a fixed micro-batch size
+// that divides no batch, memory against the smallest need; a ranking with plans needs no words.
+TEST(Sweep, ExplainEmptyNamesTheConstraint) {
+  EXPECT_EQ(explain_empty(*SweepSetup::prepare(small_request()).value(), small_result()), "");
+
+  SweepRequest budget = small_request();
+  budget.constraints.budget_usd = 1.0;
+  const SweepOutcome b = run_sweep(budget).value();
+  const std::string why = explain_empty(*b.setup, b.result);
+  EXPECT_NE(why.find("the cheapest costs $"), std::string::npos) << why;
+  EXPECT_NE(why.find("against the budget of $1"), std::string::npos) << why;
+  EXPECT_TRUE(std::isfinite(b.result.counts.min_cost_usd));
+
+  SweepRequest batch = small_request();
+  batch.scenarios[0].training.global_batch_size = 3;
+  batch.space.micro_batch_sizes = {2};
+  const SweepOutcome m = run_sweep(batch).value();
+  EXPECT_EQ(m.result.counts.candidates, 0);
+  EXPECT_NE(explain_empty(*m.setup, m.result).find("micro_batch_size 2"), std::string::npos)
+      << explain_empty(*m.setup, m.result);
+
+  SweepRequest big = small_request();
+  big.scenarios[0].model = builtin_catalog().model("llama3-405b").value();
+  big.scenarios[0].max_gpus = 8;
+  big.scenarios[0].min_gpus = 8;
+  const SweepOutcome o = run_sweep(big).value();
+  const std::string mem = explain_empty(*o.setup, o.result);
+  EXPECT_NE(mem.find("fits in memory"), std::string::npos) << mem;
+  EXPECT_NE(mem.find("GiB of HBM"), std::string::npos) << mem;
+}
+
 class CountingSink : public ProgressSink {
  public:
   void on_progress(const SweepProgress& p) override {

@@ -3,7 +3,8 @@
 // JSON document (kind "model"): layers, hidden, heads, kv_heads (GQA/MQA; default = heads),
 // head_dim (default hidden / heads), ffn_hidden, mlp (gelu | swiglu | geglu), norm (layernorm |
 // rmsnorm), position_embedding (learned | rope | alibi | none), vocab, tied_embeddings,
-// max_seq_len, bias, and an optional moe object {experts, top_k, expert_ffn_hidden,
+// max_seq_len, pretrain_seq_len (the sequence length it was pre-trained at, where known: the
+// default a plan trains at), bias, and an optional moe object {experts, top_k, expert_ffn_hidden,
 // capacity_factor, layer_freq}.
 //
 // Parameter counts follow the layer structure of Megatron-LM / Hugging Face implementations:
@@ -50,6 +51,9 @@ struct ModelSpec {
   std::int64_t vocab = 0;
   bool tied_embeddings = false;
   std::int64_t max_seq_len = 0;
+  // The sequence length the model was pre-trained at, where its source states it (0: unknown). A
+  // config's maximum (max_position_embeddings) is often a long-context extension's, not this.
+  std::int64_t pretrain_seq_len = 0;
   bool bias = false;
   std::optional<MoeSpec> moe;
 

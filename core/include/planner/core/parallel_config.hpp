@@ -47,6 +47,7 @@ struct ParallelConfig {
   std::int64_t world_size() const { return static_cast<std::int64_t>(tp) * pp * dp * cp; }
   // Model-parallel ranks holding one replica.
   std::int64_t model_parallel_size() const { return static_cast<std::int64_t>(tp) * pp * cp; }
+  bool operator==(const ParallelConfig&) const = default;
 };
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.

@@ -45,6 +45,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -177,6 +178,7 @@ struct RankedPlan {
 };
 
 struct SweepCounts {
+  static constexpr std::int64_t kNoBytes = std::numeric_limits<std::int64_t>::max();
   std::int64_t candidates = 0;     // valid plans enumerated
   std::int64_t out_of_memory = 0;  // pruned by memory
   std::int64_t evaluated = 0;      // analytic estimates
@@ -185,6 +187,13 @@ struct SweepCounts {
   std::int64_t feasible = 0;
   std::int64_t simulated = 0;
   std::int64_t simulation_failures = 0;
+  // The extremes behind the counts (what the constraints are up against): the least memory any
+  // valid plan needs and the HBM it is compared with, and the cheapest cost and the shortest time
+  // to train of the estimated plans. Infinite (or kNoBytes) while there is none.
+  std::int64_t min_peak_bytes = kNoBytes;
+  std::int64_t hbm_bytes = 0;
+  double min_cost_usd = std::numeric_limits<double>::infinity();
+  double min_time_to_train_s = std::numeric_limits<double>::infinity();
 };
 
 // How far the analytic step time was from the simulation on the plans simulated.
@@ -303,6 +312,12 @@ struct SweepOutcome {
 // report and ends with a kDone one.
 Result<SweepOutcome> run_sweep(const SweepRequest& request, ProgressSink* sink = nullptr,
                                std::stop_token stop = {});
+
+// Why a sweep ranked no plan, as a sentence a user can act on (which constraint removed the plans
+// and by how much: the smallest memory need against the HBM, the cheapest cost against the
+// budget, the fastest time against the deadline; for a search space with no valid plan, the
+// fixed dimensions that leave none, found by relaxing each in turn); empty when it ranked some.
+std::string explain_empty(const SweepSetup& setup, const SweepResult& result);
 
 // Percent by which `plan` falls short of `best` on the objective (0 when it is at least as good;
 // 100 when it does not run).
