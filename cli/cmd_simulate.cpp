@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "app.hpp"
+#include "cluster_args.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
@@ -29,6 +30,7 @@ namespace {
 struct SimulateArgs {
   PlanArgs config;
   std::string topology;
+  ClusterNumberArgs numbers;
   int nodes = 0;
   std::string profile;
   std::string ranks = "stage";
@@ -51,6 +53,15 @@ Result<app::PlacedPlan> resolve_setup(const CliContext& ctx, const SimulateArgs&
   plan.parallel = config.parallel;
   plan.gpu = config.gpu;
   plan.name = config.model.name + " " + short_label(config.parallel);
+  if (has_cluster_numbers(args.numbers)) {
+    if (plan.gpu.name.empty()) {
+      return Status::invalid_input(
+          "--node-gpus: give --gpu; the cluster in numbers does not name "
+          "its GPU");
+    }
+    PLANNER_ASSIGN_OR_RETURN(topo::ClusterNumbers numbers, cluster_numbers(args.numbers, plan.gpu));
+    return app::place_plan_on_numbers(std::move(plan), config.cluster, numbers, args.nodes);
+  }
   return app::place_plan(std::move(plan), config.cluster, args.topology, args.nodes, *ctx.catalog);
 }
 
@@ -355,9 +366,11 @@ void register_simulate_commands(CLI::App& app, CliContext& ctx) {
       "simulate", "Simulate one training step: step time, MFU, bubbles, exposed communication");
   auto a = std::make_shared<SimulateArgs>();
   add_plan_options(cmd, a->config);
-  cmd->add_option("--topology", a->topology,
-                  "Topology preset or file (default: the plan's, else the first preset with the "
-                  "GPU)");
+  CLI::Option* topology =
+      cmd->add_option("--topology", a->topology,
+                      "Topology preset or file (default: the plan's, else the first preset with "
+                      "the GPU)");
+  add_cluster_number_options(cmd, a->numbers, topology);
   cmd->add_option("--nodes", a->nodes, "Nodes (default: the plan's, else just enough)");
   cmd->add_option("--profile", a->profile,
                   "Hardware profile: a preset name, a profile file, or a profile stored in the "

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "app.hpp"
+#include "cluster_args.hpp"
 #include "db_options.hpp"
 #include "flag_checks.hpp"
 #include "output.hpp"
@@ -54,6 +55,7 @@ struct SweepArgs {
   std::string topology;
   std::vector<std::string> instances;
   std::string provider;
+  ClusterNumberArgs numbers;
   std::vector<int> cluster_gpus;
   int min_gpus = 0;
   std::int64_t seq = 0;
@@ -154,7 +156,9 @@ Result<std::vector<Hardware>> gpu_hardware(const CliContext& ctx, const SweepArg
   for (const std::string& g : gpus) {
     PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(g));
     topo::TopologySpec topology;
-    if (!a.topology.empty()) {
+    if (has_cluster_numbers(a.numbers)) {
+      // Built per cluster size from the numbers (request_from_flags).
+    } else if (!a.topology.empty()) {
       PLANNER_ASSIGN_OR_RETURN(topology, topo::resolve_topology(a.topology));
       if (!gpu.matches(topology.gpu)) {
         return Status::invalid_input("--topology " + topology.name + " has " + topology.gpu +
@@ -175,6 +179,10 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   if (models.empty()) models.emplace_back(d.model);
   std::vector<int> sizes = a.cluster_gpus;
   if (sizes.empty()) sizes.push_back(d.gpus);
+  if (!a.instances.empty() && has_cluster_numbers(a.numbers)) {
+    return Status::invalid_input(
+        "--instances: a cloud instance brings its own network; leave out the cluster numbers");
+  }
   PLANNER_ASSIGN_OR_RETURN(const std::vector<Hardware> hardware,
                            a.instances.empty() ? gpu_hardware(ctx, a) : instance_hardware(ctx, a));
   for (const std::string& name : models) {
@@ -186,6 +194,10 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
     t.global_batch_size = a.gbs > 0 ? a.gbs : app::default_global_batch(t.seq_length);
     t.token_budget = a.tokens;
     for (const Hardware& h : hardware) {
+      std::optional<topo::ClusterNumbers> numbers;
+      if (has_cluster_numbers(a.numbers)) {
+        PLANNER_ASSIGN_OR_RETURN(numbers, cluster_numbers(a.numbers, h.gpu));
+      }
       for (int n : sizes) {
         if (n < 1) return Status::invalid_input("--gpus: must be >= 1, got " + std::to_string(n));
         if (a.min_gpus > n) {
@@ -197,6 +209,11 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
         sc.training = t;
         sc.gpu = h.gpu;
         sc.topology = h.topology;
+        if (numbers) {
+          const int nodes = (n + numbers->gpus_per_node - 1) / numbers->gpus_per_node;
+          PLANNER_ASSIGN_OR_RETURN(sc.topology,
+                                   topo::topology_from_numbers(*numbers, h.gpu, nodes));
+        }
         sc.max_gpus = n;
         sc.min_gpus = a.min_gpus;
         if (h.instance) {
@@ -273,6 +290,10 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
 
 Result<search::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& a) {
   search::SweepRequest req;
+  if (!a.spec.empty() && has_cluster_numbers(a.numbers)) {
+    return Status::invalid_input(
+        "--node-gpus, --nics, ...: not with --spec (a sweep document names its topologies)");
+  }
   if (!a.spec.empty()) {
     PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(a.spec));
     PLANNER_ASSIGN_OR_RETURN(
@@ -805,6 +826,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
           ->delimiter(',')
           ->excludes(gpu_flag)
           ->excludes(topology_flag);
+  add_cluster_number_options(cmd, a->numbers, topology_flag);
   cmd->add_option("--gpus", a->cluster_gpus,
                   "Cluster sizes in GPUs, comma-separated: one scenario each; plans use up to "
                   "that many (default " +

@@ -156,12 +156,7 @@ Result<store::RunId> record_accuracy(store::Database& db, const fit::AccuracyRep
                                          {"accuracy_error", r.error_percent, "%"}};
     PLANNER_RETURN_IF_ERROR(
         store::put_metrics(db, id, plan, store::MetricSource::kSimulated, predicted));
-    std::vector<store::Metric> published;
-    if (r.metric == fit::AccuracyMetric::kStepTime) {
-      published.push_back(make_metric(m::kStepTime, r.published));
-    } else {
-      published.push_back({"tflops_per_gpu", r.published, "TFLOP/s"});
-    }
+    const std::vector<store::Metric> published{make_metric(m::kStepTime, r.published)};
     PLANNER_RETURN_IF_ERROR(
         store::put_metrics(db, id, plan, store::MetricSource::kMeasured, published));
   }

@@ -46,6 +46,31 @@ Result<PlacedPlan> place_plan(Plan plan, const std::optional<ClusterSpec>& clust
   return out;
 }
 
+Result<PlacedPlan> place_plan_on_numbers(Plan plan, const std::optional<ClusterSpec>& cluster,
+                                         const topo::ClusterNumbers& numbers, int nodes) {
+  if (plan.gpu.name.empty()) {
+    return Status::invalid_input("give --gpu: the cluster in numbers does not name its GPU");
+  }
+  const std::int64_t needed =
+      plan.parallel.world_size() +
+      (plan.parallel.dp_sync == DpSync::kParameterServer ? plan.parallel.param_servers : 0);
+  PlacedPlan out;
+  out.nodes = nodes > 0 ? nodes
+              : cluster ? cluster->nodes
+                        : nodes_for(needed, numbers.gpus_per_node);
+  PLANNER_ASSIGN_OR_RETURN(out.topology, topo::topology_from_numbers(numbers, plan.gpu, out.nodes));
+  plan.cluster.nodes = out.nodes;
+  plan.cluster.gpus_per_node = numbers.gpus_per_node;
+  plan.cluster.gpu = plan.gpu.name;
+  plan.cluster.topology.clear();  // not a preset: the numbers are in the topology's description
+  if (cluster) {
+    plan.cluster.offering = cluster->offering;
+    plan.cluster.usd_per_gpu_hour = cluster->usd_per_gpu_hour;
+  }
+  out.plan = std::move(plan);
+  return out;
+}
+
 Result<sim::SimResult> simulate_plan(const PlacedPlan& placed, const HardwareProfile& profile,
                                      const sim::SimOptions& options) {
   PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
@@ -93,7 +118,8 @@ Result<RankedPlanSimulation> simulate_ranked_plan(const search::SweepSetup& setu
   PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
                            topo::Cluster::build(scenario.topology, out.plan.cluster.nodes));
   out.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
-  PLANNER_ASSIGN_OR_RETURN(out.gpu_of_rank, sim::default_gpu_of_rank(ranked.parallel, *out.cluster));
+  PLANNER_ASSIGN_OR_RETURN(out.gpu_of_rank,
+                           sim::default_gpu_of_rank(ranked.parallel, *out.cluster));
   sim::SimInput input;
   input.plan = out.plan;
   input.cluster = out.cluster;

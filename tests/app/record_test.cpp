@@ -114,7 +114,6 @@ TEST_F(RecordTest, AccuracyKeepsPredictedAndPublished) {
   fit::RunAccuracy run;
   run.id = "paper-run";
   run.modelled = true;
-  run.metric = fit::AccuracyMetric::kStepTime;
   run.published = 10;
   run.step_time_s = 11;
   run.mfu = 0.4;

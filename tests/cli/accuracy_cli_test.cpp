@@ -68,6 +68,52 @@ TEST(AccuracyCli, ReferenceRunsMeetTheTargets) {
   EXPECT_EQ(by_gpu_runs, modelled);
 }
 
+// Ranking accuracy on vTrain's measured sweep (720 configurations of GPT models on 1-8 A100s):
+// measured at this commit MAPE 29.7 %, mean Spearman 0.405, mean top-1 regret 14.6 % (the bounds
+// leave a little room); the targets are MAPE <= 8 %, mean Spearman >= 0.9 and mean top-1
+// regret <= 3 %, which the simulator does not meet yet (it has no host-side costs).
+constexpr double kVtrainMaxMapePercent = 32;
+constexpr double kVtrainMinSpearman = 0.38;
+constexpr double kVtrainMaxRegret = 0.16;
+
+TEST(AccuracyCli, RankingOnTheVtrainSweep) {
+  const std::string csv = std::string(PLANNER_TEST_DATA_DIR) + "/reference/vtrain_calibration.csv";
+  const CommandResult r = run_planner({"accuracy", csv, "--ranking", "--json", "--no-db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["runs"].size(), 720u);
+  const nlohmann::json& rank = j["ranking"];
+  EXPECT_GE(rank["ranked_groups"].get<int>(), 10);
+  int configurations = 0;
+  double spearman = 0, regret = 0;
+  int with_spearman = 0, with_regret = 0;
+  for (const nlohmann::json& g : rank["by_group"]) {
+    configurations += g["configurations"].get<int>();
+    if (!g["spearman"].is_null()) {
+      spearman += g["spearman"].get<double>();
+      ++with_spearman;
+    }
+    if (!g["top1_regret"].is_null()) {
+      const double x = g["top1_regret"].get<double>();
+      EXPECT_GE(x, 0);
+      regret += x;
+      ++with_regret;
+    }
+  }
+  EXPECT_EQ(configurations, j["runs_modelled"].get<int>());
+  ASSERT_GT(with_spearman, 0);
+  EXPECT_NEAR(rank["mean_spearman"].get<double>(), spearman / with_spearman, 1e-9);
+  EXPECT_NEAR(rank["mean_top1_regret"].get<double>(), regret / with_regret, 1e-9);
+  EXPECT_LE(j["mape_percent"].get<double>(), kVtrainMaxMapePercent);
+  EXPECT_GE(rank["mean_spearman"].get<double>(), kVtrainMinSpearman);
+  EXPECT_LE(rank["mean_top1_regret"].get<double>(), kVtrainMaxRegret);
+
+  const CommandResult text = run_planner({"accuracy", csv, "--ranking", "--no-db"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* what : {"SPEARMAN", "TOP-1 REGRET", "mean Spearman", "mean top-1 regret"})
+    EXPECT_NE(text.out.find(what), std::string::npos) << what << "\n" << text.out;
+}
+
 TEST(AccuracyCli, TextReportAndSkippedRuns) {
   testing::TempDir dir;
   // One modelled run and one the simulator cannot model (no GPU it knows).
@@ -100,6 +146,17 @@ TEST(AccuracyCli, BadInputExitsTwoWithFileAndPointer) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("/2/parallel/tp"), std::string::npos) << r.err;
+
+  // A measured sweep in vTrain's CSV format: the file, the line and the column.
+  testing::write_file(dir.file("bad.csv"),
+                      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+                      "sequence length,tensor parallelism,data parallelism,pipeline "
+                      "parallelism,iteration time (ms)\n8,8,2,2048,16,20,1024,4,1,2,fast\n");
+  const CommandResult csv = run_planner({"accuracy", dir.file("bad.csv"), "--ranking", "--no-db"});
+  EXPECT_EQ(csv.exit_code, 2) << csv.out;
+  EXPECT_NE(csv.err.find("bad.csv"), std::string::npos) << csv.err;
+  EXPECT_NE(csv.err.find("line 2"), std::string::npos) << csv.err;
+  EXPECT_NE(csv.err.find("iteration time (ms)"), std::string::npos) << csv.err;
 
   const CommandResult missing = run_planner({"accuracy", dir.file("none.json"), "--no-db"});
   EXPECT_EQ(missing.exit_code, 2) << missing.out;

@@ -248,5 +248,43 @@ TEST(SimModelsCli, ListsEveryModelWithItsSource) {
   }
 }
 
+TEST(SimulateCli, ClusterStatedInNumbers) {
+  // 16 H100 on two nodes: the same plan on 8 x 400 Gb/s NICs per node and on one 100 Gb/s NIC.
+  auto step = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"simulate", "--model", "llama2-7b", "--gpu",  "h100",
+                                  "--tp",     "8",       "--dp",      "2",      "--gbs",
+                                  "16",       "--seq",   "2048",      "--json", "--no-db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_planner(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const nlohmann::json fast =
+      step({"--node-gpus", "8", "--nvlink-GBps", "450", "--nics", "8", "--nic-Gbps", "400"});
+  const nlohmann::json slow =
+      step({"--node-gpus", "8", "--nvlink-GBps", "450", "--nics", "1", "--nic-Gbps", "100"});
+  ASSERT_TRUE(fast.contains("step_time_s") && slow.contains("step_time_s"));
+  EXPECT_GT(slow["step_time_s"].get<double>(), fast["step_time_s"].get<double>());
+  EXPECT_NE(slow["topology"].get<std::string>().find("1 x 100 Gb/s"), std::string::npos)
+      << slow["topology"];
+
+  // A sweep on the same numbers builds the topology per cluster size.
+  const CommandResult sweep =
+      run_planner({"sweep", "--model", "llama2-7b", "--gpu", "h100", "--gpus", "16", "--node-gpus",
+                   "8", "--nics", "8", "--nic-Gbps", "400", "--no-db"});
+  EXPECT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_NE(sweep.out.find("8 x 400 Gb/s ib-ndr"), std::string::npos) << sweep.out;
+
+  // Numbers and a preset exclude each other; NICs need a rate.
+  const CommandResult both = run_planner({"simulate", "--model", "llama2-7b", "--gpu", "h100",
+                                          "--topology", "aws-p5", "--node-gpus", "8", "--no-db"});
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  const CommandResult no_rate =
+      run_planner({"simulate", "--model", "llama2-7b", "--gpu", "h100", "--tp", "8", "--dp", "2",
+                   "--gbs", "16", "--node-gpus", "8", "--nics", "4", "--no-db"});
+  EXPECT_EQ(no_rate.exit_code, 2) << no_rate.out;
+  EXPECT_NE(no_rate.err.find("--nic-Gbps"), std::string::npos) << no_rate.err;
+}
+
 }  // namespace
 }  // namespace planner

@@ -1,16 +1,18 @@
 #include "planner/fit/accuracy.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <map>
-#include <thread>
+#include <tuple>
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/flops.hpp"
+#include "planner/fit/run_predictor.hpp"
 #include "planner/sim/fabric.hpp"
+#include "planner/topo/cluster_numbers.hpp"
 #include "planner/topo/link_kind.hpp"
 
 namespace planner::fit {
@@ -21,10 +23,7 @@ namespace {
 constexpr int kFlashAttentionYear = 2022;
 // Megatron-core's --overlap-grad-reduce / --overlap-param-gather (Megatron-LM, 2023); earlier
 // Megatron-LM reduced gradients after the backward pass.
-constexpr int kMegatronOverlapYear = 2023;
-// Years a source can plausibly be dated with (arXiv ids such as 2104.04473 are not years).
-constexpr int kFirstYear = 2010;
-constexpr int kLastYear = 2039;
+constexpr int kMegatronCoreYear = 2023;
 // Megatron-LM pads the vocabulary to a multiple of 128 × tp (--make-vocab-size-divisible-by).
 constexpr std::int64_t kVocabPadding = 128;
 // GPT-2's BPE vocabulary as Megatron-LM pads it, for GPT-style records without a vocabulary.
@@ -85,28 +84,6 @@ std::vector<std::string> tokens(std::string_view text) {
   }
   if (cur.size() >= kMinToken) out.push_back(cur);
   return out;
-}
-
-// The latest year between kFirstYear and kLastYear that `text` names as a number of its own
-// ("2021-04-08", "et al. 2019"; not "2104.04473" or the digits of a commit hash).
-std::optional<int> latest_year(std::string_view text) {
-  std::optional<int> year;
-  for (std::size_t i = 0; i + 4 <= text.size(); ++i) {
-    if (i > 0 && is_alnum(text[i - 1])) continue;
-    bool digits = true;
-    for (std::size_t j = i; j < i + 4; ++j)
-      digits = digits && std::isdigit(static_cast<unsigned char>(text[j])) != 0;
-    if (!digits) continue;
-    const std::size_t end = i + 4;
-    if (end < text.size() && is_alnum(text[end])) continue;
-    if (end + 1 < text.size() && text[end] == '.' &&
-        std::isdigit(static_cast<unsigned char>(text[end + 1])) != 0) {
-      continue;  // a decimal number or an arXiv id
-    }
-    const int y = std::stoi(std::string(text.substr(i, 4)));
-    if (y >= kFirstYear && y <= kLastYear && (!year || y > *year)) year = y;
-  }
-  return year;
 }
 
 std::string fmt_value(double v) {
@@ -196,6 +173,54 @@ std::string_view link_tech_word(topo::LinkKind kind) {
     default:
       return {};
   }
+}
+
+// The topology a record states in numbers (hardware.nvlink_GBps, nics_per_node, nic_Gbps, ...).
+Result<topo::TopologySpec> topology_of_numbers(const PublishedRun& run, const GpuSpec& gpu,
+                                               std::int64_t gpus, std::vector<ChosenField>& notes) {
+  const PublishedHardware& h = run.hardware;
+  if (!h.gpus_per_node) {
+    return Status::invalid_input("the hardware numbers need hardware.gpus_per_node");
+  }
+  topo::ClusterNumbers n;
+  n.gpus_per_node = *h.gpus_per_node;
+  const int nodes = static_cast<int>((gpus + n.gpus_per_node - 1) / n.gpus_per_node);
+  if (h.nvlink_GBps) {
+    n.nvlink_GBps = *h.nvlink_GBps;
+  } else {
+    n.nvlink_GBps = to_GBps(gpu.nvlink_bandwidth);
+    notes.push_back({"/hardware/nvlink_GBps", fmt_value(n.nvlink_GBps),
+                     "not stated: the " + gpu.name + " preset's NVLink rate per direction"});
+  }
+  n.nics = h.nics_per_node.value_or(0);
+  n.nic_Gbps = h.nic_Gbps.value_or(0);
+  if (nodes > 1 && (n.nics == 0 || n.nic_Gbps <= 0)) {
+    return Status::invalid_input("the hardware numbers join " + std::to_string(nodes) +
+                                 " nodes but do not state hardware.nics_per_node and nic_Gbps");
+  }
+  if (!h.nic_kind.empty()) {
+    const auto kind = parse_enum<topo::LinkKind>(h.nic_kind);
+    if (!kind || topo::link_class(*kind) != topo::LinkClass::kNetwork) {
+      return Status::invalid_input("hardware.nic_kind \"" + h.nic_kind +
+                                   "\" is not a network link kind (ib-edr, ib-hdr, ib-ndr, "
+                                   "ib-xdr, ethernet, roce, efa)");
+    }
+    n.nic_kind = kind;
+  }
+  if (!h.fabric.empty()) {
+    const auto fabric = parse_enum<topo::FabricType>(h.fabric);
+    if (!fabric || *fabric == topo::FabricType::kNone) {
+      return Status::invalid_input("hardware.fabric \"" + h.fabric +
+                                   "\" is not fat-tree, rail-optimized or leaf-spine");
+    }
+    n.fabric = *fabric;
+  } else if (nodes > 1) {
+    notes.push_back({"/hardware/fabric", "fat-tree", "not stated: a non-blocking fat-tree"});
+  }
+  n.oversubscription = h.oversubscription.value_or(1.0);
+  PLANNER_ASSIGN_OR_RETURN(topo::TopologySpec spec, topo::topology_from_numbers(n, gpu, nodes));
+  notes.push_back({"topology", spec.name, "the record's hardware numbers: " + spec.notes});
+  return spec;
 }
 
 Result<topo::TopologySpec> map_topology(const PublishedRun& run, const GpuSpec& gpu,
@@ -389,44 +414,177 @@ Result<Precision> map_precision(const std::string& text, std::vector<ChosenField
   return p;
 }
 
-sim::AttentionKernel map_attention(const PublishedRun& run, std::vector<ChosenField>& notes) {
-  const std::string text = lower(run.source + " " + run.notes);
-  if (text.find("flashattention") != std::string::npos ||
-      text.find("flash attention") != std::string::npos ||
-      text.find("flash-attention") != std::string::npos) {
-    notes.push_back({"attention", "flash", "the record names FlashAttention"});
-    return sim::AttentionKernel::kFlash;
-  }
-  if (auto year = latest_year(run.source); year && *year < kFlashAttentionYear) {
-    notes.push_back({"attention", "unfused",
-                     "the source is dated " + std::to_string(*year) +
-                         ", before FlashAttention (2022, arXiv:2205.14135): scores materialised"});
-    return sim::AttentionKernel::kUnfused;
-  }
-  notes.push_back({"attention", "flash",
-                   "fused attention kernels, the default of frameworks since FlashAttention "
-                   "(2022)"});
-  return sim::AttentionKernel::kFlash;
+// ---- software
+
+std::string stack_text(SoftwareStack s) {
+  return std::string(to_string(s));
 }
 
-// Megatron-LM before Megatron-core's --overlap-grad-reduce and --overlap-param-gather (2023)
-// reduced the gradients after the whole backward pass (its local DDP's allreduce_gradients(),
-// called once forward_backward_func returns) and gathered parameters after the optimizer step:
-// a Megatron record dated before 2023 runs that way. Other frameworks (PyTorch DDP, FSDP) and
-// later Megatron overlap them with the backward pass.
-void map_grad_overlap(const PublishedRun& run, ParallelConfig& parallel,
-                      std::vector<ChosenField>& notes) {
-  const std::string text = lower(run.source + " " + run.notes);
-  if (text.find("megatron") == std::string::npos) return;
-  const std::optional<int> year = latest_year(run.source);
-  if (!year || *year >= kMegatronOverlapYear) return;
-  parallel.overlap_grad_reduce = false;
-  parallel.overlap_param_gather = false;
-  notes.push_back({"/parallel/overlap_grad_reduce", "false",
-                   "Megatron-LM dated " + std::to_string(*year) +
-                       ": gradients reduced after the backward pass (overlap came with "
-                       "Megatron-core in 2023)"});
+// The stack a record's free text names (see the header), with the reason.
+std::pair<SoftwareStack, std::string> infer_stack(const PublishedRun& run) {
+  const std::string text = lower(run.source + " " + run.notes + " " + run.precision);
+  auto names = [&](std::initializer_list<std::string_view> words) -> std::string {
+    for (std::string_view w : words) {
+      if (text.find(w) != std::string::npos) return std::string(w);
+    }
+    return {};
+  };
+  if (auto w = names({"megatron-deepspeed", "megatron deepspeed"}); !w.empty()) {
+    return {SoftwareStack::kMegatronDeepSpeed, "the record's text names " + w};
+  }
+  if (auto w = names({"megatron-bridge", "nemo"}); !w.empty()) {
+    return {SoftwareStack::kNemo, "the record's text names " + w};
+  }
+  if (auto w = names({"deepspeed"}); !w.empty()) {
+    return {SoftwareStack::kDeepSpeed, "the record's text names " + w};
+  }
+  if (auto w = names({"fsdp", "torchtitan", "composer", "llm-foundry"}); !w.empty()) {
+    return {SoftwareStack::kFsdp, "the record's text names " + w};
+  }
+  if (text.find("megatron") != std::string::npos) {
+    const std::optional<int> year = run_year(run);
+    if (year && *year < kMegatronCoreYear) {
+      return {SoftwareStack::kMegatronLm, "the record's text names Megatron and it is dated " +
+                                              std::to_string(*year) + ", before Megatron-core (" +
+                                              std::to_string(kMegatronCoreYear) + ")"};
+    }
+    return {SoftwareStack::kMegatronCore,
+            "the record's text names Megatron" +
+                (year ? ", dated " + std::to_string(*year) : std::string(", undated"))};
+  }
+  return {SoftwareStack::kMegatronCore, "no framework named: the default stack"};
 }
+
+std::pair<AttentionImpl, std::string> infer_attention(const PublishedRun& run,
+                                                      SoftwareStack stack) {
+  const std::string text = lower(run.source + " " + run.notes);
+  for (std::string_view w : {"flashattention", "flash attention", "flash-attention"}) {
+    if (text.find(w) != std::string::npos) {
+      return {AttentionImpl::kFlash, "the record's text names FlashAttention"};
+    }
+  }
+  if (stack == SoftwareStack::kMegatronLm || stack == SoftwareStack::kMegatronDeepSpeed) {
+    return {AttentionImpl::kFusedSoftmax,
+            stack_text(stack) +
+                " runs Megatron's fused scale-mask-softmax attention (flash "
+                "attention was opt-in) and the record names no FlashAttention"};
+  }
+  const std::optional<int> year = run_year(run);
+  if (year && *year < kFlashAttentionYear) {
+    return {AttentionImpl::kUnfused,
+            "dated " + std::to_string(*year) +
+                ", before FlashAttention (2022, arXiv:2205.14135): scores materialised"};
+  }
+  return {AttentionImpl::kFlash,
+          "fused attention kernels, the default of frameworks since FlashAttention (2022)"};
+}
+
+std::string bool_text(bool b) {
+  return b ? "true" : "false";
+}
+
+}  // namespace
+
+SoftwareSetup resolve_software(const PublishedRun& run) {
+  SoftwareSetup out;
+  out.source = run.software_source;
+  const std::string stated_why;  // the record's software_source says why, once
+  if (run.stack) {
+    out.stack = *run.stack;
+    out.fields.push_back({"stack", stack_text(out.stack), true, stated_why});
+  } else {
+    auto [stack, why] = infer_stack(run);
+    out.stack = stack;
+    out.fields.push_back({"stack", stack_text(stack), false, why});
+  }
+  if (run.attention) {
+    out.attention = *run.attention;
+    out.fields.push_back({"attention", std::string(to_string(out.attention)), true, stated_why});
+  } else {
+    auto [attention, why] = infer_attention(run, out.stack);
+    out.attention = attention;
+    out.fields.push_back({"attention", std::string(to_string(attention)), false, why});
+  }
+  const bool reduces_after_backward =
+      out.stack == SoftwareStack::kMegatronLm || out.stack == SoftwareStack::kMegatronDeepSpeed;
+  const std::string stack_why =
+      reduces_after_backward
+          ? stack_text(out.stack) +
+                (out.stack == SoftwareStack::kMegatronLm
+                     ? " all-reduces the gradients after the backward pass (overlap came with "
+                       "Megatron-core, 2023)"
+                     : " reduces the gradients after the pipeline's last backward pass "
+                       "(DeepSpeed PipelineEngine)")
+          : stack_text(out.stack) + " overlaps it with the backward pass by default";
+  auto resolve = [&](const char* name, const std::optional<bool>& stated,
+                     std::optional<bool>& into) {
+    if (stated) {
+      into = stated;
+      out.fields.push_back({std::string("overlap/") + name, bool_text(*stated), true, stated_why});
+    } else {
+      into = !reduces_after_backward;
+      out.fields.push_back({std::string("overlap/") + name, bool_text(*into), false, stack_why});
+    }
+  };
+  resolve("grad_reduce", run.overlap.grad_reduce, out.overlap.grad_reduce);
+  resolve("param_gather", run.overlap.param_gather, out.overlap.param_gather);
+  for (const auto& [name, value, into] :
+       {std::tuple{"tp_comm", run.overlap.tp_comm, &out.overlap.tp_comm},
+        std::tuple{"p2p", run.overlap.p2p, &out.overlap.p2p}}) {
+    if (!value) continue;
+    *into = value;
+    out.fields.push_back({std::string("overlap/") + name, bool_text(*value), true,
+                          *value ? "the simulator does not model this overlap yet" : ""});
+  }
+  return out;
+}
+
+Result<PublishedStep> published_step(const PublishedRun& run, const Plan& plan,
+                                     FlopConvention convention) {
+  const std::int64_t gpus = plan.parallel.world_size();
+  const double tokens = static_cast<double>(plan.training.global_batch_size) *
+                        static_cast<double>(plan.training.seq_length);
+  if (run.measured.step_time_s) {
+    return PublishedStep{*run.measured.step_time_s, PublishedBasis::kStepTime, "measured"};
+  }
+  if (auto step = run.derived_value("step_time_s")) {
+    return PublishedStep{*step, PublishedBasis::kDerivedStepTime,
+                         run.derived_how.empty() ? "derived by the record" : run.derived_how};
+  }
+  if (auto rate = run.tokens_per_s()) {
+    return PublishedStep{tokens / *rate, PublishedBasis::kTokensPerSecond,
+                         "global batch × sequence / " + fmt_value(*rate) + " tokens/s"};
+  }
+  const std::optional<double> tflops = run.tflops_per_gpu();
+  const std::optional<double> mfu = run.mfu();
+  if (!tflops && !mfu) {
+    return Status::invalid_input("publishes no step time, tokens/s, TFLOP/s per GPU or MFU");
+  }
+  const std::optional<Flops> flops = published_step_flops(convention, plan);
+  if (!flops) {
+    return Status::invalid_input(
+        "no step time or tokens/s, and " + std::string(tflops ? "TFLOP/s" : "MFU") +
+        " under an unknown FLOP convention (\"" + run.flops_convention + "\")");
+  }
+  const std::string conv(to_string(convention));
+  if (tflops) {
+    return PublishedStep{step_seconds_from_rate(*flops, FlopRate(*tflops * 1e12), gpus),
+                         PublishedBasis::kTflopsPerGpu,
+                         conv + " FLOPs per step / (" + fmt_value(*tflops) + " TFLOP/s × " +
+                             std::to_string(gpus) + " GPUs)"};
+  }
+  const Precision peak_precision =
+      plan.gpu.supports(Precision::kBf16) ? Precision::kBf16 : Precision::kFp16;
+  const FlopRate peak = plan.gpu.peak_for(peak_precision);
+  if (peak.raw() <= 0) return Status::invalid_input(plan.gpu.name + " has no 16-bit peak");
+  return PublishedStep{
+      step_seconds_from_rate(*flops, FlopRate(*mfu * peak.raw()), gpus), PublishedBasis::kMfu,
+      conv + " FLOPs per step / (MFU " + fmt_value(*mfu) + " × " + fmt_value(peak.raw() / 1e12) +
+          " TFLOP/s " + std::string(to_string(peak_precision)) + " dense peak × " +
+          std::to_string(gpus) + " GPUs)"};
+}
+
+namespace {
 
 std::string show_int(const std::int64_t& v) {
   return std::to_string(v);
@@ -450,7 +608,7 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
   if (!p.global_batch) return Status::invalid_input("parallel.global_batch is not published");
   if (p.ep && *p.ep > 1) {
     return Status::invalid_input("parallel.ep " + std::to_string(*p.ep) +
-                                 ": the format carries no mixture-of-experts fields");
+                                 " on a dense model (no model.experts)");
   }
   ParallelConfig& c = s.plan.parallel;
   c.tp = *p.tp;
@@ -540,57 +698,6 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
 
 // ---- evaluation
 
-struct Trial {
-  std::size_t record = 0;  // index into the setups
-  ParallelConfig parallel;
-  bool check_memory = true;
-  std::optional<sim::SimResult> result;
-  Status status;
-  double cost = 0;  // a rough size, to start the largest simulations first
-};
-
-void parallel_for(std::size_t n, int threads, const std::function<void(std::size_t)>& fn) {
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1))
-      fn(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads && static_cast<std::size_t>(t) < n; ++t)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool)
-    t.join();
-}
-
-struct Prepared {
-  std::size_t run = 0;  // index into the input runs
-  RunSetup setup;
-  std::shared_ptr<const topo::Cluster> cluster;
-  std::shared_ptr<const sim::Fabric> fabric;
-  std::vector<std::size_t> trials;
-};
-
-void run_trial(const Prepared& p, Trial& t) {
-  sim::SimInput in;
-  in.plan = p.setup.plan;
-  in.plan.parallel = t.parallel;
-  in.cluster = p.cluster;
-  in.profile = p.setup.profile;
-  in.fabric = p.fabric;
-  in.options.ranks = RankSubset::kOnePerStage;
-  in.options.run.keep_op_times = false;
-  in.options.run.critical_path_top = 0;
-  in.options.run.attention = p.setup.attention;
-  in.options.check_memory = t.check_memory;
-  auto r = simulate(in);
-  if (r) {
-    t.result = std::move(r).value();
-  } else {
-    t.status = r.status();
-  }
-}
-
 std::string candidates_text(const RunSetup& s, std::string_view field) {
   if (field == "micro_batch") {
     return join<std::int64_t>(s.micro_batches, show_int);
@@ -630,12 +737,9 @@ void describe_choices(const RunSetup& s, const ParallelConfig& c, const std::str
 Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catalog,
                                    const topo::TopologyCatalog& topologies,
                                    std::span<const HardwareProfile> profiles) {
-  for (const std::string& key : run.unknown_keys) {
-    if (key.starts_with("/model/") || key.starts_with("/parallel/") ||
-        key.starts_with("/hardware/")) {
-      return Status::invalid_input("unknown field " + key +
-                                   ": planner cannot tell what it changes");
-    }
+  if (run.model.is_moe()) {
+    return Status::invalid_input("a mixture-of-experts run (" + std::to_string(*run.model.experts) +
+                                 " experts): `planner accuracy` maps dense models only");
   }
   RunSetup s;
   PLANNER_ASSIGN_OR_RETURN(const GpuSpec* gpu, map_gpu(run.hardware.gpu, catalog, s.assumptions));
@@ -656,20 +760,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.plan.training.seq_length = *run.model.seq_len;
   s.plan.training.optimizer = Optimizer::kAdam;
   s.convention = flop_convention_of(run.flops_convention);
-  if (auto step = run.step_time_s()) {
-    s.metric = AccuracyMetric::kStepTime;
-    s.published = *step;
-  } else if (auto rate = run.tflops_per_gpu()) {
-    if (s.convention == FlopConvention::kUnknown) {
-      return Status::invalid_input(
-          "no step time, and TFLOP/s under an unknown FLOP convention (\"" + run.flops_convention +
-          "\")");
-    }
-    s.metric = AccuracyMetric::kTflopsPerGpu;
-    s.published = *rate;
-  } else {
-    return Status::invalid_input("publishes neither a step time nor TFLOP/s per GPU");
-  }
+  s.source = source_key(run);
   PLANNER_RETURN_IF_ERROR(map_parallel(run, s));
   ModelSpec& model = s.plan.model;
   const std::int64_t tp = s.plan.parallel.tp;
@@ -681,7 +772,13 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
          std::to_string(model.vocab) + " padded to a multiple of 128·tp as Megatron-LM does"});
     model.vocab = padded;
   }
-  PLANNER_ASSIGN_OR_RETURN(s.topology, map_topology(run, *gpu, catalog, topologies, s.assumptions));
+  if (run.hardware.states_numbers()) {
+    PLANNER_ASSIGN_OR_RETURN(
+        s.topology, topology_of_numbers(run, *gpu, s.plan.parallel.world_size(), s.assumptions));
+  } else {
+    PLANNER_ASSIGN_OR_RETURN(s.topology,
+                             map_topology(run, *gpu, catalog, topologies, s.assumptions));
+  }
   const int per_node = s.topology.gpus_per_node();
   s.nodes = static_cast<int>((s.plan.parallel.world_size() + per_node - 1) / per_node);
   s.plan.cluster.gpu = gpu->name;
@@ -689,8 +786,12 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.plan.cluster.nodes = s.nodes;
   s.plan.cluster.topology = s.topology.name;
   s.plan.name = run.id;
-  s.attention = map_attention(run, s.assumptions);
-  map_grad_overlap(run, s.plan.parallel, s.assumptions);
+  PLANNER_ASSIGN_OR_RETURN(s.published, published_step(run, s.plan, s.convention));
+  s.software = resolve_software(run);
+  s.attention = is_flash_style(s.software.attention) ? sim::AttentionKernel::kFlash
+                                                     : sim::AttentionKernel::kUnfused;
+  s.plan.parallel.overlap_grad_reduce = *s.software.overlap.grad_reduce;
+  s.plan.parallel.overlap_param_gather = *s.software.overlap.param_gather;
   return s;
 }
 
@@ -729,7 +830,9 @@ std::optional<Flops> published_step_flops(FlopConvention convention, const Plan&
     case FlopConvention::kMegatronModel:
       return megatron_model_flops(m, batch, seq);
     case FlopConvention::kMosaicMl:
-      // Its "model TFLOP/s" (MFU) counts three passes, recompute or not.
+    case FlopConvention::kPalm:
+      // MosaicML's "model TFLOP/s" (MFU) counts three passes, recompute or not; PaLM's
+      // 6N + 12·L·H·Q·T per token is the same count (H·Q = hidden).
       return mosaicml_flops(static_cast<double>(m.total_params()), batch, seq, m.num_layers,
                             m.hidden, /*recompute=*/false);
     case FlopConvention::kUnknown:
@@ -738,9 +841,53 @@ std::optional<Flops> published_step_flops(FlopConvention convention, const Plan&
   return std::nullopt;
 }
 
-Result<AccuracyReport> evaluate_accuracy(std::span<const PublishedRun> runs,
-                                         const AccuracyOptions& options, const Catalog& catalog,
-                                         const topo::TopologyCatalog& topologies) {
+void fill_accuracy(const RunSetup& s, const RunPrediction& pred, RunAccuracy& acc) {
+  acc.candidates = pred.candidates;
+  acc.out_of_memory = pred.out_of_memory;
+  acc.forced_memory = pred.forced_memory;
+  acc.chosen.clear();
+  if (!pred.ok) {
+    acc.modelled = false;
+    acc.skip_reason = pred.failure;
+    return;
+  }
+  const sim::SimResult& r = *pred.result;
+  acc.modelled = true;
+  acc.skip_reason.clear();
+  acc.basis = s.published.basis;
+  acc.published_how = s.published.how;
+  acc.published = s.published.seconds;
+  acc.software = s.software.fields;
+  acc.software_source = s.software.source;
+  acc.topology = s.topology.name;
+  acc.nodes = s.nodes;
+  acc.profile = s.profile->name;
+  acc.attention = s.attention;
+  acc.plan = s.plan;
+  acc.plan.parallel = pred.parallel;
+  acc.assumptions = s.assumptions;
+  acc.step_time_s = to_seconds(r.step_time);
+  acc.model_tflops_per_gpu = r.model_tflops_per_gpu;
+  acc.mfu = r.mfu;
+  acc.bubble_fraction = r.bubble_fraction;
+  for (std::size_t b = 0; b < sim::kNumTimeBuckets; ++b)
+    acc.exposed_s[b] = to_seconds(r.mean_buckets[b]);
+  acc.peak_memory_gib = to_GiB(r.memory.peak);
+  acc.predicted = acc.step_time_s;
+  acc.error_percent = 100.0 * (acc.predicted - acc.published) / acc.published;
+  const std::string how =
+      acc.forced_memory
+          ? "none of " + std::to_string(acc.candidates) +
+                " candidates fits planner's memory model; simulated the smallest (" +
+                fmt_value(std::round(acc.peak_memory_gib * 10) / 10) + " GiB) anyway,"
+          : "the fastest that fits (" + std::to_string(acc.candidates) + " simulated, " +
+                std::to_string(acc.out_of_memory) + " out of memory)";
+  describe_choices(s, acc.plan.parallel, how, acc);
+}
+
+Result<std::vector<MappedRun>> map_runs(std::span<const PublishedRun> runs,
+                                        const AccuracyOptions& options, const Catalog& catalog,
+                                        const topo::TopologyCatalog& topologies) {
   for (const std::string& id : options.only) {
     if (std::none_of(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == id; })) {
       return Status::invalid_input("--only: no run with id \"" + id + "\"");
@@ -754,166 +901,67 @@ Result<AccuracyReport> evaluate_accuracy(std::span<const PublishedRun> runs,
                                    "\" (planner gpu list)");
     }
   }
-  AccuracyReport report;
-  std::vector<Prepared> prepared;
-  std::vector<Trial> trials;
+  std::vector<MappedRun> out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const PublishedRun& run = runs[i];
     if (!options.only.empty() &&
         std::find(options.only.begin(), options.only.end(), run.id) == options.only.end()) {
       continue;
     }
-    RunAccuracy acc;
-    acc.id = run.id;
-    acc.reliability = run.reliability;
-    acc.gpu_type = run.hardware.gpu;
+    MappedRun m;
+    m.input = i;
+    m.accuracy.id = run.id;
+    m.accuracy.source = source_key(run);
+    m.accuracy.reliability = run.reliability;
+    m.accuracy.gpu_type = run.hardware.gpu;
     auto setup = map_published_run(run, catalog, topologies, options.profiles);
-    if (setup) acc.gpu_type = setup->plan.gpu.name;
+    if (setup) m.accuracy.gpu_type = setup->plan.gpu.name;
     if (only_gpu != nullptr && (!setup || setup->plan.gpu.name != only_gpu->name)) continue;
     if (!setup) {
-      acc.skip_reason = setup.status().message();
-      report.runs.push_back(std::move(acc));
-      continue;
-    }
-    Prepared p;
-    p.run = report.runs.size();
-    p.setup = std::move(setup).value();
-    std::vector<ParallelConfig> configs = candidate_configs(p.setup);
-    if (configs.empty()) {
-      acc.skip_reason = "no combination of the candidate values is a valid configuration";
-      report.runs.push_back(std::move(acc));
-      continue;
-    }
-    auto cluster = topo::Cluster::build(p.setup.topology, p.setup.nodes);
-    if (!cluster) {
-      acc.skip_reason = cluster.status().message();
-      report.runs.push_back(std::move(acc));
-      continue;
-    }
-    p.cluster = std::make_shared<const topo::Cluster>(std::move(cluster).value());
-    p.fabric = std::make_shared<const sim::Fabric>(
-        sim::Fabric::build(*p.cluster, *p.setup.profile, /*balanced=*/true));
-    for (ParallelConfig& c : configs) {
-      Trial t;
-      t.record = prepared.size();
-      t.cost = static_cast<double>(c.pp) * p.setup.plan.model.num_layers *
-               static_cast<double>(p.setup.plan.training.global_batch_size) /
-               static_cast<double>(static_cast<std::int64_t>(c.dp) * c.micro_batch_size);
-      t.parallel = std::move(c);
-      p.trials.push_back(trials.size());
-      trials.push_back(std::move(t));
-    }
-    report.runs.push_back(std::move(acc));
-    prepared.push_back(std::move(p));
-  }
-
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  // Largest first, so the long simulations do not start last.
-  std::vector<std::size_t> order(trials.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return trials[a].cost > trials[b].cost; });
-  parallel_for(order.size(), threads, [&](std::size_t k) {
-    Trial& t = trials[order[k]];
-    run_trial(prepared[t.record], t);
-  });
-  report.simulations = static_cast<int>(trials.size());
-
-  // Records none of whose candidates fit: simulate the one needing the least memory anyway.
-  std::vector<Trial> forced;
-  for (std::size_t pi = 0; pi < prepared.size(); ++pi) {
-    const Prepared& p = prepared[pi];
-    const Trial* smallest = nullptr;
-    bool any_fits = false;
-    for (std::size_t ti : p.trials) {
-      const Trial& t = trials[ti];
-      if (!t.result) continue;
-      if (t.result->simulated) any_fits = true;
-      if (smallest == nullptr || t.result->memory.peak < smallest->result->memory.peak) {
-        smallest = &t;
-      }
-    }
-    if (any_fits || smallest == nullptr) continue;
-    Trial f;
-    f.record = pi;
-    f.parallel = smallest->parallel;
-    f.check_memory = false;
-    forced.push_back(std::move(f));
-  }
-  parallel_for(forced.size(), threads,
-               [&](std::size_t k) { run_trial(prepared[forced[k].record], forced[k]); });
-  report.simulations += static_cast<int>(forced.size());
-
-  for (std::size_t pi = 0; pi < prepared.size(); ++pi) {
-    const Prepared& p = prepared[pi];
-    RunAccuracy& acc = report.runs[p.run];
-    const RunSetup& s = p.setup;
-    const Trial* best = nullptr;
-    std::string failure;
-    for (std::size_t ti : p.trials) {
-      const Trial& t = trials[ti];
-      ++acc.candidates;
-      if (!t.result) {
-        if (failure.empty()) failure = t.status.message();
-        continue;
-      }
-      if (!t.result->simulated) {
-        ++acc.out_of_memory;
-        continue;
-      }
-      if (best == nullptr || t.result->step_time < best->result->step_time) best = &t;
-    }
-    for (const Trial& f : forced) {
-      if (f.record == pi && f.result && f.result->simulated) {
-        best = &f;
-        acc.forced_memory = true;
-      }
-    }
-    if (best == nullptr) {
-      acc.skip_reason = failure.empty() ? "no candidate configuration could be simulated" : failure;
-      continue;
-    }
-    const sim::SimResult& r = *best->result;
-    acc.modelled = true;
-    acc.metric = s.metric;
-    acc.published = s.published;
-    acc.topology = s.topology.name;
-    acc.nodes = s.nodes;
-    acc.profile = s.profile->name;
-    acc.attention = s.attention;
-    acc.plan = s.plan;
-    acc.plan.parallel = best->parallel;
-    acc.assumptions = s.assumptions;
-    acc.step_time_s = to_seconds(r.step_time);
-    acc.model_tflops_per_gpu = r.model_tflops_per_gpu;
-    acc.mfu = r.mfu;
-    acc.bubble_fraction = r.bubble_fraction;
-    for (std::size_t b = 0; b < sim::kNumTimeBuckets; ++b)
-      acc.exposed_s[b] = to_seconds(r.mean_buckets[b]);
-    acc.peak_memory_gib = to_GiB(r.memory.peak);
-    if (s.metric == AccuracyMetric::kStepTime) {
-      acc.predicted = acc.step_time_s;
+      m.accuracy.skip_reason = setup.status().message();
+    } else if (auto prepared = prepare_run(std::move(setup).value()); !prepared) {
+      m.accuracy.skip_reason = prepared.status().message();
     } else {
-      const std::optional<Flops> flops = published_step_flops(s.convention, acc.plan);
-      acc.predicted = flops->raw() / acc.step_time_s /
-                      static_cast<double>(acc.plan.parallel.world_size()) / 1e12;
+      m.prepared = std::move(prepared).value();
     }
-    acc.error_percent = 100.0 * (acc.predicted - acc.published) / acc.published;
-    const std::string how =
-        acc.forced_memory
-            ? "none of " + std::to_string(acc.candidates) +
-                  " candidates fits planner's memory model; simulated the smallest (" +
-                  fmt_value(std::round(acc.peak_memory_gib * 10) / 10) + " GiB) anyway,"
-            : "the fastest that fits (" + std::to_string(acc.candidates) + " simulated, " +
-                  std::to_string(acc.out_of_memory) + " out of memory)";
-    describe_choices(s, acc.plan.parallel, how, acc);
+    out.push_back(std::move(m));
   }
+  return out;
+}
 
+Result<AccuracyReport> evaluate_accuracy(std::span<const PublishedRun> runs,
+                                         const AccuracyOptions& options, const Catalog& catalog,
+                                         const topo::TopologyCatalog& topologies) {
+  PLANNER_ASSIGN_OR_RETURN(std::vector<MappedRun> mapped,
+                           map_runs(runs, options, catalog, topologies));
+  std::vector<const PreparedRun*> prepared;
+  for (const MappedRun& m : mapped) {
+    if (m.prepared) prepared.push_back(&*m.prepared);
+  }
+  const std::vector<RunPrediction> predictions =
+      predict_runs(prepared, resolve_threads(options.threads));
+  AccuracyReport report;
+  std::size_t next = 0;
+  for (MappedRun& m : mapped) {
+    if (m.prepared) {
+      const RunPrediction& pred = predictions[next++];
+      report.simulations += pred.candidates + (pred.forced_memory ? 1 : 0);
+      fill_accuracy(m.prepared->setup, pred, m.accuracy);
+    }
+    report.runs.push_back(std::move(m.accuracy));
+  }
+  summarize_accuracy(report);
+  return report;
+}
+
+void summarize_accuracy(AccuracyReport& report) {
+  report.modelled = report.skipped = 0;
+  report.mape_percent = report.bias_percent = 0;
+  report.worst_a_grade.reset();
+  report.by_gpu_type.clear();
+  report.by_source.clear();
   std::map<std::string, GpuTypeAccuracy> by_gpu;
-  double total = 0;
+  double total = 0, signed_total = 0;
   for (std::size_t i = 0; i < report.runs.size(); ++i) {
     const RunAccuracy& r = report.runs[i];
     if (!r.modelled) {
@@ -923,6 +971,7 @@ Result<AccuracyReport> evaluate_accuracy(std::span<const PublishedRun> runs,
     ++report.modelled;
     const double e = std::abs(r.error_percent);
     total += e;
+    signed_total += r.error_percent;
     GpuTypeAccuracy& g = by_gpu[r.gpu_type];
     g.gpu_type = r.gpu_type;
     ++g.runs;
@@ -931,17 +980,32 @@ Result<AccuracyReport> evaluate_accuracy(std::span<const PublishedRun> runs,
       g.worst_id = r.id;
       g.worst_error_percent = r.error_percent;
     }
+    auto src = std::find_if(report.by_source.begin(), report.by_source.end(),
+                            [&](const SourceAccuracy& a) { return a.source == r.source; });
+    if (src == report.by_source.end()) {
+      report.by_source.push_back({r.source, 0, 0, 0});
+      src = report.by_source.end() - 1;
+    }
+    ++src->runs;
+    src->mape_percent += e;
+    src->bias_percent += r.error_percent;
     if (r.reliability == Reliability::kA &&
         (!report.worst_a_grade || e > std::abs(report.runs[*report.worst_a_grade].error_percent))) {
       report.worst_a_grade = i;
     }
   }
-  if (report.modelled > 0) report.mape_percent = total / report.modelled;
+  if (report.modelled > 0) {
+    report.mape_percent = total / report.modelled;
+    report.bias_percent = signed_total / report.modelled;
+  }
   for (auto& [name, g] : by_gpu) {
     g.mape_percent /= g.runs;
     report.by_gpu_type.push_back(g);
   }
-  return report;
+  for (SourceAccuracy& a : report.by_source) {
+    a.mape_percent /= a.runs;
+    a.bias_percent /= a.runs;
+  }
 }
 
 }  // namespace planner::fit

@@ -17,6 +17,7 @@
 #include "planner/search/sweep.hpp"
 #include "planner/sim/simulate.hpp"
 #include "planner/topo/cluster.hpp"
+#include "planner/topo/cluster_numbers.hpp"
 #include "planner/topo/topology_spec.hpp"
 
 namespace planner::app {
@@ -37,6 +38,11 @@ struct PlacedPlan {
 Result<PlacedPlan> place_plan(Plan plan, const std::optional<ClusterSpec>& cluster,
                               const std::string& topology, int nodes,
                               const Catalog& catalog = builtin_catalog());
+
+// The same on a cluster stated in numbers (topologies/cluster_numbers.hpp) instead of a topology:
+// the plan needs a GPU; nodes: `nodes` when > 0, else the cluster's, else just enough.
+Result<PlacedPlan> place_plan_on_numbers(Plan plan, const std::optional<ClusterSpec>& cluster,
+                                         const topo::ClusterNumbers& numbers, int nodes);
 
 // Simulates one step of `placed` with `profile` and `options` (simulate.hpp).
 Result<sim::SimResult> simulate_plan(const PlacedPlan& placed, const HardwareProfile& profile,

@@ -38,18 +38,34 @@
 //                               (Megatron eq. (3) assumes it), else none, selective, full
 //             ep null is 1 (dense models). Unknown keys in the model, hardware or parallel
 //             sections skip the record (planner cannot tell what they change).
-//   attention FlashAttention was first released in 2022 (Dao et al., arXiv:2205.14135): a record
-//             whose source is dated before 2022 (the latest year it names) ran unfused attention
-//             (compute_model.hpp); any other record, or one whose notes or source name
-//             FlashAttention, runs flash-style attention.
-//   overlap   a record whose source names Megatron and is dated before 2023 reduces gradients
-//             after the backward pass (no --overlap-grad-reduce / --overlap-param-gather, which
-//             came with Megatron-core in 2023); every other record overlaps them.
-// Compared on step time when the record publishes one (measured, else derived), otherwise on
-// TFLOP/s per GPU under the record's FLOP convention (core/flops.hpp: Megatron eq. (3), Megatron /
-// NeMo model FLOPs, MosaicML); a record with neither, or with TFLOP/s under an unknown convention,
-// is skipped. Error = (predicted − published) / published; MAPE = mean |error| over the modelled
-// records, overall and per GPU type (the GPU preset).
+//   software  stack, attention kernel and overlaps as the record states them (`stack`,
+//             `attention`, `overlap`); only a field the record leaves out is inferred, and the
+//             report marks it inferred with the reason:
+//               stack      the text (source, notes, precision) names Megatron-DeepSpeed, NeMo or
+//                          Megatron-Bridge, DeepSpeed, FSDP / TorchTitan / Composer /
+//                          llm-foundry; Megatron before 2023 is megatron-lm, later
+//                          megatron-core; nothing named: megatron-core (the default stack)
+//               attention  the text names FlashAttention: flash; megatron-lm and
+//                          megatron-deepspeed: fused-softmax (flash attention was opt-in);
+//                          other records dated (run_year()) before 2022, when FlashAttention
+//                          was released (Dao et al., arXiv:2205.14135): unfused; else flash
+//               overlap    grad_reduce and param_gather false for megatron-lm (gradients
+//                          all-reduced after the backward pass until Megatron-core's
+//                          --overlap-grad-reduce, 2023) and megatron-deepspeed (DeepSpeed's
+//                          PipelineEngine reduces after the last backward, _exec_reduce_grads);
+//                          true for the others. tp_comm and p2p are reported when stated; the
+//                          simulator does not model those overlaps yet.
+//             The simulator runs flash-style kernels (flash, flash2, flash3, cudnn) as
+//             AttentionKernel::kFlash and the others as kUnfused.
+//   published the step time the comparison is made on (PublishedBasis): measured.step_time_s;
+//             else derived.step_time_s; else the global batch's tokens over tokens/s (measured,
+//             or tokens/s per GPU × GPUs); else the record's FLOPs per step under its convention
+//             (core/flops.hpp: Megatron eq. (3), Megatron / NeMo model FLOPs, MosaicML, PaLM)
+//             over TFLOP/s per GPU × GPUs; else those FLOPs over MFU × the GPU's dense 16-bit peak
+//             (the peak MFU conventions quote, also for FP8 runs) × GPUs. A record with none of
+//             these, or only rates under an unknown convention, is skipped.
+// Error = (predicted − published) / published step time; MAPE = mean |error| over the modelled
+// records, overall and per GPU type (the GPU preset); bias = mean signed error.
 //
 // The simulations run on `threads` threads; results do not depend on the thread count.
 #pragma once
@@ -65,6 +81,7 @@
 #include "planner/core/hardware_profile.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/published_run.hpp"
+#include "planner/core/software_stack.hpp"
 #include "planner/core/status.hpp"
 #include "planner/sim/compute_model.hpp"
 #include "planner/sim/simulate.hpp"
@@ -72,7 +89,8 @@
 
 namespace planner::fit {
 
-enum class AccuracyMetric { kStepTime, kTflopsPerGpu };
+// Where the published step time of a record comes from (see the header).
+enum class PublishedBasis { kStepTime, kDerivedStepTime, kTokensPerSecond, kTflopsPerGpu, kMfu };
 
 // A value the record did not publish (or published as free text) and planner chose or derived.
 struct ChosenField {
@@ -81,16 +99,48 @@ struct ChosenField {
   std::string reason;
 };
 
+// One software field of a record (stack, attention, overlap/...): stated by the record or
+// inferred.
+struct SoftwareField {
+  std::string field;  // "stack", "attention", "overlap/grad_reduce", ...
+  std::string value;
+  bool stated = false;
+  std::string reason;  // inferred: why; stated: empty, or what planner does with it
+};
+
+// The software a record ran, resolved.
+struct SoftwareSetup {
+  SoftwareStack stack = SoftwareStack::kMegatronCore;
+  AttentionImpl attention = AttentionImpl::kFlash;
+  OverlapSpec overlap;  // grad_reduce and param_gather always set
+  std::vector<SoftwareField> fields;
+  std::string source;  // the record's software_source
+};
+
+// Resolves a record's stack, attention kernel and overlaps (see the header).
+SoftwareSetup resolve_software(const PublishedRun& run);
+
+// The published step time of a record for `plan` (its model, GPU and batch as mapped) and how it
+// was obtained; kInvalidInput when the record gives nothing to compare with.
+struct PublishedStep {
+  double seconds = 0;
+  PublishedBasis basis = PublishedBasis::kStepTime;
+  std::string how;
+};
+Result<PublishedStep> published_step(const PublishedRun& run, const Plan& plan,
+                                     FlopConvention convention);
+
 // A record mapped onto planner's presets, with the candidates for its null fields.
 struct RunSetup {
   Plan plan;  // model, GPU, cluster, training; parallel holds the published fields
   topo::TopologySpec topology;
   int nodes = 0;
   std::shared_ptr<const HardwareProfile> profile;
+  std::string source;  // source_key()
+  SoftwareSetup software;
   sim::AttentionKernel attention = sim::AttentionKernel::kFlash;
   FlopConvention convention = FlopConvention::kUnknown;
-  AccuracyMetric metric = AccuracyMetric::kStepTime;
-  double published = 0;                  // seconds or TFLOP/s per GPU
+  PublishedStep published;
   std::vector<ChosenField> assumptions;  // mappings and derivations
   // Candidates for the null fields (one element when published).
   std::vector<std::int64_t> micro_batches;
@@ -113,25 +163,28 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
 // (micro-batch, virtual stages, sp, ZeRO, recompute, each in candidate order).
 std::vector<ParallelConfig> candidate_configs(const RunSetup& setup);
 
-// The published FLOPs of one step under `convention` for the plan's model and batch (for
-// comparing TFLOP/s per GPU): Megatron eq. (3), Megatron model FLOPs or MosaicML (recompute
-// counted as the plan has it).
+// The published FLOPs of one step under `convention` for the plan's model and batch: Megatron
+// eq. (3), Megatron model FLOPs, MosaicML or PaLM.
 std::optional<Flops> published_step_flops(FlopConvention convention, const Plan& plan);
 
 struct RunAccuracy {
   std::string id;
+  std::string source;  // source_key()
   std::optional<Reliability> reliability;
   std::string gpu_type;  // the GPU preset; the record's text when unmapped
   bool modelled = false;
   std::string skip_reason;
-  AccuracyMetric metric = AccuracyMetric::kStepTime;
-  double published = 0;
-  double predicted = 0;
+  PublishedBasis basis = PublishedBasis::kStepTime;
+  std::string published_how;
+  double published = 0;  // step time, s
+  double predicted = 0;  // step time, s
   double error_percent = 0;
   std::string topology;
   int nodes = 0;
   std::string profile;
   sim::AttentionKernel attention = sim::AttentionKernel::kFlash;
+  std::vector<SoftwareField> software;
+  std::string software_source;           // the record's software_source
   Plan plan;                             // the configuration simulated (null fields chosen)
   std::vector<ChosenField> chosen;       // null fields and how they were chosen
   std::vector<ChosenField> assumptions;  // hardware, model and software mapping
@@ -154,12 +207,22 @@ struct GpuTypeAccuracy {
   double worst_error_percent = 0;
 };
 
+// Error over the modelled records of one source (source_key()).
+struct SourceAccuracy {
+  std::string source;
+  int runs = 0;
+  double mape_percent = 0;
+  double bias_percent = 0;  // mean signed error
+};
+
 struct AccuracyReport {
   std::vector<RunAccuracy> runs;             // file order
   std::vector<GpuTypeAccuracy> by_gpu_type;  // by name
+  std::vector<SourceAccuracy> by_source;     // by first appearance in the file
   int modelled = 0;
   int skipped = 0;
   double mape_percent = 0;
+  double bias_percent = 0;
   // The modelled grade-A record with the largest |error|, as an index into `runs`.
   std::optional<std::size_t> worst_a_grade;
   int simulations = 0;
@@ -179,16 +242,23 @@ Result<AccuracyReport> evaluate_accuracy(
     const Catalog& catalog = builtin_catalog(),
     const topo::TopologyCatalog& topologies = topo::builtin_topologies());
 
+// Recomputes a report's totals (modelled, skipped, MAPE, bias, per GPU type and per source, the
+// worst grade-A record) from its runs.
+void summarize_accuracy(AccuracyReport& report);
+
 }  // namespace planner::fit
 
 namespace planner {
 
 template <>
-struct EnumTraits<fit::AccuracyMetric> {
-  static constexpr std::string_view kWhat = "accuracy metric";
-  static constexpr std::array<std::pair<fit::AccuracyMetric, std::string_view>, 2> kNames{{
-      {fit::AccuracyMetric::kStepTime, "step_time_s"},
-      {fit::AccuracyMetric::kTflopsPerGpu, "tflops_per_gpu"},
+struct EnumTraits<fit::PublishedBasis> {
+  static constexpr std::string_view kWhat = "published basis";
+  static constexpr std::array<std::pair<fit::PublishedBasis, std::string_view>, 5> kNames{{
+      {fit::PublishedBasis::kStepTime, "step_time_s"},
+      {fit::PublishedBasis::kDerivedStepTime, "derived_step_time_s"},
+      {fit::PublishedBasis::kTokensPerSecond, "tokens_per_s"},
+      {fit::PublishedBasis::kTflopsPerGpu, "tflops_per_gpu"},
+      {fit::PublishedBasis::kMfu, "mfu"},
   }};
 };
 

@@ -1,0 +1,100 @@
+// The software a training run uses, by name: its framework (the "stack"), its attention kernel
+// and which communication it overlaps with computation. Published runs state them
+// (core/published_run.hpp); the simulator's models of each stack build on these names.
+//
+// Stacks (what distinguishes them for a step-time model):
+//   megatron-lm         Megatron-LM before Megatron-core (2019-2022): local DDP that all-reduces
+//                       the gradients after the whole backward pass, no distributed-optimizer
+//                       overlap; fused scale-mask-softmax attention (scores materialised).
+//   megatron-core       Megatron-LM on Megatron-core (2023-): --overlap-grad-reduce,
+//                       --overlap-param-gather, Transformer Engine layers, flash-style attention.
+//   megatron-deepspeed  Megatron-DeepSpeed: Megatron's model code on DeepSpeed's engine and
+//                       PipelineEngine, which reduces the gradients after the pipeline's last
+//                       backward pass (_exec_reduce_grads).
+//   deepspeed           DeepSpeed's ZeRO engine without Megatron's pipeline (ZeRO-1/2/3 with its
+//                       own bucketing, prefetch and overlap_comm).
+//   fsdp                PyTorch FSDP / FSDP2 and the frameworks built on it (TorchTitan, MosaicML
+//                       Composer / llm-foundry): per-module parameter all-gathers prefetched
+//                       during forward and backward, gradient reduce-scatters overlapped.
+//   nemo                NVIDIA NeMo / Megatron-Bridge: Megatron-core with NVIDIA's performance
+//                       recipes (distributed optimizer with overlap, tp-communication overlap in
+//                       Transformer Engine, overlapped pipeline sends).
+//
+// Attention kernels:
+//   unfused        QKᵀ and PV as batched GEMMs, softmax and dropout as separate kernels; the
+//                  s×s scores pass through HBM.
+//   fused-softmax  the same GEMMs with Megatron's fused scale-mask-softmax kernel (scores still
+//                  materialised).
+//   flash          FlashAttention (Dao et al. 2022, arXiv:2205.14135) or an unnamed flash-style
+//                  fused kernel (no s×s tensor).
+//   flash2, flash3 FlashAttention-2 (arXiv:2307.08691) and -3 (arXiv:2407.08608).
+//   cudnn          cuDNN's fused attention (Transformer Engine's FusedAttention backend).
+//
+// Overlaps (each true, false or not stated):
+//   grad_reduce    data-parallel gradient reduction during the backward pass
+//   param_gather   ZeRO / distributed-optimizer parameter all-gathers during compute
+//   tp_comm        tensor-parallel collectives overlapped with GEMMs (userbuffers, TE)
+//   p2p            pipeline sends and receives overlapped with compute
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "planner/core/enums.hpp"
+
+namespace planner {
+
+enum class SoftwareStack {
+  kMegatronLm,
+  kMegatronCore,
+  kMegatronDeepSpeed,
+  kDeepSpeed,
+  kFsdp,
+  kNemo,
+};
+
+enum class AttentionImpl { kUnfused, kFusedSoftmax, kFlash, kFlash2, kFlash3, kCudnn };
+
+// True for the kernels that never materialise the s×s scores.
+constexpr bool is_flash_style(AttentionImpl a) {
+  return a != AttentionImpl::kUnfused && a != AttentionImpl::kFusedSoftmax;
+}
+
+// Which communication a run overlaps with computation; nullopt: not stated.
+struct OverlapSpec {
+  std::optional<bool> grad_reduce;
+  std::optional<bool> param_gather;
+  std::optional<bool> tp_comm;
+  std::optional<bool> p2p;
+  bool operator==(const OverlapSpec&) const = default;
+};
+
+template <>
+struct EnumTraits<SoftwareStack> {
+  static constexpr std::string_view kWhat = "software stack";
+  static constexpr std::array<std::pair<SoftwareStack, std::string_view>, 6> kNames{{
+      {SoftwareStack::kMegatronLm, "megatron-lm"},
+      {SoftwareStack::kMegatronCore, "megatron-core"},
+      {SoftwareStack::kMegatronDeepSpeed, "megatron-deepspeed"},
+      {SoftwareStack::kDeepSpeed, "deepspeed"},
+      {SoftwareStack::kFsdp, "fsdp"},
+      {SoftwareStack::kNemo, "nemo"},
+  }};
+};
+
+template <>
+struct EnumTraits<AttentionImpl> {
+  static constexpr std::string_view kWhat = "attention kernel";
+  static constexpr std::array<std::pair<AttentionImpl, std::string_view>, 6> kNames{{
+      {AttentionImpl::kUnfused, "unfused"},
+      {AttentionImpl::kFusedSoftmax, "fused-softmax"},
+      {AttentionImpl::kFlash, "flash"},
+      {AttentionImpl::kFlash2, "flash2"},
+      {AttentionImpl::kFlash3, "flash3"},
+      {AttentionImpl::kCudnn, "cudnn"},
+  }};
+};
+
+}  // namespace planner

@@ -1,0 +1,196 @@
+// Mapping published runs: software stated or inferred (and said which), the published step time
+// from step time, tokens/s, TFLOP/s or MFU under a stated convention, and vTrain rows as plans.
+#include "planner/fit/accuracy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "planner/core/flops.hpp"
+#include "planner/core/measured_runs.hpp"
+
+namespace planner::fit {
+namespace {
+
+const SoftwareField* field(const SoftwareSetup& s, const std::string& name) {
+  for (const SoftwareField& f : s.fields) {
+    if (f.field == name) return &f;
+  }
+  return nullptr;
+}
+
+TEST(ResolveSoftware, StatedFieldsWinAndAreMarkedStated) {
+  PublishedRun run;
+  run.source = "Narayanan et al., SC'21";  // would infer megatron-lm and fused-softmax
+  run.stack = SoftwareStack::kFsdp;
+  run.attention = AttentionImpl::kFlash2;
+  run.overlap.grad_reduce = false;
+  run.overlap.tp_comm = true;
+  const SoftwareSetup s = resolve_software(run);
+  EXPECT_EQ(s.stack, SoftwareStack::kFsdp);
+  EXPECT_EQ(s.attention, AttentionImpl::kFlash2);
+  EXPECT_EQ(s.overlap.grad_reduce, false);
+  EXPECT_EQ(s.overlap.param_gather, true);  // not stated: fsdp overlaps it
+  ASSERT_NE(field(s, "stack"), nullptr);
+  EXPECT_TRUE(field(s, "stack")->stated);
+  EXPECT_TRUE(field(s, "overlap/grad_reduce")->stated);
+  EXPECT_FALSE(field(s, "overlap/param_gather")->stated);
+  ASSERT_NE(field(s, "overlap/tp_comm"), nullptr);
+  EXPECT_NE(field(s, "overlap/tp_comm")->reason.find("does not model"), std::string::npos);
+  EXPECT_EQ(field(s, "overlap/p2p"), nullptr);  // not stated, not reported
+}
+
+TEST(ResolveSoftware, TwoDigitYearsDateASource) {
+  // The bug of the date inference: "SC'21" has no four-digit year, and the run got FlashAttention
+  // and overlapped gradients. Dated 2021 now: Megatron-LM, fused softmax, no overlap.
+  PublishedRun run;
+  run.source =
+      "Narayanan et al., 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
+      "Megatron-LM', SC'21";
+  const SoftwareSetup s = resolve_software(run);
+  EXPECT_EQ(s.stack, SoftwareStack::kMegatronLm);
+  EXPECT_EQ(s.attention, AttentionImpl::kFusedSoftmax);
+  EXPECT_EQ(s.overlap.grad_reduce, false);
+  EXPECT_FALSE(field(s, "stack")->stated);
+  EXPECT_NE(field(s, "stack")->reason.find("2021"), std::string::npos) << field(s, "stack")->reason;
+
+  PublishedRun other;
+  other.source = "Some lab, ICML22 workshop";  // not Megatron: dated 2022, flash-style
+  EXPECT_EQ(resolve_software(other).attention, AttentionImpl::kFlash);
+  other.source = "Some lab, NeurIPS'21";
+  EXPECT_EQ(resolve_software(other).attention, AttentionImpl::kUnfused);
+  EXPECT_EQ(resolve_software(other).stack, SoftwareStack::kMegatronCore);  // the default
+  other.notes = "trained with DeepSpeed ZeRO-3";
+  EXPECT_EQ(resolve_software(other).stack, SoftwareStack::kDeepSpeed);
+  other.notes = "Megatron-DeepSpeed fork";
+  EXPECT_EQ(resolve_software(other).stack, SoftwareStack::kMegatronDeepSpeed);
+  EXPECT_EQ(resolve_software(other).overlap.grad_reduce, false);
+}
+
+Plan llama_like_plan() {
+  Plan plan;
+  plan.model = builtin_catalog().model("llama3-8b").value();
+  plan.gpu = builtin_catalog().gpu("h100").value();
+  plan.training.global_batch_size = 64;
+  plan.training.seq_length = 8192;
+  plan.parallel.tp = 2;
+  plan.parallel.dp = 32;
+  return plan;
+}
+
+TEST(PublishedStep, FromStepTimeTokensTflopsOrMfu) {
+  const Plan plan = llama_like_plan();  // 64 GPUs, 524,288 tokens per step
+  PublishedRun run;
+  run.hardware.num_gpus = 64;
+  run.measured.mfu = 0.4;
+  run.derived.emplace_back("tflops_per_gpu", 400.0);
+  run.measured.tokens_per_s_per_gpu = 1000;
+  run.derived.emplace_back("step_time_s", 9.0);
+  run.measured.step_time_s = 8.0;
+  auto s = published_step(run, plan, FlopConvention::kPalm);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->basis, PublishedBasis::kStepTime);
+  EXPECT_DOUBLE_EQ(s->seconds, 8.0);
+
+  run.measured.step_time_s.reset();
+  s = published_step(run, plan, FlopConvention::kPalm);
+  EXPECT_EQ(s->basis, PublishedBasis::kDerivedStepTime);
+  EXPECT_DOUBLE_EQ(s->seconds, 9.0);
+
+  run.derived.erase(run.derived.begin() + 1);
+  s = published_step(run, plan, FlopConvention::kPalm);
+  EXPECT_EQ(s->basis, PublishedBasis::kTokensPerSecond);
+  EXPECT_DOUBLE_EQ(s->seconds, 64.0 * 8192 / (1000.0 * 64));
+
+  run.measured.tokens_per_s_per_gpu.reset();
+  const double flops = published_step_flops(FlopConvention::kPalm, plan)->raw();
+  // PaLM: 6N + 12·L·H·Q·T per token.
+  const ModelSpec& m = plan.model;
+  const double per_token = 6.0 * static_cast<double>(m.total_params()) +
+                           12.0 * m.num_layers * static_cast<double>(m.hidden) * 8192;
+  EXPECT_NEAR(flops, per_token * 64 * 8192, 1e-6 * flops);
+  s = published_step(run, plan, FlopConvention::kPalm);
+  EXPECT_EQ(s->basis, PublishedBasis::kTflopsPerGpu);
+  EXPECT_NEAR(s->seconds, flops / (400e12 * 64), 1e-9);
+
+  run.derived.clear();
+  s = published_step(run, plan, FlopConvention::kPalm);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->basis, PublishedBasis::kMfu);
+  // MFU against the H100's dense bf16 peak (989.4 TFLOP/s in the GPU preset).
+  const double peak = plan.gpu.peak_for(Precision::kBf16).raw();
+  EXPECT_NEAR(s->seconds, flops / (0.4 * peak * 64), 1e-9);
+  EXPECT_NE(s->how.find("MFU 0.4"), std::string::npos) << s->how;
+
+  // MFU under an unknown convention cannot be turned into a step time.
+  auto unknown = published_step(run, plan, FlopConvention::kUnknown);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.status().message().find("unknown FLOP convention"), std::string::npos);
+  run.measured.mfu.reset();
+  EXPECT_FALSE(published_step(run, plan, FlopConvention::kPalm));
+}
+
+TEST(MapPublishedRun, VtrainRowsBecomePlansInVtrainsSetting) {
+  auto runs = parse_vtrain_csv(
+      "# Source: VIA-Research/vTrain@f8dda84:data/ground_truth_single.csv (MIT licence)\n"
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+      "8,8,2,2048,16,20,1024,4,1,2,160.6027\n",
+      "v.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  auto s = map_published_run(runs->at(0), builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(s->plan.parallel.tp, 4);
+  EXPECT_EQ(s->plan.parallel.pp, 2);
+  const std::vector<ParallelConfig> candidates = candidate_configs(*s);
+  ASSERT_EQ(candidates.size(), 1u);  // every field stated
+  EXPECT_EQ(candidates[0].recompute, Recompute::kFull);
+  EXPECT_EQ(candidates[0].micro_batch_size, 2);
+  EXPECT_EQ(candidates[0].schedule, Schedule::k1F1B);
+  EXPECT_FALSE(s->plan.parallel.overlap_grad_reduce);
+  EXPECT_EQ(s->plan.training.precision, Precision::kFp16);
+  EXPECT_EQ(s->plan.model.vocab, 50688);  // 50257 padded to a multiple of 128 · tp (512)
+  EXPECT_EQ(s->plan.model.mlp, MlpKind::kGelu);
+  EXPECT_EQ(s->plan.model.position_embedding, PositionEmbedding::kLearned);
+  EXPECT_EQ(s->attention, sim::AttentionKernel::kUnfused);
+  EXPECT_EQ(s->software.stack, SoftwareStack::kMegatronDeepSpeed);
+  EXPECT_EQ(s->nodes, 1);
+  EXPECT_EQ(s->source, "VIA-Research/vTrain/data/ground_truth_single.csv");
+  EXPECT_DOUBLE_EQ(s->published.seconds, 0.1606027);
+}
+
+TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
+  // BLOOM-style nodes: 8 A100 80GB, NVLink 300 GB/s, 4 x 100 Gb/s per node: not a DGX preset's
+  // 8 x 200 Gb/s.
+  auto runs = parse_vtrain_csv(
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+      "8,16,2,1024,16,12,1024,1,8,1,100\n",
+      "v.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  PublishedRun run = runs->at(0);
+  run.hardware.gpu = "A100-SXM4-80GB";
+  run.hardware.num_gpus = 16;
+  run.parallel.dp = 16;
+  run.parallel.global_batch = 32;
+  run.hardware.nvlink_GBps = 300;
+  run.hardware.nics_per_node = 4;
+  run.hardware.nic_Gbps = 100;
+  auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(s->nodes, 2);
+  EXPECT_EQ(s->topology.node.count(topo::DeviceKind::kNic), 4);
+  EXPECT_EQ(s->topology.fabric.host_link.kind, topo::LinkKind::kIbEdr);  // by its rate
+  EXPECT_NE(s->topology.name.find("4 x 100 Gb/s"), std::string::npos) << s->topology.name;
+
+  // Two nodes need the NICs stated.
+  run.hardware.nics_per_node.reset();
+  run.hardware.nic_Gbps.reset();
+  auto missing = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find("nics_per_node"), std::string::npos)
+      << missing.status().message();
+}
+
+}  // namespace
+}  // namespace planner::fit
