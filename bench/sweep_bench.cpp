@@ -15,6 +15,7 @@
 #include "planner/core/catalog.hpp"
 #include "planner/search/sweep.hpp"
 #include "planner/search/sweep_spec.hpp"
+#include "planner/topo/topology_catalog.hpp"
 
 namespace {
 

@@ -34,6 +34,7 @@ void register_exec_command(CLI::App& app, CliContext& ctx);  // with the executo
 void register_gpu_commands(CLI::App& app, CliContext& ctx);
 void register_memory_command(CLI::App& app, CliContext& ctx);
 void register_model_commands(CLI::App& app, CliContext& ctx);
+void register_price_commands(CLI::App& app, CliContext& ctx);
 void register_profile_commands(CLI::App& app, CliContext& ctx);
 void register_program_command(CLI::App& app, CliContext& ctx);
 void register_report_command(CLI::App& app, CliContext& ctx);

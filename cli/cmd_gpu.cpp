@@ -51,8 +51,8 @@ Status gpu_list(const CliContext& ctx) {
   }
   t.print(out);
   out << "\nPeaks are dense (no sparsity); * = fp16 where the part has no bf16. NVLink is per "
-         "direction per GPU.\n$/GPU-h is the cheapest on-demand catalogue price (else the first "
-         "listed); `planner gpu show NAME` lists all with dates.\n\nSources:\n";
+         "direction per GPU.\n$/GPU-h is the on-demand price a plan is costed at by default; "
+         "`planner price show NAME` says which and why.\n\nSources:\n";
   for (std::size_t i = 0; i < sources.size(); ++i) {
     out << "  [" << i + 1 << "] " << sources[i] << '\n';
   }
@@ -92,6 +92,11 @@ Status gpu_show(const CliContext& ctx, const std::string& name) {
   out << '\n';
   if (g.prices.empty()) {
     out << "No catalogue prices: give one with --price when planning.\n";
+    return Status::ok();
+  }
+  if (g.price_as) {
+    out << "Priced as " << g.price_as->gpu << " (" << g.price_as->reason << "); "
+        << "`planner price show " << g.name << "` shows its prices.\n";
     return Status::ok();
   }
   Table t(

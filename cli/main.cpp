@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
     app.footer("Run `planner COMMAND --help` for a command's options.");
 
     planner::cli::register_gpu_commands(app, ctx);
+    planner::cli::register_price_commands(app, ctx);
     planner::cli::register_model_commands(app, ctx);
     planner::cli::register_memory_command(app, ctx);
     planner::cli::register_program_command(app, ctx);

@@ -25,3 +25,13 @@ function(planner_add_library name alias)
   target_link_libraries(${name} PRIVATE planner_warnings)
   target_compile_features(${name} PUBLIC cxx_std_20)
 endfunction()
+
+# planner_export_library(TARGET EXPORT_NAME): a library installed and exported as
+# planner::EXPORT_NAME, with its headers in the folder's include/.
+function(planner_export_library name export_name)
+  set_target_properties(${name} PROPERTIES OUTPUT_NAME ${name} EXPORT_NAME ${export_name})
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  set_property(GLOBAL APPEND PROPERTY PLANNER_EXPORT_TARGETS ${name})
+endfunction()

@@ -79,4 +79,29 @@ Result<sim::SimResult> predict_for_exec(const Plan& plan, const LowerOptions& lo
                        options);
 }
 
+Result<RankedPlanSimulation> simulate_ranked_plan(const search::SweepSetup& setup,
+                                                  const search::RankedPlan& ranked) {
+  const search::SweepRequest& request = setup.request();
+  if (ranked.scenario < 0 ||
+      static_cast<std::size_t>(ranked.scenario) >= request.scenarios.size()) {
+    return Status::invalid_input("plan " + std::to_string(ranked.id) + " names no scenario");
+  }
+  const search::SweepScenario& scenario =
+      request.scenarios[static_cast<std::size_t>(ranked.scenario)];
+  RankedPlanSimulation out;
+  out.plan = setup.plan_of(ranked.scenario, ranked.parallel);
+  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
+                           topo::Cluster::build(scenario.topology, out.plan.cluster.nodes));
+  out.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
+  PLANNER_ASSIGN_OR_RETURN(out.gpu_of_rank, sim::default_gpu_of_rank(ranked.parallel, *out.cluster));
+  sim::SimInput input;
+  input.plan = out.plan;
+  input.cluster = out.cluster;
+  input.profile = setup.profile(ranked.scenario);
+  input.gpu_of_rank = out.gpu_of_rank;
+  input.options.run.keep_op_times = true;
+  PLANNER_ASSIGN_OR_RETURN(out.sim, sim::simulate(input));
+  return out;
+}
+
 }  // namespace planner::app

@@ -5,6 +5,7 @@
 
 #include "planner/core/embedded.hpp"
 #include "planner/core/loaders.hpp"
+#include "planner/core/prices.hpp"
 
 namespace planner::presets {
 std::span<const EmbeddedFile> gpu_files();
@@ -54,12 +55,45 @@ Result<Catalog> Catalog::load_builtin() {
     if (!gpu) return gpu.status();
     c.add(std::move(gpu).value());
   }
+  PLANNER_ASSIGN_OR_RETURN(std::vector<PriceEntry> prices, load_builtin_prices());
+  PLANNER_RETURN_IF_ERROR(c.attach_prices(prices));
   for (const EmbeddedFile& f : presets::model_files()) {
     auto model = parse_model(f.content, "preset models/" + std::string(f.name));
     if (!model) return model.status();
     c.add(std::move(model).value());
   }
   return c;
+}
+
+Status Catalog::attach_prices(std::span<const PriceEntry> records) {
+  for (GpuSpec& g : gpus_) {
+    for (const PriceEntry& p : records) {
+      if (g.matches(p.gpu)) g.prices.push_back(p);
+    }
+  }
+  for (GpuSpec& g : gpus_) {
+    if (!g.price_as) continue;
+    const GpuSpec* other = find_gpu(g.price_as->gpu);
+    if (other == nullptr || other == &g) {
+      return Status::invalid_input("GPU " + g.name + ": /price_as/gpu: \"" + g.price_as->gpu +
+                                   "\" is not another GPU of the catalogue");
+    }
+    if (other->price_as) {
+      return Status::invalid_input("GPU " + g.name + ": /price_as/gpu: " + other->name +
+                                   " is itself priced as another GPU; name that one");
+    }
+    if (!g.prices.empty()) {
+      return Status::invalid_input("GPU " + g.name + ": /price_as: the price data has " +
+                                   std::to_string(g.prices.size()) +
+                                   " prices of its own; drop price_as");
+    }
+    for (const PriceEntry& p : other->prices) {
+      PriceEntry borrowed = p;
+      borrowed.priced_as = other->name;
+      g.prices.push_back(std::move(borrowed));
+    }
+  }
+  return Status::ok();
 }
 
 const GpuSpec* Catalog::find_gpu(std::string_view name) const {

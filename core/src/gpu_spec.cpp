@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "planner/core/pricing.hpp"
+
 namespace planner {
 namespace {
 
@@ -16,13 +18,9 @@ bool iequals(std::string_view a, std::string_view b) {
 }  // namespace
 
 const PriceEntry* GpuSpec::price_for(Offering o) const {
-  const PriceEntry* best = nullptr;
-  for (const PriceEntry& p : prices) {
-    if (p.offering == o && (best == nullptr || p.usd_per_gpu_hour < best->usd_per_gpu_hour)) {
-      best = &p;
-    }
-  }
-  return best;
+  PriceQuery query;
+  query.offering = o;
+  return pick_price(prices, query);
 }
 
 bool GpuSpec::matches(std::string_view query) const {

@@ -18,19 +18,7 @@ void read_price(const Json& item, const std::string& pointer, Diagnostics& diag,
   JsonObject obj(item, pointer, diag);
   if (!obj.valid()) return;
   PriceEntry p;
-  obj.read_enum("offering", p.offering, Need::kRequired);
-  double usd = 0;
-  if (obj.read("usd_per_gpu_hour", usd, Need::kRequired,
-               {0.0, 1000.0, true, "US dollars per GPU-hour, not per instance"})) {
-    p.usd_per_gpu_hour = Usd(usd);
-  }
-  obj.read("provider", p.provider, Need::kOptional);
-  obj.read("instance", p.instance, Need::kOptional);
-  obj.read("region", p.region, Need::kOptional);
-  obj.read("date", p.date, Need::kRequired);
-  obj.read("source", p.source, Need::kRequired);
-  obj.finish();
-  out.push_back(std::move(p));
+  if (read_price_record(obj, /*in_gpu_document=*/true, p)) out.push_back(std::move(p));
 }
 
 }  // namespace
@@ -195,6 +183,16 @@ bool read_gpu_fields(JsonObject& obj, GpuSpec& g) {
         read_price((*prices)[i], obj.pointer_of("prices") + "/" + str(static_cast<std::int64_t>(i)),
                    diag, g.prices);
       }
+    }
+  }
+  if (const Json* as = obj.child("price_as", Need::kOptional)) {
+    JsonObject ao(*as, obj.pointer_of("price_as"), diag);
+    if (ao.valid()) {
+      PriceAs pa;
+      ao.read("gpu", pa.gpu, Need::kRequired);
+      ao.read("reason", pa.reason, Need::kRequired);
+      ao.finish();
+      g.price_as = std::move(pa);
     }
   }
   obj.read("source", g.source, Need::kRequired);
@@ -368,18 +366,30 @@ Json to_json(const GpuSpec& g) {
   j["pcie_bandwidth_GBps"] = to_GBps(g.pcie_bandwidth);
   Json prices = Json::array();
   for (const PriceEntry& p : g.prices) {
-    Json e{{"offering", to_string(p.offering)}, {"usd_per_gpu_hour", p.usd_per_gpu_hour.raw()}};
-    if (!p.provider.empty()) e["provider"] = p.provider;
-    if (!p.instance.empty()) e["instance"] = p.instance;
-    if (!p.region.empty()) e["region"] = p.region;
-    e["date"] = p.date;
-    e["source"] = p.source;
-    prices.push_back(std::move(e));
+    if (p.priced_as.empty()) prices.push_back(to_json(p));  // borrowed ones follow from price_as
   }
   if (!prices.empty()) j["prices"] = prices;
+  if (g.price_as) j["price_as"] = {{"gpu", g.price_as->gpu}, {"reason", g.price_as->reason}};
   j["source"] = g.source;
   if (!g.notes.empty()) j["notes"] = g.notes;
   return j;
+}
+
+Json to_json(const PriceEntry& p) {
+  Json e;
+  if (!p.gpu.empty()) e["gpu"] = p.gpu;
+  if (!p.provider.empty()) e["provider"] = p.provider;
+  if (!p.instance.empty()) e["instance"] = p.instance;
+  if (p.gpus_per_instance > 0) e["gpus_per_instance"] = p.gpus_per_instance;
+  e["offering"] = to_string(p.offering);
+  e["usd_per_instance_hour"] =
+      p.usd_per_instance_hour ? Json(p.usd_per_instance_hour->raw()) : Json(nullptr);
+  e["usd_per_gpu_hour"] = p.usd_per_gpu_hour.raw();
+  e["region"] = p.region.empty() ? Json(nullptr) : Json(p.region);
+  e["date"] = p.date;
+  e["source"] = p.source;
+  if (!p.notes.empty()) e["notes"] = p.notes;
+  return e;
 }
 
 Json to_json(const TrainingSpec& t) {

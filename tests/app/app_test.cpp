@@ -63,7 +63,7 @@ TEST(RunSweep, KeepsTheSetupAndUsesEveryCoreByDefault) {
   req.scenarios[0].training.global_batch_size = 64;
   req.options.top_k = 2;
   req.options.keep = 10;
-  auto run = run_sweep(req);
+  auto run = app::run_sweep(req);
   ASSERT_TRUE(run) << run.status().message();
   ASSERT_TRUE(run->setup);
   ASSERT_TRUE(run->result);
@@ -77,7 +77,7 @@ TEST(RunSweep, KeepsTheSetupAndUsesEveryCoreByDefault) {
   // The same request on one thread ranks the same plans.
   SweepRunOptions one;
   one.threads = 1;
-  auto again = run_sweep(req, nullptr, one);
+  auto again = app::run_sweep(req, nullptr, one);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->setup->request().options.threads, 1);
   ASSERT_EQ(again->result->ranking.size(), run->result->ranking.size());
@@ -96,7 +96,7 @@ TEST(RunSweep, HandsTheStepsToADistributedRunner) {
     ++calls;
     return Result<std::optional<search::SweepResult>>(std::optional<search::SweepResult>());
   };
-  auto run = run_sweep(req, nullptr, options);
+  auto run = app::run_sweep(req, nullptr, options);
   ASSERT_TRUE(run) << run.status().message();
   EXPECT_EQ(calls, 1);
   EXPECT_TRUE(run->setup);

@@ -57,7 +57,7 @@ TEST_F(RecordTest, SweepRunHoldsEveryRankedPlanWithItsMetrics) {
   const search::SweepRequest req = tiny_sweep();
   SweepRunOptions one;
   one.threads = 1;
-  const SweepRun run = take(run_sweep(req, nullptr, one));
+  const SweepRun run = take(app::run_sweep(req, nullptr, one));
   ASSERT_TRUE(run.result);
   const store::RunId id =
       take(record_sweep(db(), *run.setup, *run.result, sweep_inputs(req, {{"command", "test"}})));

@@ -144,7 +144,8 @@ class MainWindowTest : public QObject {
     QVERIFY(gpu.is_ok());
     const Json& cluster = gpu->doc["clusters"][0];
     QCOMPARE(cluster["gpu"].get<std::string>(), builtin_catalog().gpu("h200")->name);
-    QCOMPARE(cluster["gpus"][0].get<int>(), 4 * gpus_per_node(gpu->doc));  // still 4 nodes
+    // Still the same number of nodes (64 GPUs: 8 nodes of 8).
+    QCOMPARE(cluster["gpus"][0].get<int>(), 8 * gpus_per_node(gpu->doc));
     QVERIFY(parse_scenario(gpu->doc).request.has_value());
     auto batch = apply_knob(doc, {}, Knob::kBatch, "1024");
     QVERIFY(batch.is_ok());

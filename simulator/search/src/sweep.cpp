@@ -279,6 +279,14 @@ const ScenarioInfo& SweepSetup::info(int scenario) const {
   return scenarios_[static_cast<std::size_t>(scenario)].info;
 }
 
+const std::shared_ptr<const HardwareProfile>& SweepSetup::profile(int scenario) const {
+  return scenarios_[static_cast<std::size_t>(scenario)].profile;
+}
+
+const std::shared_ptr<const topo::Cluster>& SweepSetup::cluster(int scenario) const {
+  return scenarios_[static_cast<std::size_t>(scenario)].cluster;
+}
+
 std::int64_t SweepSetup::work_units() const {
   std::int64_t n = 0;
   for (const Scenario& s : scenarios_)

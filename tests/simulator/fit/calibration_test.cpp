@@ -292,6 +292,8 @@ TEST(JoinMeasuredOps, ComputeOpsMatchOnRankAndOpId) {
   plan.training.global_batch_size = 2;
   plan.training.precision = Precision::kFp32;
   plan.parallel.dp = 2;
+  plan.cluster.gpu = plan.gpu.name;
+  plan.cluster.gpus_per_node = 2;
   auto program = lower(plan, LowerOptions{});
   ASSERT_TRUE(program) << program.status().message();
   std::vector<MeasuredOp> ops;

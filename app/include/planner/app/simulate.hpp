@@ -3,8 +3,10 @@
 // same way for every front-end) and the simulation itself.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "planner/core/catalog.hpp"
 #include "planner/core/cluster_spec.hpp"
@@ -12,7 +14,9 @@
 #include "planner/core/lowering.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/status.hpp"
+#include "planner/search/sweep.hpp"
 #include "planner/sim/simulate.hpp"
+#include "planner/topo/cluster.hpp"
 #include "planner/topo/topology_spec.hpp"
 
 namespace planner::app {
@@ -44,5 +48,16 @@ Result<sim::SimResult> simulate_plan(const PlacedPlan& placed, const HardwarePro
 // the GPU's default profile).
 Result<sim::SimResult> predict_for_exec(const Plan& plan, const LowerOptions& lower,
                                         const HardwareProfile* profile = nullptr);
+
+// One ranked plan of a sweep on its own nodes, simulated with the profile the sweep used: one rank
+// per pipeline stage, every op's timing kept (the desktop app's plan views draw them).
+struct RankedPlanSimulation {
+  Plan plan;
+  std::shared_ptr<const topo::Cluster> cluster;
+  std::vector<int> gpu_of_rank;  // every rank's GPU (default placement)
+  sim::SimResult sim;            // memory per stage always; timing unless out of memory
+};
+Result<RankedPlanSimulation> simulate_ranked_plan(const search::SweepSetup& setup,
+                                                  const search::RankedPlan& ranked);
 
 }  // namespace planner::app

@@ -5,6 +5,7 @@
 // kNotFound Status that lists the known names.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,11 @@ class Catalog {
   Result<ModelSpec> model(std::string_view name) const;
   const GpuSpec* find_gpu(std::string_view name) const;
   const ModelSpec* find_model(std::string_view name) const;
+
+  // Gives every GPU the records of `records` that name it (PriceEntry::gpu is its name or an
+  // alias), then GPUs with "price_as" (and no record of their own) the other GPU's records.
+  // load_builtin() attaches the catalogue's prices (prices.hpp).
+  Status attach_prices(std::span<const PriceEntry> records);
 
   // Adds or replaces (by name) an entry.
   void add(GpuSpec gpu);

@@ -21,7 +21,9 @@ enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubbleH1 };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kOptimizer, kOptimizerAndParams };
 enum class DpSync { kAllReduce, kParameterServer };
-enum class Offering { kOnDemand, kSpot, kReserved, kCapacityBlock };
+// How compute is bought: on demand, spot (preemptible), reserved for 1 or 3 years, or a capacity
+// block (a fixed-length reservation bought ahead, as AWS EC2 Capacity Blocks for ML).
+enum class Offering { kOnDemand, kSpot, kReserved1y, kReserved3y, kCapacityBlock };
 
 template <class E>
 struct EnumTraits;
@@ -112,11 +114,17 @@ struct EnumTraits<DpSync> {
 template <>
 struct EnumTraits<Offering> {
   static constexpr std::string_view kWhat = "offering";
-  static constexpr std::array<std::pair<Offering, std::string_view>, 4> kNames{{
+  static constexpr std::array<std::pair<Offering, std::string_view>, 5> kNames{{
       {Offering::kOnDemand, "on-demand"},
       {Offering::kSpot, "spot"},
-      {Offering::kReserved, "reserved"},
+      {Offering::kReserved1y, "reserved-1y"},
+      {Offering::kReserved3y, "reserved-3y"},
       {Offering::kCapacityBlock, "capacity-block"},
+  }};
+  // Older documents wrote "reserved" (a reservation of unstated length): read as the shortest
+  // term planner prices, one year.
+  static constexpr std::array<std::pair<Offering, std::string_view>, 1> kAliases{{
+      {Offering::kReserved1y, "reserved"},
   }};
 };
 
@@ -128,10 +136,17 @@ constexpr std::string_view to_string(E value) {
   return "?";
 }
 
+// The canonical spelling, or one of the older spellings an EnumTraits lists in kAliases (still
+// read, never written).
 template <class E>
 constexpr std::optional<E> parse_enum(std::string_view text) {
   for (const auto& [v, name] : EnumTraits<E>::kNames) {
     if (name == text) return v;
+  }
+  if constexpr (requires { EnumTraits<E>::kAliases; }) {
+    for (const auto& [v, name] : EnumTraits<E>::kAliases) {
+      if (name == text) return v;
+    }
   }
   return std::nullopt;
 }

@@ -23,6 +23,8 @@ bool read_plan_fields(JsonObject& obj, const Catalog& catalog, Plan& out);
 // Field objects without a document header.
 Json to_json(const ModelSpec& model);
 Json to_json(const GpuSpec& gpu);
+// A price record in the schema of price files (prices.hpp).
+Json to_json(const PriceEntry& price);
 Json to_json(const TrainingSpec& training);
 Json to_json(const ParallelConfig& parallel);
 Json to_json(const ClusterSpec& cluster);

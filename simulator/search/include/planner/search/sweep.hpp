@@ -231,6 +231,10 @@ class SweepSetup {
   const SweepRequest& request() const { return request_; }
   std::size_t scenario_count() const;
   const ScenarioInfo& info(int scenario) const;
+  // The hardware profile the scenario's plans are estimated and simulated with.
+  const std::shared_ptr<const HardwareProfile>& profile(int scenario) const;
+  // The scenario's cluster (max_gpus worth of whole nodes of its topology).
+  const std::shared_ptr<const topo::Cluster>& cluster(int scenario) const;
   std::int64_t work_units() const;
   struct Scenario;  // internal: cluster, estimator, work units
   const std::vector<Scenario>& scenarios() const { return scenarios_; }
