@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/sim/model_registry.hpp"
+
 namespace planner::sim {
 
 ComputeUnits::ComputeUnits(Engine& engine, std::uint32_t done_kind, const ComputeProfile& profile)
@@ -44,9 +46,11 @@ void ComputeUnits::reschedule(std::uint32_t unit) {
   const Time now = engine_->now();
   u.work_left = std::max(0.0, u.work_left - u.rate * static_cast<double>((now - u.since).raw()));
   u.since = now;
+  implements(SimModel::kCommSmSharing);
   u.rate = u.comm > 0 ? 1.0 - profile_->comm_slowdown : 1.0;
   const Pool& p = pools_[u.pool];
   if (p.cores > 0 && p.computing > p.cores) {
+    implements(SimModel::kCoreSharing);
     u.rate *= static_cast<double>(p.cores) / p.computing * profile_->oversubscribed_efficiency;
   }
   engine_->cancel(u.event);

@@ -9,6 +9,7 @@
 #include "planner/sim/compute_model.hpp"
 #include "planner/sim/compute_units.hpp"
 #include "planner/sim/engine.hpp"
+#include "planner/sim/model_registry.hpp"
 #include "planner/sim/network.hpp"
 #include "planner/sim/symmetry.hpp"
 #include "planner/sim/trace.hpp"
@@ -195,6 +196,7 @@ Time Runner::compute_time(const Op& op) {
 }
 
 void Runner::try_issue(std::uint32_t ri, std::uint32_t i) {
+  implements(SimModel::kStreams);
   RankState& s = ranks_[ri];
   if (s.state[i] != OpState::kPending || s.waiting[i] != 0) return;
   const auto stream = static_cast<std::size_t>(program_.desc(s.times.program->op(i)).stream);
