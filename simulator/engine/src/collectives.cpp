@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/sim/model_registry.hpp"
 #include "planner/topo/link_kind.hpp"
 
 namespace planner::sim {
@@ -212,6 +213,7 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
   std::vector<Shape> out;
   switch (a) {
     case Algorithm::kRing: {
+      implements(SimModel::kRing);
       const auto islands = by_island(*cluster_, gpus);
       const std::size_t channels = islands.size() > 1 ? largest(islands) : 1;
       const bool ar = kind == OpKind::kAllReduce;
@@ -228,6 +230,7 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
       break;
     }
     case Algorithm::kChain: {
+      implements(SimModel::kChainBroadcast);
       Shape s;
       s.fraction = 1.0;
       s.steps[0].count = n - 1;
@@ -237,6 +240,7 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
       break;
     }
     case Algorithm::kDirect: {
+      implements(SimModel::kDirect);
       Shape s;
       s.fraction = 1.0 / dn;
       s.steps[0].count = 1;
@@ -248,6 +252,7 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
       break;
     }
     case Algorithm::kNvls: {
+      implements(SimModel::kNvls);
       Shape s;
       s.fraction = 1.0;
       s.steps[0].count = 2;
@@ -258,6 +263,7 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
       break;
     }
     case Algorithm::kTree: {
+      implements(SimModel::kTree);
       const auto islands = by_island(*cluster_, gpus);
       const std::size_t k = islands.size();
       const std::size_t channels = largest(islands);
@@ -296,6 +302,7 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
       break;
     }
     case Algorithm::kHierarchical: {
+      implements(SimModel::kHierarchical);
       const auto islands = by_island(*cluster_, gpus);
       const std::size_t g = islands.front().size();
       const double dk = static_cast<double>(islands.size());
@@ -368,6 +375,7 @@ double CollectivePlanner::bottleneck_share(std::span<const LinkUse> uses) const 
 }
 
 std::vector<CollectivePlanner::Shape> CollectivePlanner::p2p_shapes(int src, int dst) {
+  implements(SimModel::kP2p);
   Shape s;
   s.fraction = 1.0;
   s.steps[0].count = 1;
@@ -584,6 +592,7 @@ Time CostLine::time(std::span<const CostLine> lines, Bytes bytes) {
 
 CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const int> gpus,
                                        std::span<const std::vector<int>> copies) {
+  implements(SimModel::kNcclSelection);
   if (gpus.size() < 2) return CommPlan{};
   const bool forced = forced_ && applicable(*forced_, kind, gpus);
   std::optional<CommPlan> best;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/sim/model_registry.hpp"
+
 namespace planner::sim {
 namespace {
 
@@ -29,6 +31,7 @@ Time ComputeModel::memory_time(Bytes bytes) const {
 }
 
 Time ComputeModel::gemm_time(const OpDesc& d) const {
+  implements(SimModel::kGemmTileRoofline);
   const ComputeProfile& c = profile_->compute;
   const double rate = c.gemm_rate(d.precision).rate.raw();
   const double per_sm = rate / static_cast<double>(c.sm_count);
@@ -50,6 +53,7 @@ Time ComputeModel::attention_time(const OpDesc& d, bool backward) const {
 }
 
 Time ComputeModel::unfused_attention_time(const OpDesc& d, bool backward) const {
+  implements(SimModel::kUnfusedAttention);
   const ComputeProfile& c = profile_->compute;
   const double e = bytes_per_element(d.precision);
   // One batched GEMM of the attention (rows × cols, inner dimension `inner`).
@@ -86,6 +90,7 @@ Time ComputeModel::unfused_attention_time(const OpDesc& d, bool backward) const 
 }
 
 Time ComputeModel::flash_attention_time(const OpDesc& d, bool backward) const {
+  implements(SimModel::kFlashAttention);
   const ComputeProfile& c = profile_->compute;
   double rate = (backward ? c.attention_backward : c.attention_forward).raw();
   if (bytes_per_element(d.precision) == 4) {
@@ -102,6 +107,7 @@ Time ComputeModel::flash_attention_time(const OpDesc& d, bool backward) const {
 }
 
 Time ComputeModel::op_time(const OpDesc& d, bool backward) const {
+  implements(SimModel::kKernelOverhead);
   const ComputeProfile& c = profile_->compute;
   switch (d.kind) {
     case OpKind::kGemm:
@@ -115,7 +121,10 @@ Time ComputeModel::op_time(const OpDesc& d, bool backward) const {
       break;
   }
   const Bytes traffic = d.bytes_read + d.bytes_written;
+  implements(SimModel::kHost);
   if (d.stream == Stream::kHost) return traffic / c.host_memory_bandwidth;
+  implements(SimModel::kMemoryBound);
+  implements(SimModel::kMemoryBoundPerKind);
   return traffic / c.memory_bandwidth_for(d.kind) + c.kernel_overhead;
 }
 

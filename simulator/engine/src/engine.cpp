@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "planner/sim/model_registry.hpp"
+
 namespace planner::sim {
 
 EventId Engine::schedule(Time time, std::uint32_t kind, std::uint32_t a, std::uint64_t b) {
@@ -23,6 +25,7 @@ void Engine::cancel(EventId id) {
 }
 
 bool Engine::next(Event& out) {
+  implements(SimModel::kDiscreteEvent);
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     const Event e = heap_.back();

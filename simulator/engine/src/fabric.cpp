@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 
+#include "planner/sim/model_registry.hpp"
 #include "planner/topo/link_kind.hpp"
 
 namespace planner::sim {
@@ -26,6 +27,7 @@ Fabric Fabric::build(const topo::Cluster& cluster, const HardwareProfile& profil
   for (std::size_t d = 0; d < devices.size(); ++d)
     cls[d] = class_key(kIdentity, static_cast<std::int64_t>(d));
   if (balanced) {
+    implements(SimModel::kBalancedEcmp);
     // NICs: the set of GPUs each serves, per node.
     std::vector<std::vector<int>> served(devices.size());
     for (int g = 0; g < cluster.num_gpus(); ++g) {

@@ -5,42 +5,50 @@
 namespace planner::sim {
 namespace {
 
-constexpr std::array<ModelInfo, 22> kModels{{
-    {"engine", "discrete-event",
+constexpr std::array<ModelInfo, kNumSimModels> kModels{{
+    {SimModel::kDiscreteEvent, "engine", "discrete-event",
      "integer-picosecond clock; binary-heap event queue ordered by (time, insertion sequence); "
      "lazy cancel; one engine per simulation",
      "deterministic: same inputs give the same result and trace on any thread",
      "ns-3 EventKey{ts, uid}; htsim integer picoseconds"},
-    {"engine", "streams",
+    {SimModel::kStreams, "engine", "streams",
      "program.hpp semantics: FIFO streams per rank, a compute stream and communication streams "
      "that overlap it; collectives finish together; sends pair with receives by (peer, tag)",
      "one compute kernel at a time per GPU; NCCL kernels on their own streams",
      "core/program.hpp; NCCL on separate CUDA streams (Megatron-LM overlap)"},
-    {"compute", "gemm-tile-roofline",
+    {SimModel::kGemmTileRoofline, "compute", "gemm-tile-roofline",
      "GEMM time = max(waves x tile time at the profile's asymptotic rate, HBM bytes / bandwidth) "
      "+ kernel overhead; fastest of the profile's tile shapes",
      "wave quantisation over sm_count SMs, tile padding, a fixed k cost per tile; no split-k, "
      "no stream-K",
      "profile gemm (measured maximum achievable matmul rates, reference data "
      "hardware_specs.json); roofline (Williams et al. 2009)"},
-    {"compute", "flash-attention",
+    {SimModel::kFlashAttention, "compute", "flash-attention",
      "attention FLOPs / (forward or backward rate x n/(n + half_seq)), max with HBM time, + "
      "overhead",
      "flash-style kernels (no s x s tensor); causal blocks count half the FLOPs",
      "profile attention rates (FlashAttention-2 measurement, reference data); Dao 2023"},
-    {"compute", "memory-bound",
+    {SimModel::kUnfusedAttention, "compute", "unfused-attention",
+     "--attention unfused: QK^T and PV (backward: dV, dP, dQ, dK) as batched GEMMs of the tile "
+     "model over the whole block, plus the s x s scores streamed through HBM by the "
+     "scale-mask-softmax and dropout kernels (and their gradients)",
+     "the scores are materialised in HBM and counted in the memory check; the causal mask is "
+     "applied to the scores, not skipped",
+     "Megatron-LM's core attention before FlashAttention; Dao et al. 2022 (the HBM traffic it "
+     "removes)"},
+    {SimModel::kMemoryBound, "compute", "memory-bound",
      "norms, activations, residual adds, embedding, loss, router and the GPU optimizer: HBM "
      "bytes / achievable bandwidth + kernel overhead",
      "the lowering's byte estimates; kernels stream at STREAM-like bandwidth",
      "profile memory_bandwidth (STREAM triad, reference data hardware_specs.json)"},
-    {"compute", "kernel-overhead", "a fixed time per compute kernel",
+    {SimModel::kKernelOverhead, "compute", "kernel-overhead", "a fixed time per compute kernel",
      "launches are asynchronous; what remains is the inter-kernel gap and ramp-up/tail",
      "profile kernel_overhead_us (assumed from Nsight timelines; calibrate)"},
-    {"compute", "comm-sm-sharing",
+    {SimModel::kCommSmSharing, "compute", "comm-sm-sharing",
      "while a collective or message moves data on a GPU, its compute runs at (1 - comm_slowdown)",
      "NCCL kernels occupy SMs (one block per channel); copy engines (host copies) do not",
      "profile comm_slowdown (Transformer Engine's SM budget for overlapped communication)"},
-    {"compute", "core-sharing",
+    {SimModel::kCoreSharing, "compute", "core-sharing",
      "CPU ranks of one host (profile host_cores > 0): when more of them compute at once than the "
      "host has cores, each computes at cores / computing ranks (processor sharing) times the "
      "host's oversubscribed efficiency (context switches, caches refilled after each switch)",
@@ -48,82 +56,96 @@ constexpr std::array<ModelInfo, 22> kModels{{
      "ranks count (simulate every rank, --full, for an oversubscribed host)",
      "profile host_cores (planner calibrate records the host's cores) and "
      "oversubscribed_efficiency (measured by planner calibrate with more ranks than cores)"},
-    {"compute", "memory-bound-per-kind",
+    {SimModel::kMemoryBoundPerKind, "compute", "memory-bound-per-kind",
      "a calibrated profile's measured bandwidth for a memory-bound op kind (memory_bound_GBps) "
      "replaces memory_bandwidth for that kind",
      "CPU kernels such as GeLU and Adam are bound by arithmetic, not by DRAM",
      "planner calibrate's fit to the measured norm, activation, residual-add and Adam kernels"},
-    {"compute", "host",
+    {SimModel::kHost, "compute", "host",
      "offloaded optimizer and parameter-server work: bytes / host memory bandwidth; host<->device "
      "copies: bytes / PCIe copy bandwidth",
      "the CPU streams the optimizer state once; copies use the copy engines",
      "profile host_memory_bandwidth_GBps, pcie_copy_GBps (assumed)"},
-    {"collective", "ring",
+    {SimModel::kRing, "collective", "ring",
      "C rings (C = members per island) each moving 2(n-1)/n S/C (all-reduce) or (n-1)/n S/C "
      "(all-gather, reduce-scatter) per hop in 2(n-1) or n-1 steps",
      "hops between islands stay on one rail; every member's NIC carries one channel each way; "
      "pipelined, so all hops progress together",
      "Patarasuk & Yuan 2009; NCCL ring channels"},
-    {"collective", "tree",
+    {SimModel::kTree, "collective", "tree",
      "all-reduce across islands: intra-island chains plus a double binary tree over islands, "
      "each tree reducing and broadcasting half the data; 2(ceil(log2 k) + g - 1) steps",
      "heap-ordered tree and its mirror (inner nodes of one are leaves of the other)",
      "Sanders, Speck & Traeff 2009; NCCL 2.4 double binary trees"},
-    {"collective", "hierarchical",
+    {SimModel::kHierarchical, "collective", "hierarchical",
      "all-reduce across equal islands: reduce-scatter inside islands, g rings across islands on "
      "S/g, all-gather inside islands (three phases)",
      "islands hold the same number of members",
      "2D/hierarchical all-reduce (Horovod, BlueConnect; NCCL CollNet-like split)"},
-    {"collective", "nvls",
+    {SimModel::kNvls, "collective", "nvls",
      "all-reduce inside one NVSwitch domain with NVLink SHARP: each GPU sends S up and receives "
      "S back, scaled by the profile's nvls efficiency; 2 steps",
      "the switch reduces; only where the profile gives nvls > 0",
      "reference data collectives.json (NVLS busbw 480 GB/s on H200, 838 on B200)"},
-    {"collective", "direct", "all-to-all: every member sends S/n to every other member at once",
+    {SimModel::kDirect, "collective", "direct",
+     "all-to-all: every member sends S/n to every other member at once",
      "grouped point-to-point sends, as NCCL implements all-to-all",
      "NCCL all-to-all (ncclSend/ncclRecv in a group)"},
-    {"collective", "chain-broadcast",
+    {SimModel::kChainBroadcast, "collective", "chain-broadcast",
      "broadcast as a pipelined chain from the first member, S per hop, n-1 steps",
      "small messages (input tokens and labels over tp)", "NCCL ring broadcast"},
-    {"collective", "p2p",
+    {SimModel::kP2p, "collective", "p2p",
      "send/recv pairs move the message on the route between the two GPUs after a rendezvous",
      "one step of protocol latency plus the route's link latencies",
      "NCCL point-to-point; Megatron pipeline communication"},
-    {"collective", "nccl-selection",
+    {SimModel::kNcclSelection, "collective", "nccl-selection",
      "every applicable (algorithm, protocol LL/LL128/Simple) is estimated alone on an idle "
      "network and the fastest is used, unless an algorithm is forced",
      "latency = protocol base + steps x (step latency of the slowest hop's class + its link "
      "latencies); bytes on the wire / (protocol factor x algorithm efficiency)",
      "NCCL tuning model (src/graph/tuning.cc): baseLat, hwLat, LL/LL128/Simple"},
-    {"network", "max-min-fair",
+    {SimModel::kMaxMinFair, "network", "max-min-fair",
      "flow-level network: concurrent transfers share directed links max-min fairly by "
      "progressive filling, recomputed per connected component when a transfer starts or ends",
      "no packets, no congestion control dynamics; link capacity = bandwidth x the profile's "
      "per-kind efficiency",
      "Bertsekas & Gallager, Data Networks, section 6.5.2; SimGrid's flow-level model"},
-    {"network", "balanced-ecmp",
+    {SimModel::kBalancedEcmp, "network", "balanced-ecmp",
      "equal-cost links are pooled into one resource: a leaf's uplinks, the downlinks into a "
      "leaf, a pod's spine-core links, the NICs serving the same GPUs",
      "traffic spreads evenly over equal-cost paths (adaptive routing, many queue pairs); "
      "--hashed-ecmp follows the topology's hashed route instead",
      "InfiniBand adaptive routing; NCCL channels and queue pairs; Llama 3 paper section 3.3.1 "
      "(E-ECMP, 16 flows per GPU pair; quoted from memory)"},
-    {"network", "symmetric-background",
+    {SimModel::kSymmetricBackground, "network", "symmetric-background",
      "ranks not simulated still load the fabric: translated copies of each simulated group and "
      "message (other tp/cp/ep/dp indices) join its transfer as extra flows",
      "ranks differing only in tp/cp/ep/dp index run the same ops at the same times",
      "core/program.hpp rank subsets; symmetry of the rank grid"},
-    {"memory", "step-accounting",
+    {SimModel::kStepAccounting, "memory", "step-accounting",
      "per-stage weights, gradients, optimizer states, activations (Korthikanti et al.), buffers "
      "and framework overhead, checked against HBM before simulating",
      "a plan that does not fit is reported out of memory with the stage and the bytes",
      "core/memory.hpp: ZeRO (Rajbhandari et al. 2020), Korthikanti et al. 2022"},
 }};
 
+// Every SimModel has its entry, at its own index.
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < kModels.size(); ++i) {
+    if (static_cast<std::size_t>(kModels[i].id) != i) return false;
+  }
+  return true;
+}
+static_assert(in_enum_order(), "kModels must list every SimModel once, in enum order");
+
 }  // namespace
 
 std::span<const ModelInfo> model_registry() {
   return kModels;
+}
+
+const ModelInfo& model_info(SimModel id) {
+  return kModels[static_cast<std::size_t>(id)];
 }
 
 }  // namespace planner::sim

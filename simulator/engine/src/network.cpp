@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/sim/model_registry.hpp"
+
 namespace planner::sim {
 
 void aggregate_uses(std::vector<LinkUse>& uses) {
@@ -233,6 +235,7 @@ void Network::solve_seeded() {
 }
 
 void Network::solve_component() {
+  implements(SimModel::kMaxMinFair);
   for (std::int32_t l : comp_links_) {
     rem_[static_cast<std::size_t>(l)] = slot_[static_cast<std::size_t>(l)].capacity;
     cnt_[static_cast<std::size_t>(l)] = 0;

@@ -6,6 +6,7 @@
 #include "planner/core/flops.hpp"
 #include "planner/core/rank_grid.hpp"
 #include "planner/core/schedule.hpp"
+#include "planner/sim/model_registry.hpp"
 #include "planner/topo/placement.hpp"
 
 namespace planner::sim {
@@ -55,6 +56,7 @@ Result<SimResult> simulate(const SimInput& input) {
   out.subset = options.ranks;
   out.tokens_per_step = plan.training.tokens_per_step();
 
+  implements(SimModel::kStepAccounting);
   MemoryOptions memory = options.memory;
   if (options.run.attention == AttentionKernel::kUnfused) memory.flash_attention = false;
   PLANNER_ASSIGN_OR_RETURN(

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "planner/sim/model_registry.hpp"
+
 namespace planner::sim {
 namespace {
 
@@ -110,6 +112,7 @@ int Symmetry::translate(const RankGrid& grid, int rank, std::span<const Axis> ax
 }
 
 std::vector<std::vector<int>> Symmetry::group_copies(const CommGroup& group) const {
+  implements(SimModel::kSymmetricBackground);
   const GroupAxes g = parse_axes(group.axes);
   const RankGrid& grid = g.expert ? expert_ : dense_;
   for (int r : group.ranks) {
@@ -141,6 +144,7 @@ std::vector<std::vector<int>> Symmetry::group_copies(const CommGroup& group) con
 }
 
 std::vector<std::pair<int, int>> Symmetry::p2p_copies(int src, int dst) const {
+  implements(SimModel::kSymmetricBackground);
   if (src >= dense_.world_size() || dst >= dense_.world_size()) return {};
   std::vector<Axis> free;
   for (Axis a : kTranslatable) {

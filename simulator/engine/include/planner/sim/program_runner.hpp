@@ -2,24 +2,16 @@
 // compute model, the collective planner and the flow-level network.
 //
 // Execution semantics are program.hpp's: every op runs on its rank's stream in program order once
-// the ops it depends on have finished; a collective starts moving data when every simulated
-// member has issued it (members that were not lowered are taken to be symmetric and ready) and
-// finishes for all members together; a send and its receive start together once both are posted.
-// A message with a peer that was not lowered moves at once, except a receive when the rank itself
-// sends a message with the same tag to an unlowered peer (a context-parallel ring): the symmetric
-// peer sends when this rank does, so the receive starts with that send. Each rank has one compute
-// unit (the compute stream, running one op at a time) and its communication streams overlap it;
-// while a collective or message of the rank moves data, compute runs at (1 − comm_slowdown) of its
-// speed.
-//
-// Time accounting per rank (exact: the buckets add up to the step time): at every instant the
-// rank is computing (compute stream busy), else exposing communication of one axis (tp, cp, ep,
-// pp, dp, or "other" for host work and host↔device copies; when several are in flight the first
-// in that order is charged), else idle (pipeline bubbles and waiting for peers).
-// The critical path is walked back from the last op to finish: each op's predecessor is the op
-// whose end released it (the later of its stream predecessor and its dependencies; for a
-// collective or message, the member that arrived last), and each op on the path is charged the
-// time from its predecessor's end to its own end.
+// the ops it depends on have finished. The parts:
+//   * comm_plans.hpp   the network plan of every collective and message, built before the run;
+//   * comm_matcher.hpp when communication starts: a collective when every simulated member has
+//                      issued it, a send and its receive together, a message to a rank that was
+//                      not lowered at once (or with the rank's mirrored send);
+//   * compute_units.hpp each rank's compute unit (one kernel at a time) and what slows it: its
+//                      own communication sharing the SMs, other ranks sharing a host's cores;
+//   * network.hpp      the data movement of every phase of a plan;
+//   * time_accounting.hpp, after the run: the time buckets of each rank and the critical path,
+//                      from the op timings the run recorded.
 #pragma once
 
 #include <array>
@@ -35,19 +27,10 @@
 #include "planner/core/status.hpp"
 #include "planner/sim/collectives.hpp"
 #include "planner/sim/compute_model.hpp"
+#include "planner/sim/time_accounting.hpp"
 #include "planner/topo/cluster.hpp"
 
 namespace planner::sim {
-
-// Where a rank's time goes; see the header.
-enum class TimeBucket : std::uint8_t { kCompute, kTp, kCp, kEp, kPp, kDp, kOther, kIdle };
-inline constexpr std::size_t kNumTimeBuckets = 8;
-// The communication axes, in the order exposure is charged.
-inline constexpr std::array<TimeBucket, 6> kCommBuckets{TimeBucket::kTp, TimeBucket::kCp,
-                                                        TimeBucket::kEp, TimeBucket::kPp,
-                                                        TimeBucket::kDp, TimeBucket::kOther};
-// The bucket communication on `stream` is charged to (kCompute for the compute stream).
-TimeBucket bucket_of(Stream stream);
 
 struct RunOptions {
   std::optional<Algorithm> algorithm;  // force a collective algorithm where it applies
@@ -100,14 +83,6 @@ struct RankRun {
   std::vector<OpTiming> ops;                    // in program order when kept
 };
 
-// Critical-path time charged to one kind of op ("bwd.mlp_up gemm"), or a bucket total.
-struct PathEntry {
-  std::string label;
-  TimeBucket bucket = TimeBucket::kCompute;
-  Time time;
-  int ops = 0;
-};
-
 // What the collectives of one axis did: algorithm, protocol, how many, how long.
 struct CollectiveUse {
   TimeBucket axis = TimeBucket::kTp;
@@ -156,21 +131,6 @@ struct EnumTraits<sim::AttentionKernel> {
   static constexpr std::array<std::pair<sim::AttentionKernel, std::string_view>, 2> kNames{{
       {sim::AttentionKernel::kFlash, "flash"},
       {sim::AttentionKernel::kUnfused, "unfused"},
-  }};
-};
-
-template <>
-struct EnumTraits<sim::TimeBucket> {
-  static constexpr std::string_view kWhat = "time bucket";
-  static constexpr std::array<std::pair<sim::TimeBucket, std::string_view>, 8> kNames{{
-      {sim::TimeBucket::kCompute, "compute"},
-      {sim::TimeBucket::kTp, "tp"},
-      {sim::TimeBucket::kCp, "cp"},
-      {sim::TimeBucket::kEp, "ep"},
-      {sim::TimeBucket::kPp, "pp"},
-      {sim::TimeBucket::kDp, "dp"},
-      {sim::TimeBucket::kOther, "other"},
-      {sim::TimeBucket::kIdle, "idle"},
   }};
 };
 
