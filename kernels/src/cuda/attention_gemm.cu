@@ -215,10 +215,7 @@ Result<const float*> as_float(const T* x, std::int64_t n, float* copy, cudaStrea
 // The products with the probabilities stay in fp32: TF32 (10 mantissa bits) errs by about 2^-11 of
 // sum |P| |V|, far more than the cancelling sums of attention outputs allow (measured on an H200:
 // bf16 outputs 3% off the CPU's with TF32, within the fp32 tolerance without it).
-template <class T>
-constexpr GemmOptions fp32_products() {
-  return GemmOptions{false};
-}
+constexpr GemmOptions kFp32Products{false};
 
 // S (qn x kv_n per kv head, fp32) = scale * Q[b, i0.., h(kvh, g)] K[b, 0..kv_n, kvh]^T.
 template <class T>
@@ -276,7 +273,7 @@ Status attention_forward_gemm(const AttentionShape& sh, const T* q, const T* k, 
             ctx->handle, Transpose::kNo, Transpose::kNo, qn, d, kv_n, 1.0f, s, kv_n, qn * kv_n,
             v32 + b * sh.kv_len * p.ld_kv, p.ld_kv, d, 0.0f,
             o32 + ((b * sh.q_len + i0) * sh.heads + g) * d, p.ld_q, p.group * d, sh.kv_heads,
-            stream, fp32_products<T>())));
+            stream, kFp32Products)));
       }
     }
   }
@@ -317,7 +314,6 @@ Status attention_backward_gemm(const AttentionShape& sh, const T* q, const T* k,
     PLANNER_RETURN_IF_ERROR((convert<T, float>(dk, nk, dk32, stream)));
     PLANNER_RETURN_IF_ERROR((convert<T, float>(dv, nk, dv32, stream)));
   }
-  const GemmOptions fp32 = fp32_products<T>();
   for (std::int64_t b = 0; b < sh.batch; ++b) {
     const std::int64_t kv_b = b * sh.kv_len * p.ld_kv;
     for (std::int64_t i0 = 0; i0 < sh.q_len; i0 += p.qb) {
@@ -339,17 +335,17 @@ Status attention_backward_gemm(const AttentionShape& sh, const T* q, const T* k,
         PLANNER_RETURN_IF_ERROR((gemm_strided_batched<float, float>(
             ctx->handle, Transpose::kYes, Transpose::kNo, kv_n, d, qn, 1.0f, s, kv_n, qn * kv_n,
             do32 + q_at, p.ld_q, p.group * d, 1.0f, dv32 + kv_b, p.ld_kv, d, sh.kv_heads, stream,
-            fp32)));
+            kFp32Products)));
         // dQ[b, i0.., h] += scale dS K
         PLANNER_RETURN_IF_ERROR((gemm_strided_batched<float, float>(
             ctx->handle, Transpose::kNo, Transpose::kNo, qn, d, kv_n, sh.scale, dp, kv_n, qn * kv_n,
             k32 + kv_b, p.ld_kv, d, 1.0f, dq32 + q_at, p.ld_q, p.group * d, sh.kv_heads, stream,
-            fp32)));
+            kFp32Products)));
         // dK[b, 0..kv_n, kvh] += scale dS^T Q
         PLANNER_RETURN_IF_ERROR((gemm_strided_batched<float, float>(
             ctx->handle, Transpose::kYes, Transpose::kNo, kv_n, d, qn, sh.scale, dp, kv_n,
             qn * kv_n, q32 + q_at, p.ld_q, p.group * d, 1.0f, dk32 + kv_b, p.ld_kv, d, sh.kv_heads,
-            stream, fp32)));
+            stream, kFp32Products)));
       }
     }
   }
