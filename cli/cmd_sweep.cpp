@@ -194,6 +194,9 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
     t.global_batch_size = a.gbs > 0 ? a.gbs : app::default_global_batch(t.seq_length);
     t.token_budget = a.tokens;
     for (const Hardware& h : hardware) {
+      if (const std::string p = search::precision_problem(h.gpu, t.precision); !p.empty()) {
+        return Status::invalid_input("--precision " + a.precision + ": " + p);
+      }
       std::optional<topo::ClusterNumbers> numbers;
       if (has_cluster_numbers(a.numbers)) {
         PLANNER_ASSIGN_OR_RETURN(numbers, cluster_numbers(a.numbers, h.gpu));
@@ -213,6 +216,9 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
           const int nodes = (n + numbers->gpus_per_node - 1) / numbers->gpus_per_node;
           PLANNER_ASSIGN_OR_RETURN(sc.topology,
                                    topo::topology_from_numbers(*numbers, h.gpu, nodes));
+        }
+        if (const std::string p = search::node_count_problem(sc.topology, n); !p.empty()) {
+          return Status::invalid_input("--gpus " + std::to_string(n) + ": " + p);
         }
         sc.max_gpus = n;
         sc.min_gpus = a.min_gpus;
@@ -746,17 +752,24 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
   if (tty) bar = std::make_unique<ProgressBar>(*ctx.err);
   app::SweepRunOptions options;
   options.threads = a.threads;
+  bool records = true;
 #ifdef PLANNER_HAVE_EXECUTOR
   // Under mpirun the analytic and simulation steps split over the ranks; rank 0 prints and records.
   std::unique_ptr<exec::MpiWorld> world;
   if (exec::launched_by_mpi()) {
     PLANNER_ASSIGN_OR_RETURN(world, exec::MpiWorld::init(nullptr, nullptr));
-    if (world->rank() != 0) bar.reset();
+    records = world->rank() == 0;
+    if (!records) bar.reset();
     options.distributed = [&world](const search::SweepSetup& setup, search::ProgressSink* sink) {
       return exec::run_sweep_distributed(*world, setup, sink);
     };
   }
 #endif
+  // Opened before the search: a --db that cannot hold the result fails at once, not after it.
+  std::optional<store::Database> db;
+  if (records) {
+    PLANNER_ASSIGN_OR_RETURN(db, open_recording_db(a.db));
+  }
   PLANNER_ASSIGN_OR_RETURN(app::SweepRun run, app::run_sweep(req, bar.get(), options));
   if (bar) bar->clear();
   if (!run.result) return Status::ok();  // not rank 0 of a distributed sweep
@@ -778,7 +791,6 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
         a.emit_plan, to_json_text(setup.plan_of(best.scenario, best.parallel)) + "\n"));
     if (!ctx.json && !a.csv) out << "\nwrote the best plan to " << a.emit_plan << "\n";
   }
-  PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(a.db));
   if (db) {
     const Json inputs = app::sweep_inputs(req, {{"command", "sweep"}, {"spec", a.spec}});
     PLANNER_RETURN_IF_ERROR(app::record_sweep(*db, setup, res, inputs, run.seconds).status());
