@@ -254,10 +254,11 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
 Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::SweepRequest& req) {
   if (a.budget > 0) req.constraints.budget_usd = a.budget;
   if (a.deadline_days > 0) req.constraints.deadline_s = a.deadline_days * kSecondsPerDay;
+  std::optional<Offering> offering;
   if (!a.offering.empty()) {
-    PLANNER_ASSIGN_OR_RETURN(req.pricing.offering, parse_flag<Offering>("--offering", a.offering));
+    PLANNER_ASSIGN_OR_RETURN(offering, parse_flag<Offering>("--offering", a.offering));
   }
-  if (!a.provider.empty()) req.pricing.provider = a.provider;
+  std::vector<search::PriceOverride> prices;
   for (const std::string& p : a.prices) {
     const auto eq = p.find('=');
     double usd = 0;
@@ -281,10 +282,21 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
     if (ctx.catalog->find_gpu(gpu) == nullptr) {
       PLANNER_RETURN_IF_ERROR(ctx.catalog->gpu(gpu).status().with_context("--price"));
     }
-    req.pricing.overrides.insert(req.pricing.overrides.begin(), {gpu, Usd(usd)});
+    prices.insert(prices.begin(), {gpu, Usd(usd)});
   }
-  if (a.usd_per_kwh > 0) req.pricing.usd_per_kwh = a.usd_per_kwh;
-  if (a.pue != search::kDefaultPue) req.pricing.pue = a.pue;
+  // The sweep's pricing and that of every scenario with its own (a document's cluster with an
+  // offering or a price): given flags win over both.
+  auto apply = [&](search::PricingOptions& p) {
+    if (offering) p.offering = *offering;
+    if (!a.provider.empty()) p.provider = a.provider;
+    p.overrides.insert(p.overrides.begin(), prices.begin(), prices.end());
+    if (a.usd_per_kwh > 0) p.usd_per_kwh = a.usd_per_kwh;
+    if (a.pue != search::kDefaultPue) p.pue = a.pue;
+  };
+  apply(req.pricing);
+  for (search::SweepScenario& sc : req.scenarios) {
+    if (sc.pricing) apply(*sc.pricing);
+  }
   if (a.failure_rate >= 0) req.failures.interruptions_per_gpu_hour = a.failure_rate;
   if (a.spot_rate >= 0) req.failures.spot_preemptions_per_node_hour = a.spot_rate;
   if (a.checkpoint_gbps > 0) req.failures.checkpoint_bandwidth = GBps(a.checkpoint_gbps);
