@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <type_traits>
 
@@ -34,6 +35,10 @@ std::uint64_t make_id(int scenario, std::int64_t unit, std::int64_t inner) {
   return (static_cast<std::uint64_t>(scenario) << (kUnitBits + kInnerBits)) |
          ((static_cast<std::uint64_t>(unit) & kUnitMask) << kInnerBits) |
          (static_cast<std::uint64_t>(inner) & kInnerMask);
+}
+
+int scenario_of_id(std::uint64_t id) {
+  return static_cast<int>(id >> (kUnitBits + kInnerBits));
 }
 
 std::vector<std::int64_t> divisors(std::int64_t n) {
@@ -452,7 +457,9 @@ static Priced price_plan(const SweepSetup::Scenario& sc, const SweepConstraints&
 
 namespace {
 
-// Accumulates a shard's candidates: the best N and the Pareto frontier.
+// Accumulates a shard's candidates: the best N, the best of each scenario (so that every
+// scenario, e.g. every cloud instance of a "which cloud" sweep, keeps its best plan however far
+// down the ranking it is) and the Pareto frontier.
 class Accumulator {
  public:
   explicit Accumulator(std::size_t keep) : keep_(keep) {}
@@ -463,6 +470,9 @@ class Accumulator {
   }
   void add_best(const Candidate& c) {
     if (keep_ == 0) return;
+    const int scenario = scenario_of_id(c.id);
+    auto [it, added] = scenario_best_.try_emplace(scenario, c);
+    if (!added && ranks_before(c, it->second)) it->second = c;
     if (best_.size() == keep_ && !ranks_before(c, best_.front())) return;
     best_.push_back(c);
     std::push_heap(best_.begin(), best_.end(), ranks_before);
@@ -489,8 +499,13 @@ class Accumulator {
     pareto_.insert(it, c);
   }
 
+  // The best N and each scenario's best not among them, in ranking order.
   std::vector<Candidate> take_best() {
+    for (const auto& [scenario, c] : scenario_best_) {
+      if (std::find(best_.begin(), best_.end(), c) == best_.end()) best_.push_back(c);
+    }
     std::sort(best_.begin(), best_.end(), ranks_before);
+    scenario_best_.clear();
     return std::move(best_);
   }
   std::vector<Candidate> take_pareto() { return std::move(pareto_); }
@@ -498,6 +513,7 @@ class Accumulator {
  private:
   std::size_t keep_;
   std::vector<Candidate> best_;  // a heap whose front is the worst kept
+  std::map<int, Candidate> scenario_best_;
   std::vector<Candidate> pareto_;
 };
 
@@ -855,7 +871,17 @@ std::vector<Candidate> simulation_candidates(const SweepSetup& setup,
                                              const AnalyticPartial& merged) {
   const auto k = std::min<std::size_t>(static_cast<std::size_t>(setup.request().options.top_k),
                                        merged.best.size());
-  return {merged.best.begin(), merged.best.begin() + static_cast<std::ptrdiff_t>(k)};
+  std::vector<Candidate> out(merged.best.begin(),
+                             merged.best.begin() + static_cast<std::ptrdiff_t>(k));
+  if (k == 0) return out;
+  // And the best of each scenario not among them (merged.best is in ranking order).
+  std::set<int> scenarios;
+  for (const Candidate& c : out)
+    scenarios.insert(scenario_of_id(c.id));
+  for (std::size_t i = k; i < merged.best.size(); ++i) {
+    if (scenarios.insert(scenario_of_id(merged.best[i].id)).second) out.push_back(merged.best[i]);
+  }
+  return out;
 }
 
 Result<std::vector<RankedPlan>> simulate_candidates(const SweepSetup& setup,
@@ -1073,9 +1099,14 @@ Result<SweepResult> finish(const SweepSetup& setup, const AnalyticPartial& merge
   });
   out.ranking = std::move(ok);
   const std::size_t keep = static_cast<std::size_t>(std::max(req.options.keep, req.options.top_k));
+  // Up to `keep` plans, and the best of each scenario beyond them.
+  std::set<int> ranked_scenarios;
+  for (const RankedPlan& r : out.ranking)
+    ranked_scenarios.insert(r.scenario);
   for (const Candidate& c : merged.best) {
-    if (out.ranking.size() >= keep) break;
     if (std::find(sim_ids.begin(), sim_ids.end(), c.id) != sim_ids.end()) continue;
+    const bool first_of_scenario = ranked_scenarios.insert(scenario_of_id(c.id)).second;
+    if (out.ranking.size() >= keep && !first_of_scenario) continue;
     PLANNER_ASSIGN_OR_RETURN(Decoded d, decode(setup, c.id));
     PLANNER_ASSIGN_OR_RETURN(RankedPlan r, build_plan(setup, d.scenario, c.id, d.parallel, {}));
     out.ranking.push_back(std::move(r));

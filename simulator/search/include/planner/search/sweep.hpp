@@ -30,6 +30,8 @@
 // any number of threads or MPI ranks. Plans over the budget or past the deadline are counted and
 // left out. The best top_k (by estimate) are simulated (SimOptions: one rank per stage) and ranked
 // by the simulation; the ranking lists them first, then the next best by estimate, up to `keep`.
+// Each scenario's best plan is simulated and kept too, however far down it ranks, so that a sweep
+// over several clusters (cloud instances, offerings) can compare each cluster's best.
 // The Pareto frontier of (time to train, total cost) is taken over every feasible plan by estimate
 // (its members carry their simulation when they were among the top_k).
 //
@@ -122,7 +124,8 @@ struct SweepConstraints {
 struct SweepOptions {
   int threads = 1;
   int top_k = kDefaultTopK;  // plans re-run by the simulator
-  int keep = kDefaultKeep;   // ranked plans kept in the result (at least top_k)
+  int keep = kDefaultKeep;   // ranked plans kept in the result (at least top_k; and the best of
+                             // each scenario)
   int pareto_max = 24;       // frontier points kept (evenly spread over time to train)
   sim::SimOptions sim;       // for the top_k (ranks, background; op times are not kept)
 };
@@ -286,7 +289,8 @@ bool ranks_before(const Candidate& a, const Candidate& b);
 
 // A shard's analytic results: its best candidates, its Pareto frontier and its counts.
 struct AnalyticPartial {
-  std::vector<Candidate> best;    // in ranking order, at most max(keep, top_k)
+  // In ranking order: at most max(keep, top_k), and the best of each scenario beyond them.
+  std::vector<Candidate> best;
   std::vector<Candidate> pareto;  // by time to train
   SweepCounts counts;
 };
@@ -297,7 +301,8 @@ AnalyticPartial merge_partials(const SweepSetup& setup, std::vector<AnalyticPart
 Json to_json(const AnalyticPartial& partial);
 Result<AnalyticPartial> parse_partial(const Json& json);
 
-// The candidates the simulator re-runs: the first top_k of the merged ranking.
+// The candidates the simulator re-runs: the first top_k of the merged ranking and, when top_k > 0,
+// the best of each scenario not among them.
 std::vector<Candidate> simulation_candidates(const SweepSetup& setup,
                                              const AnalyticPartial& merged);
 // Simulates candidates (`threads` at a time), in order; a failed simulation leaves `simulated`
