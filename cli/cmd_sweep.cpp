@@ -10,6 +10,7 @@
 // (executor/sweep_mpi.hpp) and rank 0 prints and records the result.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -29,6 +30,7 @@
 #include "planner/app/record.hpp"
 #include "planner/app/sweep.hpp"
 #include "planner/core/loaders.hpp"
+#include "planner/core/prices.hpp"
 #include "planner/core/spec_json.hpp"
 #include "planner/search/sweep.hpp"
 #include "planner/search/sweep_spec.hpp"
@@ -54,6 +56,7 @@ struct SweepArgs {
   std::vector<std::string> gpus;
   std::string topology;
   std::vector<std::string> instances;
+  bool all_offerings = false;
   std::string provider;
   ClusterNumberArgs numbers;
   std::vector<int> cluster_gpus;
@@ -74,6 +77,7 @@ struct SweepArgs {
   double budget = 0;
   double deadline_days = 0;
   std::vector<std::string> prices;
+  std::vector<std::string> price_files;
   std::string offering;
   double usd_per_kwh = 0;
   double pue = search::kDefaultPue;
@@ -112,39 +116,71 @@ Result<std::vector<E>> enum_list(const std::string& flag, const std::vector<std:
   return out;
 }
 
-// A GPU on a topology: one per --gpu, or one per cloud instance of --instances.
+// A GPU on a topology: one per --gpu, one per cloud instance of --instances, or one per cloud
+// instance and offering of --all-offerings.
 struct Hardware {
   GpuSpec gpu;
   topo::TopologySpec topology;
-  bool instance = false;  // priced at the topology's cloud instance
+  bool instance = false;             // priced at the topology's cloud instance
+  std::optional<Offering> offering;  // --all-offerings: priced at this offering
 };
-
-std::string cloud_instances() {
-  std::string names;
-  for (const topo::TopologySpec& t : topo::builtin_topologies().all()) {
-    if (!t.instance.empty()) names += (names.empty() ? "" : ", ") + t.instance;
-  }
-  return names;
-}
 
 // --instances: each a cloud instance ("p5.48xlarge") or a topology preset that names one
 // ("aws-p5"), with its GPU.
 Result<std::vector<Hardware>> instance_hardware(const CliContext& ctx, const SweepArgs& a) {
   std::vector<Hardware> out;
   for (const std::string& name : a.instances) {
-    auto topology = topo::resolve_topology(name);
-    if (!topology) {
-      return Status::invalid_input("--instances: unknown cloud instance \"" + name +
-                                   "\"; known instances: " + cloud_instances());
-    }
-    if (topology->instance.empty()) {
-      return Status::invalid_input("--instances: topology " + topology->name +
-                                   " is no cloud instance (it names no provider and instance); "
-                                   "known instances: " +
-                                   cloud_instances());
-    }
+    auto topology = search::resolve_cloud_instance(name);
+    if (!topology) return topology.status().with_context("--instances");
     PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(topology->gpu));
-    out.push_back({std::move(gpu), std::move(topology).value(), true});
+    out.push_back({std::move(gpu), std::move(topology).value(), true, std::nullopt});
+  }
+  return out;
+}
+
+// --all-offerings: every cloud instance of the topology presets with one of the --gpu GPUs (of
+// --provider, when given), once per offering it has a price for (only --offering, when given), in
+// the price files or the catalogue.
+Result<std::vector<Hardware>> offering_hardware(const CliContext& ctx, const SweepArgs& a,
+                                                const std::vector<PriceEntry>& price_files) {
+  std::vector<std::string> gpus = a.gpus;
+  if (gpus.empty()) gpus.emplace_back(app::default_scenario().gpu);
+  std::optional<Offering> only;
+  if (!a.offering.empty()) {
+    PLANNER_ASSIGN_OR_RETURN(only, parse_flag<Offering>("--offering", a.offering));
+  }
+  std::vector<Hardware> out;
+  for (const std::string& g : gpus) {
+    PLANNER_ASSIGN_OR_RETURN(GpuSpec gpu, ctx.catalog->gpu(g));
+    std::size_t found = 0;
+    std::string instances;
+    for (const topo::TopologySpec& t : topo::builtin_topologies().all()) {
+      if (t.instance.empty() || !gpu.matches(t.gpu)) continue;
+      if (!a.provider.empty() && !same_provider(t.provider, a.provider)) continue;
+      instances += (instances.empty() ? "" : ", ") + t.instance;
+      for (const auto& [offering, name] : EnumTraits<Offering>::kNames) {
+        if (only && offering != *only) continue;
+        search::PricingOptions p;
+        p.offering = offering;
+        p.provider = t.provider;
+        p.instance = t.instance;
+        p.price_files = price_files;
+        if (!search::resolve_price(gpu, p)) continue;
+        out.push_back({gpu, t, true, offering});
+        ++found;
+      }
+    }
+    if (found == 0) {
+      const std::string from = a.provider.empty() ? "" : " from " + a.provider;
+      return Status::invalid_input(
+          "--all-offerings: " +
+          (instances.empty()
+               ? "no cloud instance" + from + " has " + gpu.name +
+                     " GPUs; known instances: " + search::cloud_instance_names()
+               : "no " + (only ? std::string(to_string(*only)) + " " : std::string()) +
+                     "price for the instances with " + gpu.name + " GPUs" + from + " (" +
+                     instances + "); planner price list --gpu " + gpu.name));
+    }
   }
   return out;
 }
@@ -167,24 +203,28 @@ Result<std::vector<Hardware>> gpu_hardware(const CliContext& ctx, const SweepArg
     } else {
       PLANNER_ASSIGN_OR_RETURN(topology, topo::topology_for_gpu(gpu));
     }
-    out.push_back({std::move(gpu), std::move(topology), false});
+    out.push_back({std::move(gpu), std::move(topology), false, std::nullopt});
   }
   return out;
 }
 
-Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a) {
+Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a,
+                                                const std::vector<PriceEntry>& price_files) {
   search::SweepRequest req;
   const app::DefaultScenario& d = app::default_scenario();
   std::vector<std::string> models = a.models;
   if (models.empty()) models.emplace_back(d.model);
   std::vector<int> sizes = a.cluster_gpus;
   if (sizes.empty()) sizes.push_back(d.gpus);
-  if (!a.instances.empty() && has_cluster_numbers(a.numbers)) {
-    return Status::invalid_input(
-        "--instances: a cloud instance brings its own network; leave out the cluster numbers");
+  if ((!a.instances.empty() || a.all_offerings) && has_cluster_numbers(a.numbers)) {
+    return Status::invalid_input(std::string(a.all_offerings ? "--all-offerings" : "--instances") +
+                                 ": a cloud instance brings its own network; leave out the "
+                                 "cluster numbers");
   }
   PLANNER_ASSIGN_OR_RETURN(const std::vector<Hardware> hardware,
-                           a.instances.empty() ? gpu_hardware(ctx, a) : instance_hardware(ctx, a));
+                           a.all_offerings        ? offering_hardware(ctx, a, price_files)
+                           : !a.instances.empty() ? instance_hardware(ctx, a)
+                                                  : gpu_hardware(ctx, a));
   for (const std::string& name : models) {
     PLANNER_ASSIGN_OR_RETURN(ModelSpec model, resolve_model(*ctx.catalog, name));
     TrainingSpec t;
@@ -227,6 +267,12 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
           sc.name = model.name + " on " + std::to_string(n) + " x " + h.gpu.name + ", " +
                     h.topology.provider + " " + h.topology.instance;
         }
+        if (h.offering) {
+          search::PricingOptions p;
+          p.offering = *h.offering;
+          sc.pricing = p;
+          sc.name += " " + std::string(to_string(*h.offering));
+        }
         req.scenarios.push_back(std::move(sc));
       }
     }
@@ -251,7 +297,8 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
 }
 
 // Flags that apply on top of a sweep document too (given flags win).
-Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::SweepRequest& req) {
+Status apply_common_flags(const CliContext& ctx, const SweepArgs& a,
+                          const std::vector<PriceEntry>& price_files, search::SweepRequest& req) {
   if (a.budget > 0) req.constraints.budget_usd = a.budget;
   if (a.deadline_days > 0) req.constraints.deadline_s = a.deadline_days * kSecondsPerDay;
   std::optional<Offering> offering;
@@ -290,6 +337,7 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
     if (offering) p.offering = *offering;
     if (!a.provider.empty()) p.provider = a.provider;
     p.overrides.insert(p.overrides.begin(), prices.begin(), prices.end());
+    p.price_files.insert(p.price_files.begin(), price_files.begin(), price_files.end());
     if (a.usd_per_kwh > 0) p.usd_per_kwh = a.usd_per_kwh;
     if (a.pue != search::kDefaultPue) p.pue = a.pue;
   };
@@ -308,9 +356,20 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
 
 Result<search::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& a) {
   search::SweepRequest req;
+  if (!a.spec.empty() && (!a.instances.empty() || a.all_offerings)) {
+    return Status::invalid_input(
+        std::string(a.all_offerings ? "--all-offerings" : "--instances") +
+        ": not with --spec (a sweep document names its clusters: give each an \"instance\")");
+  }
   if (!a.spec.empty() && has_cluster_numbers(a.numbers)) {
     return Status::invalid_input(
         "--node-gpus, --nics, ...: not with --spec (a sweep document names its topologies)");
+  }
+  // Price files first: a bad one fails before anything else is read.
+  std::vector<PriceEntry> price_files;
+  for (const std::string& path : a.price_files) {
+    PLANNER_ASSIGN_OR_RETURN(std::vector<PriceEntry> records, load_price_file(path));
+    price_files.insert(price_files.end(), records.begin(), records.end());
   }
   if (!a.spec.empty()) {
     PLANNER_ASSIGN_OR_RETURN(std::string text, read_text_file(a.spec));
@@ -319,9 +378,9 @@ Result<search::SweepRequest> build_request(const CliContext& ctx, const SweepArg
           return topo::resolve_topology(name);
         }));
   } else {
-    PLANNER_ASSIGN_OR_RETURN(req, request_from_flags(ctx, a));
+    PLANNER_ASSIGN_OR_RETURN(req, request_from_flags(ctx, a, price_files));
   }
-  PLANNER_RETURN_IF_ERROR(apply_common_flags(ctx, a, req));
+  PLANNER_RETURN_IF_ERROR(apply_common_flags(ctx, a, price_files, req));
   if (!a.profile.empty()) PLANNER_RETURN_IF_ERROR(app::use_profile(req, a.profile, a.db));
   return req;
 }
@@ -454,6 +513,54 @@ Json plan_json(const search::SweepSetup& setup, const search::RankedPlan& r) {
   return j;
 }
 
+// The cloud instance of each scenario ("AWS p5.48xlarge", with the offering when the scenarios'
+// offerings differ: "AWS p5.48xlarge spot"; a scenario of a topology not priced at its own
+// instance: "aws-p5 at GCP price") when any scenario is priced at an instance, else empty.
+std::vector<std::string> instance_labels(const search::SweepResult& res) {
+  const auto priced_at_instance = [](const search::ScenarioInfo& s) {
+    return !s.pricing.instance.empty();
+  };
+  if (std::none_of(res.scenarios.begin(), res.scenarios.end(), priced_at_instance)) return {};
+  const bool offerings_differ =
+      std::any_of(res.scenarios.begin(), res.scenarios.end(), [&](const search::ScenarioInfo& s) {
+        return s.price.offering != res.scenarios.front().price.offering;
+      });
+  std::vector<std::string> labels;
+  for (const search::ScenarioInfo& s : res.scenarios) {
+    std::string label = priced_at_instance(s) ? s.pricing.provider + " " + s.pricing.instance
+                        : s.price.overridden  ? s.topology + " at --price"
+                                              : s.topology + " at " + s.price.provider + " price";
+    if (offerings_differ) label += " " + std::string(to_string(s.price.offering));
+    labels.push_back(std::move(label));
+  }
+  return labels;
+}
+
+// The best plan of each instance (the first of the ranking that runs on it), instances in the
+// order of their best plans; `plan` is null for an instance none of whose plans was kept.
+struct InstanceBest {
+  std::string instance;
+  int scenario = 0;  // the first scenario on the instance
+  const search::RankedPlan* plan = nullptr;
+};
+
+std::vector<InstanceBest> best_per_instance(const search::SweepResult& res,
+                                            const std::vector<std::string>& labels) {
+  std::vector<InstanceBest> out;
+  const auto find = [&](const std::string& label) {
+    return std::find_if(out.begin(), out.end(),
+                        [&](const InstanceBest& b) { return b.instance == label; });
+  };
+  for (const search::RankedPlan& r : res.ranking) {
+    const std::string& label = labels[static_cast<std::size_t>(r.scenario)];
+    if (find(label) == out.end()) out.push_back({label, r.scenario, &r});
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (find(labels[i]) == out.end()) out.push_back({labels[i], static_cast<int>(i), nullptr});
+  }
+  return out;
+}
+
 // `no_plan`: why nothing was ranked (search::explain_empty()), empty when plans were.
 Json result_json(const search::SweepSetup& setup, const search::SweepResult& res, double seconds,
                  const std::string& no_plan) {
@@ -476,6 +583,11 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
                          {"offering", std::string(to_string(s.price.offering))},
                          {"price_source", s.price.source},
                          {"price_date", s.price.date}});
+    if (!s.price.overridden) {
+      scenarios.back()["price_provider"] = s.price.provider;
+      scenarios.back()["price_instance"] = s.price.instance;
+    }
+    if (!s.price.price_file.empty()) scenarios.back()["price_file"] = s.price.price_file;
     if (!s.pricing.instance.empty()) {
       scenarios.back()["provider"] = s.pricing.provider;
       scenarios.back()["instance"] = s.pricing.instance;
@@ -507,6 +619,33 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
               {"seconds", seconds},
               {"ranking", ranking},
               {"pareto", pareto}};
+  const std::vector<std::string> labels = instance_labels(res);
+  if (!labels.empty()) {
+    Json best = Json::array();
+    for (const InstanceBest& b : best_per_instance(res, labels)) {
+      const search::ScenarioInfo& s = res.scenarios[static_cast<std::size_t>(b.scenario)];
+      Json j = {{"instance", b.instance},
+                {"provider", s.price.provider},
+                {"offering", std::string(to_string(s.price.offering))},
+                {"usd_per_gpu_hour", s.price.usd_per_gpu_hour.raw()},
+                {"price_date", s.price.date},
+                {"price_source", s.price.source}};
+      if (b.plan != nullptr) {
+        j["scenario"] = res.scenarios[static_cast<std::size_t>(b.plan->scenario)].name;
+        j["position"] = b.plan->position;
+        j["label"] = plan_label(*b.plan);
+        j["world_size"] = b.plan->parallel.world_size();
+        j["tokens_per_usd"] = b.plan->objective;
+        j["total_cost_usd"] = b.plan->economics.total_cost.raw();
+        j["time_to_train_s"] = b.plan->economics.time_to_train_s;
+        j["tier"] = std::string(to_string(b.plan->tier));
+      } else {
+        j["position"] = nullptr;  // none of its plans was kept (--keep)
+      }
+      best.push_back(std::move(j));
+    }
+    out["best_per_instance"] = best;
+  }
   if (!no_plan.empty()) out["no_plan"] = no_plan;
   return out;
 }
@@ -616,18 +755,49 @@ std::size_t print_plans(std::ostream& out, const std::vector<search::RankedPlan>
   return folded;
 }
 
+// Which cloud, in one line per instance: its price and its best plan.
+void print_best_per_instance(std::ostream& out, const search::SweepResult& res,
+                             const std::vector<std::string>& instances, bool several) {
+  out << "\nbest plan per instance (the first of the ranking on each; cost and days to train the "
+         "token budget)\n";
+  Table t({{"INSTANCE"},
+           {"$/GPU-h", Align::kRight},
+           {"PRICE DATE"},
+           {"#", Align::kRight},
+           {"PLAN"},
+           {"GPUS", Align::kRight},
+           {"TOKENS/$", Align::kRight},
+           {"COST", Align::kRight},
+           {"DAYS", Align::kRight},
+           {"BY"}});
+  for (const InstanceBest& b : best_per_instance(res, instances)) {
+    const search::ScenarioInfo& s = res.scenarios[static_cast<std::size_t>(b.scenario)];
+    std::vector<std::string> row{
+        b.instance, fmt(s.price.usd_per_gpu_hour.raw(), 3),
+        s.price.overridden ? std::string("--price") : parse_price_period(s.price.date).label()};
+    if (b.plan == nullptr) {
+      for (const char* cell : {"-", "none kept (--keep)", "-", "-", "-", "-", "-"})
+        row.emplace_back(cell);
+    } else {
+      const search::RankedPlan& r = *b.plan;
+      std::string label = plan_label(r);
+      if (several) label = "s" + std::to_string(r.scenario + 1) + " " + label;
+      for (std::string cell :
+           {std::to_string(r.position), label, fmt_int(r.parallel.world_size()),
+            fmt_count(r.objective), money(r.economics.total_cost.raw()),
+            days(r.economics.time_to_train_s), std::string(r.simulated ? "sim" : "est")}) {
+        row.push_back(std::move(cell));
+      }
+    }
+    t.add_row(std::move(row));
+  }
+  t.print(out);
+}
+
 void print_report(std::ostream& out, const search::SweepSetup& setup,
                   const search::SweepResult& res, double seconds, int rows) {
   const bool several = res.scenarios.size() > 1;
-  std::vector<std::string> instances;
-  for (const search::ScenarioInfo& s : res.scenarios) {
-    if (!s.pricing.instance.empty()) {
-      instances.clear();
-      for (const search::ScenarioInfo& i : res.scenarios)
-        instances.push_back(i.pricing.provider + " " + i.pricing.instance);
-      break;
-    }
-  }
+  const std::vector<std::string> instances = instance_labels(res);
   for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
     const search::ScenarioInfo& s = res.scenarios[i];
     out << (several ? "s" + std::to_string(i + 1) + ": " : std::string()) << s.name << " ("
@@ -635,9 +805,11 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
         << "); plans use " << fmt_int(s.min_gpus) << "-" << fmt_int(s.max_gpus) << " GPUs\n";
     out << "  " << s.gpu << " at $" << fmt(s.price.usd_per_gpu_hour.raw(), 3) << "/GPU-hour "
         << to_string(s.price.offering)
-        << (s.price.overridden ? " (--price)"
-                               : " (" + s.price.provider + " " + s.price.instance + ", " +
-                                     s.price.date + "; " + s.price.source + ")")
+        << (s.price.overridden
+                ? " (--price)"
+                : " (" + s.price.provider + " " + s.price.instance + ", " + s.price.date + "; " +
+                      s.price.source +
+                      (s.price.price_file.empty() ? "" : "; from " + s.price.price_file) + ")")
         << (s.pricing.usd_per_kwh > 0 ? " + energy at $" + fmt(s.pricing.usd_per_kwh, 3) +
                                             "/kWh, PUE " + fmt(s.pricing.pue, 2)
                                       : std::string())
@@ -676,6 +848,7 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
            "communication, within 0.5% in tokens/$, and "
         << (folded == 1 ? "is" : "are") << " folded into it (--csv and --json list every plan)\n";
   }
+  if (!instances.empty()) print_best_per_instance(out, res, instances, several);
   const search::RankedPlan& best = res.ranking.front();
   const search::Goodput& g = best.economics.goodput;
   out << "\ngoodput of #1: " << fmt(res.failures.interruptions_per_gpu_hour * 1e5, 2)
@@ -850,6 +1023,12 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
           ->delimiter(',')
           ->excludes(gpu_flag)
           ->excludes(topology_flag);
+  cmd->add_flag("--all-offerings", a->all_offerings,
+                "Which cloud for the --gpu GPUs: every cloud instance of the topology presets "
+                "with them (of --provider, when given), once per offering it has a price for "
+                "(only --offering's, when given), all ranked together")
+      ->excludes(instances_flag)
+      ->excludes(topology_flag);
   add_cluster_number_options(cmd, a->numbers, topology_flag);
   cmd->add_option("--gpus", a->cluster_gpus,
                   "Cluster sizes in GPUs, comma-separated: one scenario each; plans use up to "
@@ -903,6 +1082,10 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--deadline", a->deadline_days, "Most days the token budget may take");
   cmd->add_option("--price", a->prices,
                   "Price override GPU=USD_PER_GPU_HOUR (repeatable, e.g. --price H100=2.49)");
+  cmd->add_option("--prices", a->price_files,
+                  "Price files (the catalogue's schema; planner price list --json writes one): "
+                  "their prices win over the catalogue's (repeatable)")
+      ->type_name("FILE");
   cmd->add_option("--offering", a->offering,
                   "on-demand (default), spot, reserved-1y, reserved-3y or capacity-block");
   cmd->add_option("--provider", a->provider,

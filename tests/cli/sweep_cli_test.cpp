@@ -2,6 +2,7 @@
 // (validated and simulated), the CI gate, sweep documents and the database record.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -384,6 +385,223 @@ TEST(SweepCli, HeaderShowsSequenceAndBatchAndOrderVariantsFold) {
   ASSERT_EQ(big.exit_code, 0) << big.err;
   EXPECT_TRUE(contains(big.out, "(+1)")) << big.out;
   EXPECT_TRUE(contains(big.out, "folded into it")) << big.out;
+}
+
+// "Which cloud" for one GPU: every cloud instance with H100s, once per offering the catalogue
+// prices it at, ranked together, with each instance's best plan after the ranking.
+TEST(SweepCli, AllOfferingsRanksEveryInstanceAndOfferingOfTheGpu) {
+  const std::vector<std::string> args = small(
+      {"--model", "llama3-8b", "--gpu", "h100", "--all-offerings", "--keep", "20", "--no-db"});
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const CommandResult r = run_planner(json_args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto res = nlohmann::json::parse(r.out);
+  // The catalogue's H100 instances with a topology preset: AWS p5 (every offering), GCP a3-mega
+  // (no capacity block) and Azure ND H100 v5 (on-demand only).
+  const std::set<std::string> expected{
+      "AWS p5.48xlarge on-demand",      "AWS p5.48xlarge spot",
+      "AWS p5.48xlarge reserved-1y",    "AWS p5.48xlarge reserved-3y",
+      "AWS p5.48xlarge capacity-block", "GCP a3-megagpu-8g on-demand",
+      "GCP a3-megagpu-8g spot",         "GCP a3-megagpu-8g reserved-1y",
+      "GCP a3-megagpu-8g reserved-3y",  "Azure Standard_ND96isr_H100_v5 on-demand"};
+  const auto catalogue = nlohmann::json::parse(run_planner({"price", "list", "--json"}).out);
+  std::map<std::string, std::string> label_of;  // scenario name -> instance and offering
+  std::map<std::string, double> price_of;
+  for (const auto& sc : res["scenarios"]) {
+    const std::string label = sc["provider"].get<std::string>() + " " +
+                              sc["instance"].get<std::string>() + " " +
+                              sc["offering"].get<std::string>();
+    label_of[sc["name"]] = label;
+    price_of[label] = sc["usd_per_gpu_hour"];
+    EXPECT_EQ(sc["gpu"], "H100-SXM5-80GB");
+    // Priced at the catalogue's record of that instance and offering.
+    bool found = false;
+    for (const auto& rec : catalogue) {
+      found = found ||
+              (rec["provider"] == sc["provider"] && rec["offering"] == sc["offering"] &&
+               rec["instance"].get<std::string>().starts_with(sc["instance"].get<std::string>()) &&
+               rec["usd_per_gpu_hour"] == sc["usd_per_gpu_hour"]);
+    }
+    EXPECT_TRUE(found) << label;
+  }
+  EXPECT_EQ(label_of.size(), expected.size());
+  std::set<std::string> labels;
+  for (const auto& [name, label] : label_of)
+    labels.insert(label);
+  EXPECT_EQ(labels, expected);
+  EXPECT_DOUBLE_EQ(price_of["AWS p5.48xlarge on-demand"], 6.88);
+
+  // The summary: one line per instance and offering, its first plan in the ranking.
+  std::map<std::string, int> first_position;
+  for (const auto& p : res["ranking"]) {
+    first_position.emplace(label_of[p["scenario"]], p["position"].get<int>());
+  }
+  const auto& best = res["best_per_instance"];
+  ASSERT_EQ(best.size(), expected.size());
+  int last = 0;
+  for (const auto& b : best) {
+    const std::string label = b["instance"];
+    ASSERT_TRUE(first_position.count(label)) << label;
+    EXPECT_EQ(b["position"], first_position[label]) << label;
+    EXPECT_GT(b["position"].get<int>(), last);  // in the ranking's order
+    last = b["position"];
+    EXPECT_GT(b["tokens_per_usd"].get<double>(), 0);
+    EXPECT_GT(b["total_cost_usd"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(b["usd_per_gpu_hour"].get<double>(), price_of[label]);
+    // Each instance's best is kept and simulated, however far down the ranking it is.
+    EXPECT_EQ(b["tier"], res["ranking"][0]["tier"]) << label;
+  }
+  EXPECT_EQ(best[0]["position"], 1);
+
+  const CommandResult text = run_planner(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const auto summary = text.out.find("best plan per instance");
+  ASSERT_NE(summary, std::string::npos) << text.out;
+  for (const std::string& label : expected) {
+    EXPECT_TRUE(contains(text.out.substr(summary), label)) << label << "\n" << text.out;
+  }
+  EXPECT_TRUE(contains(
+      text.out, "s6: llama3-8b on 16 x H100-SXM5-80GB, Azure Standard_ND96isr_H100_v5 on-demand"))
+      << text.out;
+
+  // --offering and --provider narrow it.
+  json_args.insert(json_args.end(), {"--offering", "spot"});
+  const auto spot = nlohmann::json::parse(run_planner(json_args).out);
+  ASSERT_EQ(spot["scenarios"].size(), 2u);
+  for (const auto& sc : spot["scenarios"])
+    EXPECT_EQ(sc["offering"], "spot");
+  const CommandResult gcp = run_planner(
+      small({"--gpu", "h100", "--all-offerings", "--provider", "gcp", "--no-db", "--json"}));
+  ASSERT_EQ(gcp.exit_code, 0) << gcp.err;
+  const auto gcp_res = nlohmann::json::parse(gcp.out);
+  ASSERT_EQ(gcp_res["scenarios"].size(), 4u);
+  for (const auto& sc : gcp_res["scenarios"])
+    EXPECT_EQ(sc["instance"], "a3-megagpu-8g");
+
+  const CommandResult none =
+      run_planner({"sweep", "--gpu", "v100-sxm2-32gb", "--all-offerings", "--no-db"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(contains(none.err, "--all-offerings: no cloud instance has V100-SXM2-32GB GPUs"))
+      << none.err;
+  const CommandResult unpriced =
+      run_planner({"sweep", "--gpu", "h100", "--all-offerings", "--provider", "azure", "--offering",
+                   "spot", "--no-db"});
+  EXPECT_EQ(unpriced.exit_code, 2);
+  EXPECT_TRUE(contains(unpriced.err,
+                       "no spot price for the instances with H100-SXM5-80GB GPUs "
+                       "from azure (Standard_ND96isr_H100_v5)"))
+      << unpriced.err;
+  EXPECT_EQ(
+      run_planner({"sweep", "--all-offerings", "--instances", "p5.48xlarge", "--no-db"}).exit_code,
+      2);
+}
+
+// A user's price file wins over the catalogue; a bad one is refused naming the file and field.
+TEST(SweepCli, PriceFileOverridesTheCatalogue) {
+  TempDir dir;
+  const std::string file = dir.file("my-prices.json");
+  testing::write_file(file, R"([{"gpu": "H100", "provider": "AWS", "instance": "p5.48xlarge",
+    "gpus_per_instance": 8, "offering": "on-demand", "usd_per_instance_hour": 24.0,
+    "usd_per_gpu_hour": 3.0, "region": "us-east-1", "date": "2026-11-20",
+    "source": "our negotiated rate"}])");
+  const CommandResult base = run_planner(small({"--no-db", "--json"}));
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  const CommandResult mine = run_planner(small({"--no-db", "--json", "--prices", file}));
+  ASSERT_EQ(mine.exit_code, 0) << mine.err;
+  const auto b = nlohmann::json::parse(base.out);
+  const auto m = nlohmann::json::parse(mine.out);
+  EXPECT_DOUBLE_EQ(b["scenarios"][0]["usd_per_gpu_hour"].get<double>(), 6.88);
+  EXPECT_DOUBLE_EQ(m["scenarios"][0]["usd_per_gpu_hour"].get<double>(), 3.0);
+  EXPECT_EQ(m["scenarios"][0]["price_file"], file);
+  EXPECT_EQ(m["scenarios"][0]["price_source"], "our negotiated rate");
+  EXPECT_FALSE(b["scenarios"][0].contains("price_file"));
+  // The same plan, at 3.00 instead of 6.88 per GPU-hour.
+  EXPECT_EQ(m["ranking"][0]["label"], b["ranking"][0]["label"]);
+  EXPECT_NEAR(m["ranking"][0]["tokens_per_usd"].get<double>() /
+                  b["ranking"][0]["tokens_per_usd"].get<double>(),
+              6.88 / 3.0, 1e-9);
+  const CommandResult text = run_planner(small({"--no-db", "--prices", file}));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out,
+                       "at $3.000/GPU-hour on-demand (AWS p5.48xlarge, 2026-11-20; our "
+                       "negotiated rate; from " +
+                           file + ")"))
+      << text.out;
+  // Offerings the file has no price for still come from the catalogue.
+  const CommandResult spot =
+      run_planner(small({"--no-db", "--json", "--prices", file, "--offering", "spot"}));
+  ASSERT_EQ(spot.exit_code, 0) << spot.err;
+  EXPECT_DOUBLE_EQ(
+      nlohmann::json::parse(spot.out)["scenarios"][0]["usd_per_gpu_hour"].get<double>(), 1.65227);
+
+  const std::string bad = dir.file("bad-prices.json");
+  testing::write_file(bad, R"([{"gpu": "H100", "provider": "AWS", "instance": "p5.48xlarge",
+    "gpus_per_instance": 8, "offering": "hourly", "usd_per_gpu_hour": 3.0,
+    "date": "2026-11-20", "source": "x"}])");
+  const CommandResult e = run_planner(small({"--no-db", "--prices", bad}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_TRUE(contains(e.err, bad + ": /0/offering")) << e.err;
+  const CommandResult missing = run_planner(small({"--no-db", "--prices", dir.file("none.json")}));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(contains(missing.err, dir.file("none.json"))) << missing.err;
+}
+
+// A sweep document's cluster may name a cloud instance: its topology, GPU and price come with it.
+TEST(SweepCli, SpecClusterNamesACloudInstance) {
+  TempDir dir;
+  const std::string spec = dir.file("clouds.json");
+  testing::write_file(spec, R"({"schema_version": 1, "kind": "sweep",
+    "models": ["llama3-8b"], "training": {"global_batch_size": 64, "seq_length": 2048},
+    "clusters": [{"instance": "p5.48xlarge", "gpus": [16]},
+                 {"instance": "a3-megagpu-8g", "gpu": "h100", "gpus": [16], "offering": "spot"},
+                 {"gpu": "h100", "gpus": [16], "provider": "GCP"}],
+    "search": {"top_k": 2, "keep": 50}})");
+  ASSERT_EQ(run_planner({"validate", spec}).exit_code, 0);
+  const CommandResult r =
+      run_planner({"sweep", "--spec", spec, "--json", "--no-db", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["scenarios"].size(), 3u);
+  EXPECT_EQ(j["scenarios"][0]["topology"], "aws-p5");
+  EXPECT_EQ(j["scenarios"][0]["instance"], "p5.48xlarge");
+  EXPECT_DOUBLE_EQ(j["scenarios"][0]["usd_per_gpu_hour"].get<double>(), 6.88);
+  EXPECT_EQ(j["scenarios"][1]["topology"], "gcp-a3-mega");
+  EXPECT_EQ(j["scenarios"][1]["provider"], "GCP");
+  EXPECT_EQ(j["scenarios"][1]["offering"], "spot");
+  EXPECT_DOUBLE_EQ(j["scenarios"][1]["usd_per_gpu_hour"].get<double>(), 2.90941);
+  // "provider": the GPU's default topology at that provider's price (the default rule among its
+  // records: of GCP's 8-GPU H100 instances, both dated 2026-07-30, the cheaper a3-highgpu-8g).
+  EXPECT_EQ(j["scenarios"][2]["topology"], "aws-p5");
+  EXPECT_EQ(j["scenarios"][2]["price_provider"], "GCP");
+  EXPECT_EQ(j["scenarios"][2]["price_instance"], "a3-highgpu-8g");
+  EXPECT_FALSE(j["scenarios"][2].contains("instance"));  // not priced at its own instance
+  EXPECT_DOUBLE_EQ(j["scenarios"][2]["usd_per_gpu_hour"].get<double>(), 11.06125);
+  EXPECT_EQ(j["best_per_instance"].size(), 3u);
+
+  const auto refused = [&](const std::string& cluster, const std::string& message) {
+    const std::string bad = dir.file("bad.json");
+    testing::write_file(bad, R"({"schema_version": 1, "kind": "sweep", "models": ["llama3-8b"],
+      "training": {"global_batch_size": 64, "seq_length": 2048}, "clusters": [)" +
+                                 cluster + "]}");
+    const CommandResult e = run_planner({"sweep", "--spec", bad, "--no-db"});
+    EXPECT_EQ(e.exit_code, 2) << cluster;
+    EXPECT_TRUE(contains(e.err, bad + ": " + message)) << e.err;
+    return e.err;
+  };
+  const std::string unknown = refused(R"({"instance": "p9.mega", "gpus": [16]})",
+                                      "/clusters/0/instance: unknown cloud instance \"p9.mega\"; "
+                                      "known instances: ");
+  for (const char* known : {"p5.48xlarge", "a3-megagpu-8g", "Standard_ND96isr_H100_v5"})
+    EXPECT_TRUE(contains(unknown, known)) << known << ": " << unknown;
+  refused(R"({"instance": "dgx-b200", "gpus": [16]})",
+          "/clusters/0/instance: topology dgx-b200 is no cloud instance");
+  refused(R"({"instance": "p5.48xlarge", "topology": "aws-p5", "gpus": [16]})",
+          "/clusters/0/topology: give either an instance or a topology");
+  refused(R"({"instance": "p5.48xlarge", "provider": "GCP", "gpus": [16]})",
+          "/clusters/0/provider: give either an instance or a provider");
+  refused(R"({"instance": "p5.48xlarge", "gpu": "a100-80gb", "gpus": [16]})",
+          "/clusters/0/instance: instance p5.48xlarge (topology aws-p5) has H100-SXM5-80GB GPUs");
 }
 
 }  // namespace

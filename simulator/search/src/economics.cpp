@@ -30,7 +30,14 @@ Result<GpuPrice> resolve_price(const GpuSpec& gpu, const PricingOptions& options
   query.offering = options.offering;
   query.provider = options.provider;
   query.instance = options.instance;
-  if (const PriceEntry* e = pick_price(gpu.prices, query)) {
+  std::vector<PriceEntry> from_files;
+  for (const PriceEntry& e : options.price_files) {
+    if (gpu.matches(e.gpu)) from_files.push_back(e);
+  }
+  const PriceEntry* e = pick_price(from_files, query);
+  const bool from_file = e != nullptr;
+  if (!from_file) e = pick_price(gpu.prices, query);
+  if (e != nullptr) {
     GpuPrice p;
     p.usd_per_gpu_hour = e->usd_per_gpu_hour;
     p.offering = options.offering;
@@ -38,26 +45,31 @@ Result<GpuPrice> resolve_price(const GpuSpec& gpu, const PricingOptions& options
     p.instance = e->instance;
     p.date = e->date;
     p.source = e->source;
+    if (from_file) p.price_file = e->origin;
     return p;
   }
+  std::vector<PriceEntry> all = from_files;
+  all.insert(all.end(), gpu.prices.begin(), gpu.prices.end());
+  const std::string where =
+      options.price_files.empty() ? std::string() : std::string(" or the price files");
   if (!query.provider.empty() || !query.instance.empty()) {
     const std::string asked = query.instance.empty()   ? query.provider
                               : query.provider.empty() ? query.instance
                                                        : query.provider + " " + query.instance;
-    const std::string have = describe_offerings(gpu.prices);
+    const std::string have = describe_offerings(all);
     return Status::invalid_input(gpu.name + " has no " + std::string(to_string(options.offering)) +
-                                 " price from " + asked + " in the price catalogue" +
+                                 " price from " + asked + " in the price catalogue" + where +
                                  (have.empty() ? std::string() : " (it has " + have + ")") +
                                  "; give one with --price " + gpu.name + "=USD_PER_GPU_HOUR");
   }
   std::string have;
-  for (const PriceEntry& e : gpu.prices) {
-    const std::string name(to_string(e.offering));
+  for (const PriceEntry& record : all) {
+    const std::string name(to_string(record.offering));
     if (have.find(name) == std::string::npos) have += (have.empty() ? "" : ", ") + name;
   }
   return Status::invalid_input(
       gpu.name + " has no " + std::string(to_string(options.offering)) +
-      " price in the GPU catalogue" +
+      " price in the GPU catalogue" + where +
       (have.empty() ? std::string(" (it has none)") : " (it has " + have + ")") +
       "; give one with --price " + gpu.name + "=USD_PER_GPU_HOUR");
 }

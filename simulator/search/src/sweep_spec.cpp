@@ -129,6 +129,29 @@ void read_space(JsonObject& o, SearchSpace& s) {
 
 }  // namespace
 
+std::string cloud_instance_names() {
+  std::string names;
+  for (const topo::TopologySpec& t : topo::builtin_topologies().all()) {
+    if (!t.instance.empty()) names += (names.empty() ? "" : ", ") + t.instance;
+  }
+  return names;
+}
+
+Result<topo::TopologySpec> resolve_cloud_instance(std::string_view name) {
+  const topo::TopologySpec* topology = topo::builtin_topologies().find(name);
+  if (topology == nullptr) {
+    return Status::invalid_input("unknown cloud instance \"" + std::string(name) +
+                                 "\"; known instances: " + cloud_instance_names());
+  }
+  if (topology->instance.empty()) {
+    return Status::invalid_input("topology " + topology->name +
+                                 " is no cloud instance (it names no provider and instance); "
+                                 "known instances: " +
+                                 cloud_instance_names());
+  }
+  return *topology;
+}
+
 bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyResolver& topologies,
                        SweepRequest& out) {
   Diagnostics& diag = root.diagnostics();
@@ -176,6 +199,8 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
     int min_gpus = 0;
     std::optional<Offering> offering;
     std::optional<double> price;
+    std::string provider;
+    bool priced_at_instance = false;
     std::string origin;
   };
   std::vector<ClusterEntry> clusters;
@@ -191,20 +216,43 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
         c.origin = pointer + "/" + std::to_string(i);
         if (!diag.source().empty()) c.origin = diag.source() + ": " + c.origin;
         bool ok = true;
+        // "instance": a cloud instance, whose topology preset gives the GPU and the network and
+        // whose provider's price the scenario is costed at.
+        std::optional<topo::TopologySpec> instance;
+        const bool have_instance = co.has("instance");
+        std::string instance_name;
+        if (co.read("instance", instance_name, Need::kOptional)) {
+          auto t = resolve_cloud_instance(instance_name);
+          if (t) {
+            instance = std::move(t).value();
+          } else {
+            co.error("instance", t.status().message());
+          }
+        }
+        if (have_instance && !instance) ok = false;
+        if (have_instance && co.has("topology")) {
+          co.error("topology",
+                   "give either an instance or a topology: the instance brings its own topology");
+          ok = false;
+        }
         std::string gpu_name;
-        if (co.read("gpu", gpu_name, Need::kRequired)) {
+        const bool have_gpu =
+            co.read("gpu", gpu_name, have_instance ? Need::kOptional : Need::kRequired);
+        if (!have_gpu && instance) gpu_name = instance->gpu;
+        const std::string gpu_field = have_gpu ? "gpu" : "instance";
+        if (!gpu_name.empty()) {
           auto g = catalog.gpu(gpu_name);
           if (g) {
             c.gpu = *g;
             const std::string problem =
                 have_training ? precision_problem(c.gpu, training.precision) : std::string();
             if (!problem.empty()) {
-              co.error("gpu",
+              co.error(gpu_field,
                        problem + ", which " + root.pointer_of("training") + "/precision asks for");
               ok = false;
             }
           } else {
-            co.error("gpu", g.status().message());
+            co.error(gpu_field, g.status().message());
             ok = false;
           }
         } else {
@@ -227,17 +275,26 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
         if (co.read("usd_per_gpu_hour", price, Need::kOptional, {0.0, 1000.0, true})) {
           c.price = price;
         }
+        if (co.read("provider", c.provider, Need::kOptional) && have_instance) {
+          co.error("provider", "give either an instance or a provider: the instance names its own");
+          ok = false;
+        }
         if (ok) {
-          auto t = have_topology ? topologies(topology) : topo::topology_for_gpu(c.gpu);
+          auto t = instance        ? Result<topo::TopologySpec>(*instance)
+                   : have_topology ? topologies(topology)
+                                   : topo::topology_for_gpu(c.gpu);
           if (!t) {
             co.error(have_topology ? "topology" : "gpu", t.status().message());
             ok = false;
           } else if (!c.gpu.matches(t->gpu)) {
-            co.error("topology",
-                     "topology " + t->name + " has " + t->gpu + " GPUs, not " + c.gpu.name);
+            co.error(instance ? "instance" : "topology",
+                     (instance ? "instance " + instance->instance + " (topology " + t->name + ")"
+                               : "topology " + t->name) +
+                         " has " + t->gpu + " GPUs, not " + c.gpu.name);
             ok = false;
           } else {
             c.topology = *t;
+            c.priced_at_instance = instance.has_value();
             for (int gpus : c.gpus) {
               const std::string problem = node_count_problem(c.topology, gpus);
               if (problem.empty()) continue;
@@ -315,9 +372,11 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
         sc.max_gpus = gpus;
         sc.min_gpus = c.min_gpus;
         sc.origin = c.origin;
-        if (c.offering || c.price) {
+        sc.priced_at_instance = c.priced_at_instance;
+        if (c.offering || c.price || !c.provider.empty()) {
           PricingOptions p = out.pricing;
           if (c.offering) p.offering = *c.offering;
+          if (!c.provider.empty()) p.provider = c.provider;
           if (c.price) p.overrides.insert(p.overrides.begin(), {c.gpu.name, Usd(*c.price)});
           sc.pricing = p;
         }

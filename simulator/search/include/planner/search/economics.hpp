@@ -1,10 +1,12 @@
 // Money and goodput: what a plan costs per hour, how much of its time is useful work once
 // failures and checkpoints are priced in, and what that makes of tokens per dollar.
 //
-// Price per GPU-hour: a --price override for the GPU, else the GPU catalogue's cheapest entry for
-// the offering (GpuSpec::prices, each with provider, date and source). A GPU without one is an
-// error naming it. Billed GPUs are whole nodes: ceil(world / GPUs per node) × GPUs per node.
-// Energy (optional, when a $/kWh is given): TDP × PUE × GPUs × $/kWh, the GPUs at their TDP.
+// Price per GPU-hour: a --price override for the GPU, else the records of the user's price files
+// (--prices FILE, core/prices.hpp) for the GPU, else the catalogue's (GpuSpec::prices), each set
+// picked from by the default rule of core/pricing.hpp for the offering (and provider/instance when
+// asked for). A GPU without one is an error naming it. Billed GPUs are whole nodes: ceil(world /
+// GPUs per node) × GPUs per node. Energy (optional, when a $/kWh is given): TDP × PUE × GPUs ×
+// $/kWh, the GPUs at their TDP.
 //
 // Goodput (a first-order checkpoint/restart model):
 //   λ      interruptions per GPU-hour (default kLlama3InterruptionsPerGpuHour), plus for spot
@@ -32,6 +34,7 @@
 #include "planner/core/enums.hpp"
 #include "planner/core/gpu_spec.hpp"
 #include "planner/core/model_spec.hpp"
+#include "planner/core/prices.hpp"
 #include "planner/core/status.hpp"
 #include "planner/core/training_spec.hpp"
 #include "planner/core/units.hpp"
@@ -72,6 +75,8 @@ struct PriceOverride {
 struct PricingOptions {
   Offering offering = Offering::kOnDemand;
   std::vector<PriceOverride> overrides;
+  // Records of user price files (--prices FILE): they win over the catalogue's for their GPU.
+  std::vector<PriceEntry> price_files;
   // A provider ("AWS") and instance ("p5.48xlarge") to price at; empty: the catalogue's default
   // rule (core/pricing.hpp).
   std::string provider;
@@ -88,6 +93,7 @@ struct GpuPrice {
   std::string instance;
   std::string date;
   std::string source;
+  std::string price_file;  // the user price file the record came from; empty: the catalogue
 };
 
 // The price of `gpu` under `options`; kInvalidInput naming the GPU (and the offerings it has a

@@ -6,7 +6,12 @@
 //     "training": { training fields },                   batch, sequence, precision, token budget
 //     "clusters": [{ "gpu": "h100", "topology": "dgx-h100-superpod",   topology optional: the
 //                    "gpus": [512, 1024], "min_gpus": 256,             first preset with the GPU
-//                    "offering": "spot", "usd_per_gpu_hour": 2.49 }],  both optional
+//                    "offering": "spot", "usd_per_gpu_hour": 2.49,      optional; "provider":
+//                    "provider": "GCP" }],                             its catalogue price
+//                  or { "instance": "p5.48xlarge", "gpus": [64] }:     a cloud instance (its
+//                    topology preset's instance name, or the preset's name): its topology and
+//                    GPU ("gpu" optional, must match; no "topology"), priced at its provider's
+//                    catalogue price for the offering (planner sweep --instances)
 //     "space": { "tp": [..], "pp": [..], "dp": [..], "cp": [..], "ep": [..],
 //                "micro_batch_size": [..], "virtual_stages": [..], "schedule": ["1f1b", ..],
 //                "recompute": [..], "zero_stage": [..], "sequence_parallel": [true, false],
@@ -36,6 +41,12 @@ namespace planner::search {
 // Turns a topology name from the document into a topology (the CLI resolves presets and files;
 // the simulator reads no files itself).
 using TopologyResolver = std::function<Result<topo::TopologySpec>(std::string_view name)>;
+
+// The cloud instances of the topology presets, for messages: "p4d.24xlarge, p5.48xlarge, ...".
+std::string cloud_instance_names();
+// A cloud instance ("p5.48xlarge") or a topology preset that names one ("aws-p5"); kInvalidInput
+// naming the instances that exist otherwise.
+Result<topo::TopologySpec> resolve_cloud_instance(std::string_view name);
 
 // Reads a sweep document's fields (header consumed) into `out`; every problem lands in the
 // object's diagnostics. Returns true when there was none.
