@@ -55,6 +55,7 @@ constexpr const char* kGpuPtr = "/clusters/0/gpu";
 constexpr const char* kTopologyPtr = "/clusters/0/topology";
 constexpr const char* kGpusPtr = "/clusters/0/gpus";
 constexpr const char* kOfferingPtr = "/clusters/0/offering";
+constexpr const char* kProviderPtr = "/clusters/0/provider";
 constexpr const char* kPricePtr = "/clusters/0/usd_per_gpu_hour";
 constexpr const char* kBatchPtr = "/training/global_batch_size";
 constexpr const char* kSeqPtr = "/training/seq_length";
@@ -221,12 +222,32 @@ QWidget* MainWindow::build_editor() {
   offering_combo_ = new QComboBox;
   for (const auto& [value, name] : EnumTraits<Offering>::kNames)
     offering_combo_->addItem(qs(name));
+  // The providers with a catalogue price for the GPU; the first entry, empty, is the default rule
+  // (AWS where it rents the GPU, core/pricing.hpp).
+  provider_combo_ = new QComboBox;
+  const auto fill_providers = [this](const QString& gpu_name) {
+    const QString current = provider_combo_->currentText();
+    QStringList providers;
+    if (const GpuSpec* g = builtin_catalog().find_gpu(gpu_name.toStdString())) {
+      for (const PriceEntry& e : g->prices) {
+        if (!providers.contains(qs(e.provider))) providers.push_back(qs(e.provider));
+      }
+    }
+    providers.sort(Qt::CaseInsensitive);
+    provider_combo_->clear();
+    provider_combo_->addItem("");
+    provider_combo_->addItems(providers);
+    provider_combo_->setCurrentText(providers.contains(current) ? current : QString());
+  };
+  connect(gpu_combo_, &QComboBox::currentTextChanged, this, fill_providers);
+  fill_providers(gpu_combo_->currentText());
   price_ = new QLineEdit;
   price_->setPlaceholderText("catalogue price");
   add_field(cluster_form, "GPU", gpu_combo_, kGpuPtr);
   add_field(cluster_form, "topology", topology_combo_, kTopologyPtr);
   add_field(cluster_form, "nodes", nodes_, kGpusPtr);
   add_field(cluster_form, "offering", offering_combo_, kOfferingPtr);
+  add_field(cluster_form, "provider", provider_combo_, kProviderPtr);
   add_field(cluster_form, "USD / GPU-hour", price_, kPricePtr);
   layout->addWidget(cluster_box);
 
@@ -296,6 +317,11 @@ Json MainWindow::document() const {
     cluster["gpus"] = nodes ? Json::array({*nodes}) : Json::array();
   }
   cluster["offering"] = offering_combo_->currentText().toStdString();
+  if (provider_combo_->currentText().isEmpty()) {
+    cluster.erase("provider");
+  } else {
+    cluster["provider"] = provider_combo_->currentText().toStdString();
+  }
   if (auto v = field_value(price_->text())) {
     cluster["usd_per_gpu_hour"] = *v;
   } else {
@@ -353,6 +379,11 @@ void MainWindow::set_document(const Json& doc) {
     offering_combo_->setCurrentText(c.contains("offering") ? json_text(c["offering"])
                                                            : QString("on-demand"));
     price_->setText(c.contains("usd_per_gpu_hour") ? json_text(c["usd_per_gpu_hour"]) : "");
+    const QString provider = c.contains("provider") ? json_text(c["provider"]) : QString();
+    if (!provider.isEmpty() && provider_combo_->findText(provider) < 0) {
+      provider_combo_->addItem(provider);  // one the catalogue does not know: the sweep says so
+    }
+    provider_combo_->setCurrentText(provider);
   }
   batch_->setText(text_at({"training", "global_batch_size"}));
   seq_->setText(text_at({"training", "seq_length"}));
@@ -765,7 +796,8 @@ QWidget* MainWindow::build_what_if_tab() {
          {RankingModel::kTp, RankingModel::kPp, RankingModel::kDp, RankingModel::kCp,
           RankingModel::kEp, RankingModel::kMicroBatch, RankingModel::kZero, RankingModel::kOrder,
           RankingModel::kOverlap, RankingModel::kMfu, RankingModel::kHeadroom, RankingModel::kNote,
-          RankingModel::kTier, RankingModel::kSchedule, RankingModel::kRecompute}) {
+          RankingModel::kTier, RankingModel::kSchedule, RankingModel::kRecompute,
+          RankingModel::kPeakMemory, RankingModel::kTokensPerSecond}) {
       view->setColumnHidden(c, true);
     }
     l->addWidget(view);

@@ -146,6 +146,7 @@ class MainWindow : public QMainWindow {
   QComboBox* topology_combo_ = nullptr;
   QLineEdit* nodes_ = nullptr;
   QComboBox* offering_combo_ = nullptr;
+  QComboBox* provider_combo_ = nullptr;  // "" (the default rule) or a provider pricing the GPU
   QLineEdit* price_ = nullptr;
   QLineEdit* batch_ = nullptr;
   QLineEdit* seq_ = nullptr;

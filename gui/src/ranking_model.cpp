@@ -2,6 +2,8 @@
 
 #include <QBrush>
 #include <QColor>
+#include <array>
+#include <utility>
 
 #include "planner/core/enums.hpp"
 
@@ -71,6 +73,10 @@ QString RankingModel::text(int row, int column) const {
       return QString::number(p.position);
     case kPlan:
       return QString::fromStdString(short_label(c));
+    case kGpus:
+      return QString::number(c.world_size());
+    case kPeakMemory:
+      return QString::number(to_GiB(m.peak_memory), 'f', 1) + " GiB";
     case kTp:
       return QString::number(c.tp);
     case kPp:
@@ -122,6 +128,10 @@ QVariant RankingModel::sort_value(const search::RankedPlan& p, int column) const
   switch (column) {
     case kPosition:
       return p.position;
+    case kGpus:
+      return p.parallel.world_size();
+    case kPeakMemory:
+      return to_GiB(m.peak_memory);
     case kTp:
       return p.parallel.tp;
     case kPp:
@@ -173,12 +183,35 @@ QVariant RankingModel::data(const QModelIndex& index, int role) const {
 
 QVariant RankingModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
-  static const char* const kHeaders[kColumnCount] = {
-      "#",          "plan",          "tp",        "pp",        "dp",   "cp",
-      "ep",         "mbs",           "schedule",  "recompute", "ZeRO", "rank order",
-      "dp overlap", "tier",          "step time", "tokens/s",  "MFU",  "headroom",
-      "tokens/$",   "time to train", "cost",      "note"};
-  return section >= 0 && section < kColumnCount ? QString(kHeaders[section]) : QString();
+  static const std::array<std::pair<int, const char*>, kColumnCount> kHeaders{
+      {{kPosition, "#"},
+       {kPlan, "plan"},
+       {kGpus, "GPUs"},
+       {kTokensPerUsd, "tokens/$"},
+       {kCost, "cost"},
+       {kTimeToTrain, "time to train"},
+       {kStepTime, "step time"},
+       {kMfu, "MFU"},
+       {kPeakMemory, "memory"},
+       {kHeadroom, "headroom"},
+       {kTokensPerSecond, "tokens/s"},
+       {kTp, "tp"},
+       {kPp, "pp"},
+       {kDp, "dp"},
+       {kCp, "cp"},
+       {kEp, "ep"},
+       {kMicroBatch, "mbs"},
+       {kSchedule, "schedule"},
+       {kRecompute, "recompute"},
+       {kZero, "ZeRO"},
+       {kOrder, "rank order"},
+       {kOverlap, "dp overlap"},
+       {kTier, "tier"},
+       {kNote, "note"}}};
+  for (const auto& [column, header] : kHeaders) {
+    if (column == section) return QString(header);
+  }
+  return QString();
 }
 
 std::set<std::pair<int, int>> ranking_differences(const RankingModel& base,

@@ -1,5 +1,6 @@
-// The ranking table: one row per ranked plan of a sweep (axes, schedule, recompute, ZeRO, step
-// time, tokens/s, MFU, memory headroom, effective tokens per dollar, time and cost to train).
+// The ranking table: one row per ranked plan of a sweep (GPUs, effective tokens per dollar, cost
+// and time to train, step time, MFU, peak memory and headroom, tokens/s; then the axes, schedule,
+// recompute, ZeRO, rank order and overlap).
 // Qt::DisplayRole gives the text, Qt::UserRole the number to sort by. Cells marked different
 // (a what-if comparison) get a highlighted background.
 #pragma once
@@ -20,9 +21,20 @@ QString format_usd(double usd);         // "$1.23 M", "$4.5 k", "$12.34"
 class RankingModel : public QAbstractTableModel {
   Q_OBJECT
  public:
+  // The decision columns first (what the plan buys: GPUs, tokens per dollar, cost, time, step
+  // time, MFU, memory), the configuration after.
   enum Column {
     kPosition,
     kPlan,
+    kGpus,
+    kTokensPerUsd,
+    kCost,
+    kTimeToTrain,
+    kStepTime,
+    kMfu,
+    kPeakMemory,
+    kHeadroom,
+    kTokensPerSecond,
     kTp,
     kPp,
     kDp,
@@ -35,13 +47,6 @@ class RankingModel : public QAbstractTableModel {
     kOrder,
     kOverlap,
     kTier,
-    kStepTime,
-    kTokensPerSecond,
-    kMfu,
-    kHeadroom,
-    kTokensPerUsd,
-    kTimeToTrain,
-    kCost,
     kNote,
     kColumnCount
   };

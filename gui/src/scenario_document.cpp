@@ -136,6 +136,7 @@ Result<WhatIf> apply_knob(const Json& doc, const FabricChange& change, Knob knob
       cluster["topology"] = topology.name;
       cluster["gpus"] = Json::array({nodes * topology.gpus_per_node()});
       cluster.erase("usd_per_gpu_hour");  // a price is per GPU type
+      cluster.erase("provider");          // and so are the providers renting it
       cluster.erase("min_gpus");
       return out;
     }

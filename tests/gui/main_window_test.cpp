@@ -138,6 +138,29 @@ class MainWindowTest : public QObject {
     window_->set_document(app::default_scenario_document());
   }
 
+  // The provider picker lists the providers with a catalogue price for the GPU; the sweep is
+  // costed at the one chosen.
+  void provider_picker_prices_at_the_chosen_provider() {
+    const Json doc = app::default_scenario_document();  // H100
+    window_->set_document(doc);
+    QVERIFY(!window_->document()["clusters"][0].contains("provider"));
+    window_->set_field("/clusters/0/provider", "GCP");
+    const Json gcp = window_->document();
+    QCOMPARE(gcp["clusters"][0]["provider"].get<std::string>(), std::string("GCP"));
+    const ParsedScenario parsed = parse_scenario(gcp);
+    QVERIFY(parsed.request.has_value());
+    QCOMPARE(parsed.request->scenarios[0].pricing->provider, std::string("GCP"));
+    // MI300X: GCP does not rent it, so the picker falls back to the default rule.
+    window_->set_field("/clusters/0/gpu",
+                       QString::fromStdString(builtin_catalog().gpu("mi300x")->name));
+    QVERIFY(!window_->document()["clusters"][0].contains("provider"));
+    window_->set_field("/clusters/0/provider", "Oracle");
+    QCOMPARE(window_->document()["clusters"][0]["provider"].get<std::string>(),
+             std::string("Oracle"));
+    window_->set_document(doc);
+    QVERIFY(!window_->document()["clusters"][0].contains("provider"));
+  }
+
   void what_if_knobs_change_the_document_or_the_fabric() {
     const Json doc = app::default_scenario_document();
     auto gpu = apply_knob(doc, {}, Knob::kGpu, "h200");
@@ -196,6 +219,16 @@ class MainWindowTest : public QObject {
       QVERIFY(proxy->index(r, RankingModel::kPlan).data().toString().contains("zero1"));
     }
     proxy->setFilterFixedString("");
+    // The decision columns come first, the configuration after.
+    const QStringList decision{"#",         "plan", "GPUs",  "tokens/$", "cost", "time to train",
+                               "step time", "MFU",  "memory"};
+    for (int c = 0; c < decision.size(); ++c) {
+      QCOMPARE(model->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString(), decision[c]);
+    }
+    const search::RankedPlan& best = model->plans().front();
+    QCOMPARE(model->text(0, RankingModel::kGpus), QString::number(best.parallel.world_size()));
+    QVERIFY(model->text(0, RankingModel::kPeakMemory).endsWith(" GiB"));
+    QVERIFY(RankingModel::kTp > RankingModel::kPeakMemory);
     screenshot(*window_, MainWindow::kRankingTab, "ranking");
   }
 
