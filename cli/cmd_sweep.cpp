@@ -195,6 +195,9 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
     t.global_batch_size = a.gbs > 0 ? a.gbs : app::default_global_batch(t.seq_length);
     t.token_budget = a.tokens;
     for (const Hardware& h : hardware) {
+      if (const std::string p = search::precision_problem(h.gpu, t.precision); !p.empty()) {
+        return Status::invalid_input("--precision " + a.precision + ": " + p);
+      }
       std::optional<topo::ClusterNumbers> numbers;
       if (has_cluster_numbers(a.numbers)) {
         PLANNER_ASSIGN_OR_RETURN(numbers, cluster_numbers(a.numbers, h.gpu));
@@ -214,6 +217,9 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
           const int nodes = (n + numbers->gpus_per_node - 1) / numbers->gpus_per_node;
           PLANNER_ASSIGN_OR_RETURN(sc.topology,
                                    topo::topology_from_numbers(*numbers, h.gpu, nodes));
+        }
+        if (const std::string p = search::node_count_problem(sc.topology, n); !p.empty()) {
+          return Status::invalid_input("--gpus " + std::to_string(n) + ": " + p);
         }
         sc.max_gpus = n;
         sc.min_gpus = a.min_gpus;
@@ -249,10 +255,11 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
 Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::SweepRequest& req) {
   if (a.budget > 0) req.constraints.budget_usd = a.budget;
   if (a.deadline_days > 0) req.constraints.deadline_s = a.deadline_days * kSecondsPerDay;
+  std::optional<Offering> offering;
   if (!a.offering.empty()) {
-    PLANNER_ASSIGN_OR_RETURN(req.pricing.offering, parse_flag<Offering>("--offering", a.offering));
+    PLANNER_ASSIGN_OR_RETURN(offering, parse_flag<Offering>("--offering", a.offering));
   }
-  if (!a.provider.empty()) req.pricing.provider = a.provider;
+  std::vector<search::PriceOverride> prices;
   for (const std::string& p : a.prices) {
     const auto eq = p.find('=');
     double usd = 0;
@@ -276,10 +283,21 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a, search::Swe
     if (ctx.catalog->find_gpu(gpu) == nullptr) {
       PLANNER_RETURN_IF_ERROR(ctx.catalog->gpu(gpu).status().with_context("--price"));
     }
-    req.pricing.overrides.insert(req.pricing.overrides.begin(), {gpu, Usd(usd)});
+    prices.insert(prices.begin(), {gpu, Usd(usd)});
   }
-  if (a.usd_per_kwh > 0) req.pricing.usd_per_kwh = a.usd_per_kwh;
-  if (a.pue != search::kDefaultPue) req.pricing.pue = a.pue;
+  // The sweep's pricing and that of every scenario with its own (a document's cluster with an
+  // offering or a price): given flags win over both.
+  auto apply = [&](search::PricingOptions& p) {
+    if (offering) p.offering = *offering;
+    if (!a.provider.empty()) p.provider = a.provider;
+    p.overrides.insert(p.overrides.begin(), prices.begin(), prices.end());
+    if (a.usd_per_kwh > 0) p.usd_per_kwh = a.usd_per_kwh;
+    if (a.pue != search::kDefaultPue) p.pue = a.pue;
+  };
+  apply(req.pricing);
+  for (search::SweepScenario& sc : req.scenarios) {
+    if (sc.pricing) apply(*sc.pricing);
+  }
   if (a.failure_rate >= 0) req.failures.interruptions_per_gpu_hour = a.failure_rate;
   if (a.spot_rate >= 0) req.failures.spot_preemptions_per_node_hour = a.spot_rate;
   if (a.checkpoint_gbps > 0) req.failures.checkpoint_bandwidth = GBps(a.checkpoint_gbps);
@@ -755,17 +773,24 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
   if (tty) bar = std::make_unique<ProgressBar>(*ctx.err);
   app::SweepRunOptions options;
   options.threads = a.threads;
+  bool records = true;
 #ifdef PLANNER_HAVE_EXECUTOR
   // Under mpirun the analytic and simulation steps split over the ranks; rank 0 prints and records.
   std::unique_ptr<exec::MpiWorld> world;
   if (exec::launched_by_mpi()) {
     PLANNER_ASSIGN_OR_RETURN(world, exec::MpiWorld::init(nullptr, nullptr));
-    if (world->rank() != 0) bar.reset();
+    records = world->rank() == 0;
+    if (!records) bar.reset();
     options.distributed = [&world](const search::SweepSetup& setup, search::ProgressSink* sink) {
       return exec::run_sweep_distributed(*world, setup, sink);
     };
   }
 #endif
+  // Opened before the search: a --db that cannot hold the result fails at once, not after it.
+  std::optional<store::Database> db;
+  if (records) {
+    PLANNER_ASSIGN_OR_RETURN(db, open_recording_db(a.db));
+  }
   PLANNER_ASSIGN_OR_RETURN(app::SweepRun run, app::run_sweep(req, bar.get(), options));
   if (bar) bar->clear();
   if (!run.result) return Status::ok();  // not rank 0 of a distributed sweep
@@ -787,7 +812,6 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
         a.emit_plan, to_json_text(setup.plan_of(best.scenario, best.parallel)) + "\n"));
     if (!ctx.json && !a.csv) out << "\nwrote the best plan to " << a.emit_plan << "\n";
   }
-  PLANNER_ASSIGN_OR_RETURN(auto db, open_recording_db(a.db));
   if (db) {
     const Json inputs = app::sweep_inputs(req, {{"command", "sweep"}, {"spec", a.spec}});
     PLANNER_RETURN_IF_ERROR(app::record_sweep(*db, setup, res, inputs, run.seconds).status());

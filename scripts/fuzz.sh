@@ -71,7 +71,7 @@ for t in $TARGETS; do
     tail -n 60 "$BUILD_DIR/$t.log"
     echo "=== $t FAILED: reproducer(s) in $artifacts/ (log: $BUILD_DIR/$t.log)"
   else
-    grep -E "^stat::(number_of_executed_units|new_units_added|peak_rss_mb)" "$BUILD_DIR/$t.log" |
+    grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)" "$BUILD_DIR/$t.log" |
       tr '\n' ' '
     echo
   fi

@@ -14,6 +14,8 @@
 # location (or CUDAToolkit_ROOT / NCCL_HOME point at it) the cuda backend is built too; otherwise
 # configure says so and builds everything else. clang-14 and its runtime libraries are for the
 # fuzz targets (scripts/fuzz.sh), which build separately; the main build uses the default compiler.
+# llvm-14 brings llvm-symbolizer, which puts file and line into the fuzzers' crash reports;
+# scripts/fuzz.sh compiles through ccache when it is there.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -40,7 +42,7 @@ packages=(
   fonts-dejavu-core xvfb xauth
   slurm-wlm slurmctld slurmd
   jq
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev llvm-14 ccache
 )
 
 missing=()

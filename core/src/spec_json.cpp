@@ -438,7 +438,7 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
 bool read_cluster_fields(JsonObject& obj, const Catalog& catalog, ClusterSpec& c) {
   const std::size_t before = obj.diagnostics().size();
   obj.read_name("name", c.name, Need::kOptional);
-  obj.read("nodes", c.nodes, Need::kRequired, {1, 1'000'000});
+  obj.read("nodes", c.nodes, Need::kRequired, {1, limits::kMaxNodes});
   obj.read("gpus_per_node", c.gpus_per_node, Need::kRequired, {1, 1024});
   if (obj.read("gpu", c.gpu, Need::kRequired)) {
     auto gpu = catalog.gpu(c.gpu);

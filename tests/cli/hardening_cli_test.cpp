@@ -139,6 +139,7 @@ TEST(BadInputCli, ADatabasePathThatIsNotAFileIsBadInput) {
         run_planner({"sweep", "--model", "gpt-tiny", "--gpu", "h100", "--gpus", "8", "--db", db});
     EXPECT_EQ(sweep.exit_code, 2) << db << ": " << sweep.err;
     EXPECT_NE(sweep.err.find(db + ": "), std::string::npos) << sweep.err;
+    EXPECT_EQ(sweep.out, "") << "refused before the search";
   }
   const auto null = run_planner({"db", "list", "--db", "/dev/null"});
   EXPECT_NE(null.err.find("/dev/null: is a character device, expected a regular file"),

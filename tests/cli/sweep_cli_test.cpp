@@ -246,6 +246,23 @@ TEST(SweepCli, SpecRunsEveryScenarioAndBadSpecsNameTheField) {
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_TRUE(contains(e.err, "sweep_zero_gpus.json: /clusters/0/gpus/1: must be")) << e.err;
 
+  // Found only when the sweep is set up (a GPU with no price for the offering; --price could give
+  // one): named by the file and the cluster, not "scenario 1".
+  const std::string unpriced = dir.file("unpriced.json");
+  testing::write_file(unpriced, R"({"schema_version": 1, "kind": "sweep",
+    "models": ["llama3-8b"], "training": {"global_batch_size": 64, "seq_length": 2048,
+    "precision": "fp16"}, "clusters": [{"gpu": "h100", "gpus": [8]},
+    {"gpu": "v100-sxm2-32gb", "gpus": [8], "offering": "capacity-block"}]})");
+  const CommandResult u = run_planner({"sweep", "--spec", unpriced, "--no-db"});
+  EXPECT_EQ(u.exit_code, 2) << u.out;
+  EXPECT_TRUE(
+      contains(u.err, unpriced + ": /clusters/1: V100-SXM2-32GB has no capacity-block price"))
+      << u.err;
+  EXPECT_EQ(run_planner({"sweep", "--spec", unpriced, "--no-db", "--price", "V100-SXM2-32GB=1",
+                         "--top-k", "1", "--keep", "1"})
+                .exit_code,
+            0);
+
   const CommandResult flag = run_planner({"sweep", "--price", "H100", "--no-db"});
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_TRUE(contains(flag.err, "--price: expected GPU=USD_PER_GPU_HOUR")) << flag.err;
@@ -313,6 +330,19 @@ TEST(SweepCli, NumericFlagsOutOfRangeAreRefusedByName) {
   EXPECT_TRUE(contains(min.err, "--min-gpus (1024) exceeds --gpus (64)")) << min.err;
   const CommandResult price = run_planner({"sweep", "--price", "H100=nan", "--no-db"});
   EXPECT_EQ(price.exit_code, 2) << price.out;
+  // A GPU without the precision and a cluster of more nodes than planner builds: named by their
+  // flags (they were "scenario 1: hardware profile ..." and "scenario 1: topology ...").
+  const CommandResult v100 = run_planner({"sweep", "--gpu", "v100-sxm2-32gb", "--no-db"});
+  EXPECT_EQ(v100.exit_code, 2) << v100.out;
+  EXPECT_TRUE(
+      contains(v100.err, "--precision bf16: V100-SXM2-32GB has no bf16 mode (it has fp32, fp16)"))
+      << v100.err;
+  const CommandResult huge = run_planner({"sweep", "--gpus", "16000000", "--no-db"});
+  EXPECT_EQ(huge.exit_code, 2) << huge.out;
+  EXPECT_TRUE(contains(huge.err,
+                       "--gpus 16000000: 16000000 GPUs need 2000000 nodes of 8 (topology aws-p5); "
+                       "a cluster has at most 1000000 nodes"))
+      << huge.err;
 }
 
 // A sweep in which no plan survives fails (exit 1) and says which constraint removed them.

@@ -8,13 +8,14 @@
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
 
+#include "planner/core/limits.hpp"
+
 #include "cluster_impl.hpp"
 #include "fabric_layout.hpp"
 
 namespace planner::topo {
 namespace {
 
-constexpr int kMaxNodes = 1'000'000;
 // Equal-cost routes kept per pair inside a node; more add nothing to spreading.
 constexpr std::size_t kMaxAlternatives = 16;
 
@@ -244,9 +245,9 @@ Cluster::~Cluster() = default;
 
 Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
   const std::string where = "topology \"" + spec.name + "\"";
-  if (nodes < 1 || nodes > kMaxNodes) {
-    return Status::invalid_input(where + ": node count must be between 1 and " + str(kMaxNodes) +
-                                 ", got " + str(nodes));
+  if (nodes < 1 || nodes > limits::kMaxNodes) {
+    return Status::invalid_input(where + ": node count must be between 1 and " +
+                                 str(limits::kMaxNodes) + ", got " + str(nodes));
   }
   {
     Diagnostics diag(where);

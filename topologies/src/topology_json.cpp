@@ -15,7 +15,6 @@ constexpr double kMaxGBps = 1e6;
 constexpr double kMinGBps = 0.01;
 constexpr const char* kRateHint = "GB/s per direction; at least 0.01 (10 MB/s), 1 GbE is 0.125";
 constexpr double kMaxLatencyNs = 1e9;  // 1 s
-constexpr int kMaxNodes = 1'000'000;   // as core's cluster spec
 
 // Reads the LINK fields of `o` (not finish()ed: callers may read more keys).
 bool read_link_fields(JsonObject& o, LinkSpec& out) {
@@ -220,7 +219,7 @@ bool read_topology_fields(JsonObject& root, const Catalog& catalog, TopologySpec
                "give the cloud instance's provider and instance together (e.g. \"provider\": "
                "\"AWS\", \"instance\": \"p5.48xlarge\")");
   }
-  root.read("default_nodes", t.default_nodes, Need::kOptional, {1, kMaxNodes});
+  root.read("default_nodes", t.default_nodes, Need::kOptional, {1, limits::kMaxNodes});
   if (root.read("sources", t.sources, Need::kRequired) && t.sources.empty()) {
     root.error("sources", "list at least one source for the figures in this topology");
   }
@@ -248,7 +247,7 @@ bool read_topology_fields(JsonObject& root, const Catalog& catalog, TopologySpec
     JsonObject o(*domain, root.pointer_of("nvlink_domain"), diag);
     if (o.valid()) {
       NvlinkDomainSpec d;
-      o.read("nodes", d.nodes, Need::kRequired, {2, kMaxNodes});
+      o.read("nodes", d.nodes, Need::kRequired, {2, limits::kMaxNodes});
       if (read_link_object(o, "link", Need::kRequired, d.link) &&
           link_class(d.link.kind) != LinkClass::kNvlink) {
         diag.add(o.pointer_of("link") + "/kind",

@@ -335,8 +335,9 @@ void Runner::start_match(MatchId id) {
   f.started = now;
   for (const RankOp& member : m.members) {
     RankOpTimes& t = ranks_[member.rank].times;
-    if (track_ && !m.mirrored && !(member == m.trigger)) {
-      t.started_by[member.op] = pack_op(m.trigger.rank, m.trigger.op);
+    if (track_ && !(member == m.trigger)) {
+      t.started_by[member.op] =
+          pack_op(m.trigger.rank, m.trigger.op) | (m.mirrored ? kByMirror : PackedOp{0});
     }
     t.start[member.op] = now;
     units_.comm_started(member.rank);

@@ -130,7 +130,8 @@ namespace {
 PackedOp predecessor(const StepProgram& program, std::span<const RankOpTimes> ranks,
                      std::uint32_t ri, std::uint32_t i) {
   const RankOpTimes& r = ranks[ri];
-  if (r.started_by[i] != kNoOp) return r.started_by[i];
+  const PackedOp by = r.started_by[i];
+  if (by != kNoOp && (by & kByMirror) == 0) return by;
   const auto stream = static_cast<std::size_t>(program.desc(r.program->op(i)).stream);
   const auto& ops = r.stream_ops[stream];
   const auto pos = std::lower_bound(ops.begin(), ops.end(), i);
@@ -144,6 +145,15 @@ PackedOp predecessor(const StepProgram& program, std::span<const RankOpTimes> ra
     if (r.end[dep] > latest) {
       latest = r.end[dep];
       pred = pack_op(ri, dep);
+    }
+  }
+  if (by != kNoOp) {
+    // Started with the rank's send to its other neighbour: released when that send was, if later.
+    const PackedOp send = by & ~kByMirror;
+    const PackedOp before = predecessor(program, ranks, static_cast<std::uint32_t>(send >> 32),
+                                        static_cast<std::uint32_t>(send));
+    if (before != kNoOp && ranks[before >> 32].end[static_cast<std::uint32_t>(before)] > latest) {
+      return before;
     }
   }
   return pred;

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "planner/core/diagnostics.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/spec_json.hpp"
 
 namespace planner::search {
@@ -297,6 +298,26 @@ std::int64_t SweepSetup::work_units() const {
   return n;
 }
 
+std::string precision_problem(const GpuSpec& gpu, Precision precision) {
+  if (gpu.supports(precision)) return {};
+  std::string modes;
+  for (const auto& [p, name] : EnumTraits<Precision>::kNames) {
+    if (gpu.supports(p)) modes += (modes.empty() ? "" : ", ") + std::string(name);
+  }
+  return gpu.name + " has no " + std::string(to_string(precision)) + " mode" +
+         (modes.empty() ? std::string() : " (it has " + modes + ")");
+}
+
+std::string node_count_problem(const topo::TopologySpec& topology, std::int64_t gpus) {
+  const int per_node = topology.gpus_per_node();
+  if (per_node < 1) return "topology " + topology.name + " has no GPUs";
+  const std::int64_t nodes = (gpus + per_node - 1) / per_node;
+  if (nodes <= limits::kMaxNodes) return {};
+  return std::to_string(gpus) + " GPUs need " + std::to_string(nodes) + " nodes of " +
+         std::to_string(per_node) + " (topology " + topology.name + "); a cluster has at most " +
+         std::to_string(limits::kMaxNodes) + " nodes";
+}
+
 Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest& request) {
   if (request.scenarios.empty()) return Status::invalid_input("a sweep needs a scenario");
   if (static_cast<int>(request.scenarios.size()) > kMaxScenarios) {
@@ -314,7 +335,7 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     const SweepScenario& in = request.scenarios[i];
     Scenario sc;
     sc.spec = in;
-    const std::string where = "scenario " + std::to_string(i + 1);
+    const std::string where = in.origin.empty() ? "scenario " + std::to_string(i + 1) : in.origin;
     if (in.max_gpus < 1) return Status::invalid_input(where + ": max GPUs must be >= 1");
     if (in.training.global_batch_size < 1 || in.training.seq_length < 1) {
       return Status::invalid_input(where + ": global batch size and sequence length must be >= 1");
@@ -354,7 +375,7 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
       sc.pricing.instance = in.topology.instance;
     }
     auto price = resolve_price(in.gpu, sc.pricing);
-    if (!price) return price.status();
+    if (!price) return price.status().with_context(where);
     sc.price = *price;
     if (in.min_gpus > in.max_gpus) {
       return Status::invalid_input(where + ": min_gpus (" + std::to_string(in.min_gpus) +

@@ -176,6 +176,7 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
     int min_gpus = 0;
     std::optional<Offering> offering;
     std::optional<double> price;
+    std::string origin;
   };
   std::vector<ClusterEntry> clusters;
   if (const Json* j = root.child("clusters", Need::kRequired)) {
@@ -187,12 +188,21 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
         JsonObject co((*j)[i], pointer + "/" + std::to_string(i), diag);
         if (!co.valid()) continue;
         ClusterEntry c;
+        c.origin = pointer + "/" + std::to_string(i);
+        if (!diag.source().empty()) c.origin = diag.source() + ": " + c.origin;
         bool ok = true;
         std::string gpu_name;
         if (co.read("gpu", gpu_name, Need::kRequired)) {
           auto g = catalog.gpu(gpu_name);
           if (g) {
             c.gpu = *g;
+            const std::string problem =
+                have_training ? precision_problem(c.gpu, training.precision) : std::string();
+            if (!problem.empty()) {
+              co.error("gpu",
+                       problem + ", which " + root.pointer_of("training") + "/precision asks for");
+              ok = false;
+            }
           } else {
             co.error("gpu", g.status().message());
             ok = false;
@@ -228,6 +238,13 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
             ok = false;
           } else {
             c.topology = *t;
+            for (int gpus : c.gpus) {
+              const std::string problem = node_count_problem(c.topology, gpus);
+              if (problem.empty()) continue;
+              co.error("gpus", problem);
+              ok = false;
+              break;
+            }
           }
         }
         co.finish();
@@ -297,6 +314,7 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
         sc.topology = c.topology;
         sc.max_gpus = gpus;
         sc.min_gpus = c.min_gpus;
+        sc.origin = c.origin;
         if (c.offering || c.price) {
           PricingOptions p = out.pricing;
           if (c.offering) p.offering = *c.offering;

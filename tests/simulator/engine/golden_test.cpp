@@ -186,8 +186,8 @@ events 12912 transfers 2560
   check("llama3-8b h100 cp stage", llama3_cp_h100(), RankSubset::kOnePerStage,
         R"(step 188610346933
 buckets compute=128876261997 tp=6329776877 cp=1124633376 ep=0 pp=1710427625 dp=1110438117 other=0 idle=49458808940
-critical compute=6934309208 tp=0 cp=179293145764 ep=0 pp=0 dp=2382891961 other=0 idle=0
-top bwd.cp_kv_recv recv 127500831812 ops 16
+critical compute=176045769328 tp=8013569838 cp=1405791720 ep=0 pp=762324086 dp=2382891961 other=0 idle=0
+top bwd.attn_core attention 22561312550 ops 40
 events 2258 transfers 642
 )");
 }

@@ -228,5 +228,43 @@ TEST(TimeAccounting, CriticalPathFollowsTheLatestRelease) {
   EXPECT_EQ(path.top[1].label, "fwd.mlp_up elementwise");
 }
 
+// A context-parallel ring through an unsimulated neighbour: compute [0, 30), then the send to the
+// next neighbour [30, 40); the receive from the previous one was posted at 0 and started with that
+// send (its mirror), [30, 40); the next compute needs the receive, [40, 50). The receive's wait
+// for its peer is the compute before the send, not communication: the path charges cp only the
+// transfer (issue 19).
+TEST(TimeAccounting, CriticalPathOfAMirroredReceiveGoesThroughItsSend) {
+  StepProgram program(ProgramInfo{1, 0, 1, 1, 1, 1, Schedule::k1F1B});
+  const std::uint32_t gemm = program.intern(testing::elementwise(1));
+  const std::uint32_t send = program.intern(testing::collective(OpKind::kSend, Stream::kCpSend, 1));
+  const std::uint32_t recv = program.intern(testing::collective(OpKind::kRecv, Stream::kCpRecv, 1));
+  RankProgram& r = program.add_rank(0, RankKind::kWorker, 0);
+  auto add = [&](std::uint32_t desc, OpRole role, std::initializer_list<std::uint32_t> deps) {
+    Op o;
+    o.id = op_id(0, Phase::kForward, role);
+    o.desc = desc;
+    return r.add(o, deps);
+  };
+  add(gemm, OpRole::kAttnCore, {});   // 0
+  add(send, OpRole::kCpKvSend, {0});  // 1
+  add(recv, OpRole::kCpKvRecv, {});   // 2
+  add(gemm, OpRole::kAttnCore, {2});  // 3
+  RankOpTimes t;
+  t.program = &r;
+  t.stream_ops[static_cast<std::size_t>(Stream::kCompute)] = {0, 3};
+  t.stream_ops[static_cast<std::size_t>(Stream::kCpSend)] = {1};
+  t.stream_ops[static_cast<std::size_t>(Stream::kCpRecv)] = {2};
+  t.start = {Time(0), Time(30), Time(30), Time(40)};
+  t.end = {Time(30), Time(40), Time(40), Time(50)};
+  t.started_by = {kNoOp, kNoOp, pack_op(0, 1) | kByMirror, kNoOp};
+  const CriticalPath path = critical_path(program, std::span<const RankOpTimes>(&t, 1), 10);
+  EXPECT_EQ(path.buckets[static_cast<std::size_t>(TimeBucket::kCompute)], Time(40));
+  EXPECT_EQ(path.buckets[static_cast<std::size_t>(TimeBucket::kCp)], Time(10));
+  // Without the mirror the receive is released at 0 and charged all 40.
+  t.started_by[2] = kNoOp;
+  const CriticalPath unmirrored = critical_path(program, std::span<const RankOpTimes>(&t, 1), 10);
+  EXPECT_EQ(unmirrored.buckets[static_cast<std::size_t>(TimeBucket::kCp)], Time(40));
+}
+
 }  // namespace
 }  // namespace planner::sim

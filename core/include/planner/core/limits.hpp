@@ -58,6 +58,9 @@ inline constexpr std::int64_t kMaxPositions = 1'000'000'000;
 inline constexpr int kMaxGpusPerNode = 1024;
 inline constexpr int kMaxNodeDevices = 4096;
 
+// Nodes of one cluster (a cluster document, a topology, a sweep's largest GPU count).
+inline constexpr int kMaxNodes = 1'000'000;
+
 // Parameters of one model (elements). Checked in 128-bit arithmetic when a model is read, so
 // every count derived from a valid model (bytes of weights, gradients and optimizer state, FLOPs
 // per token) fits in 64 bits: 10^15 is 1,000 x the largest dense model trained so far.

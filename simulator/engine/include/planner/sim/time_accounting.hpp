@@ -10,8 +10,11 @@
 // The critical path is walked back from the last op to finish: each op's predecessor is the op
 // whose end released it (the later of its stream predecessor and its dependencies, ties to the
 // stream predecessor, then to the first dependency; for a collective or message that started on
-// another member's arrival, that member, which ends with it), and each op on the path is charged
-// the time from its predecessor's end to its own end.
+// another member's arrival, that member, which ends with it; for a receive from an unsimulated
+// peer that started with the rank's own send to its other neighbour, the mirror of the peer's
+// send, the later of its own release and that send's), and each op on the path is charged the
+// time from its predecessor's end to its own end. A receive waiting for its peer thus charges the
+// wait to what held the peer back (the compute before the send), not to the receive.
 #pragma once
 
 #include <array>
@@ -41,6 +44,8 @@ inline constexpr PackedOp kNoOp = ~PackedOp{0};
 inline constexpr PackedOp pack_op(std::uint32_t rank_index, std::uint32_t op) {
   return (static_cast<PackedOp>(rank_index) << 32) | op;
 }
+// Set in started_by on a receive started by its rank's mirrored send (the op named).
+inline constexpr PackedOp kByMirror = PackedOp{1} << 63;
 
 // What a run recorded of one rank's ops (indexed by op, program order).
 struct RankOpTimes {
@@ -49,7 +54,8 @@ struct RankOpTimes {
   std::vector<Time> start;
   std::vector<Time> end;
   // For the critical path (empty when not tracked): the member whose arrival started the op's
-  // collective or message when that was another op, else kNoOp.
+  // collective or message when that was another op; for a receive started by the rank's mirrored
+  // send, that send | kByMirror; else kNoOp.
   std::vector<PackedOp> started_by;
 };
 

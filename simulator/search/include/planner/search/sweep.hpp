@@ -86,7 +86,17 @@ struct SweepScenario {
   // Price at the topology's cloud instance (its provider and instance, as the price catalogue
   // names them) rather than by the default rule: `planner sweep --instances`.
   bool priced_at_instance = false;
+  // Where the scenario was given, for errors found when the sweep is set up: "sweep.json:
+  // /clusters/1" for a sweep document's cluster; empty: "scenario N".
+  std::string origin;
 };
+
+// What makes a scenario impossible before anything is searched, for the caller to place (a sweep
+// document's field, a flag); empty when nothing does. The GPU has no `precision` mode (its
+// datasheet peak is zero), or `gpus` GPUs need more nodes of the topology than a cluster may have
+// (limits::kMaxNodes).
+std::string precision_problem(const GpuSpec& gpu, Precision precision);
+std::string node_count_problem(const topo::TopologySpec& topology, std::int64_t gpus);
 
 // Hoffmann et al. 2022 ("Training Compute-Optimal Large Language Models", arXiv:2203.15556):
 // about 20 training tokens per parameter is compute-optimal. The default token budget.
