@@ -33,31 +33,40 @@ constexpr double kGemm = 33, kAttention = 37, kMemory = 28, kBackward = 1.47;
 // DeepSpeed engine's per-micro-batch work), 0 per step.
 constexpr double kDeepSpeedScale = 2.5;
 
+// The measured PyTorch 2 costs, and the fitted costs of the Megatron-DeepSpeed years.
+constexpr Entry pytorch2(SoftwareStack stack, const char* source) {
+  return {stack, kGemm, kAttention, kMemory, 11.8, 50, kBackward, 1000, 1000, source};
+}
+constexpr Entry fitted_on_vtrain(SoftwareStack stack, const char* source) {
+  const double s = kDeepSpeedScale;
+  return {stack, s * kGemm, s * kAttention, s * kMemory, 0, 500, kBackward, 7000, 0, source};
+}
+
 // Microseconds per op of the step program (see host_model.hpp).
 constexpr Entry kBuiltIn[] = {
-    {SoftwareStack::kMegatronDeepSpeed, kGemm* kDeepSpeedScale, kAttention* kDeepSpeedScale,
-     kMemory* kDeepSpeedScale, 0, 500, kBackward, 7000, 0,
-     "fitted on vTrain's 720 measured Megatron-DeepSpeed configurations on A100 (reference data "
-     "vtrain_calibration.csv, VIA-Research/vTrain ground_truth_single.csv; "
-     "scripts/fit-host-costs.py): PyTorch's measured per-op costs x 2.5, 500 us per pipeline "
-     "send or receive, 7 ms per micro-batch"},
-    {SoftwareStack::kMegatronLm, kGemm* kDeepSpeedScale, kAttention* kDeepSpeedScale,
-     kMemory* kDeepSpeedScale, 0, 500, kBackward, 7000, 0,
-     "assumed equal to megatron-deepspeed's fitted costs (the same Megatron model code in PyTorch "
-     "eager mode of the same years; no measured megatron-lm sweep of small models in the "
-     "reference data)"},
-    {SoftwareStack::kMegatronCore, kGemm, kAttention, kMemory, 11.8, 50, kBackward, 1000, 1000,
-     "measured: PyTorch 2.11 on an H200 machine's host (bench/gpu/README.md, 2026-11-26); "
-     "send/receive, micro-batch and step costs assumed"},
-    {SoftwareStack::kNemo, kGemm, kAttention, kMemory, 11.8, 50, kBackward, 1000, 1000,
-     "as megatron-core (NeMo runs Megatron-core): measured PyTorch 2.11 per-op costs on an H200 "
-     "machine's host (bench/gpu/README.md, 2026-11-26)"},
-    {SoftwareStack::kDeepSpeed, kGemm, kAttention, kMemory, 11.8, 50, kBackward, 1000, 1000,
-     "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
-     "2026-11-26); DeepSpeed's own engine costs not measured"},
-    {SoftwareStack::kFsdp, kGemm, kAttention, kMemory, 11.8, 50, kBackward, 1000, 1000,
-     "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
-     "2026-11-26); FSDP's per-module hooks not measured"},
+    fitted_on_vtrain(
+        SoftwareStack::kMegatronDeepSpeed,
+        "fitted on vTrain's 720 measured Megatron-DeepSpeed configurations on A100 (reference "
+        "data vtrain_calibration.csv, VIA-Research/vTrain ground_truth_single.csv; "
+        "scripts/fit-host-costs.py): PyTorch's measured per-op costs x 2.5, 500 us per pipeline "
+        "send or receive, 7 ms per micro-batch"),
+    fitted_on_vtrain(
+        SoftwareStack::kMegatronLm,
+        "assumed equal to megatron-deepspeed's fitted costs (the same Megatron model code in "
+        "PyTorch eager mode of the same years; no measured megatron-lm sweep of small models in "
+        "the reference data)"),
+    pytorch2(SoftwareStack::kMegatronCore,
+             "measured: PyTorch 2.11 on an H200 machine's host (bench/gpu/README.md, 2026-11-26); "
+             "send/receive, micro-batch and step costs assumed"),
+    pytorch2(SoftwareStack::kNemo,
+             "as megatron-core (NeMo runs Megatron-core): measured PyTorch 2.11 per-op costs on an "
+             "H200 machine's host (bench/gpu/README.md, 2026-11-26)"),
+    pytorch2(SoftwareStack::kDeepSpeed,
+             "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
+             "2026-11-26); DeepSpeed's own engine costs not measured"),
+    pytorch2(SoftwareStack::kFsdp,
+             "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
+             "2026-11-26); FSDP's per-module hooks not measured"),
 };
 
 Time us(double v) {
