@@ -18,6 +18,7 @@
 #include "output.hpp"
 #include "planner/app/profiles.hpp"
 #include "planner/app/record.hpp"
+#include "planner/core/host_model.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/measured_runs.hpp"
 #include "planner/core/published_run.hpp"
@@ -38,6 +39,7 @@ struct AccuracyArgs {
   std::string gpu_type;
   std::vector<std::string> only;
   std::vector<std::string> profiles;
+  std::string host_costs;
   int threads = 0;
   bool ranking = false;
   bool cross_validate = false;
@@ -467,6 +469,12 @@ Status accuracy_command(const CliContext& ctx, const AccuracyArgs& args) {
   options.gpu_type = args.gpu_type;
   options.only = args.only;
   options.threads = args.threads;
+  if (!args.host_costs.empty()) {
+    if (auto parsed = parse_host_costs(args.host_costs, HostCosts{}); !parsed) {
+      return Status::invalid_input("--host-costs: " + parsed.status().message());
+    }
+    options.host_costs = args.host_costs;
+  }
   for (const std::string& spec : args.profiles) {
     PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile, app::read_profile(spec, args.db));
     options.profiles.push_back(std::move(profile));
@@ -531,6 +539,10 @@ void register_accuracy_command(CLI::App& app, CliContext& ctx) {
                   "A hardware profile (a file, a preset or a profile stored in --db) to use "
                   "instead of the built-in one for the GPUs it describes (repeatable)")
       ->expected(1, -1);
+  cmd->add_option("--host-costs", a->host_costs,
+                  "Override the host model of every run's software stack: "
+                  "KEY=MICROSECONDS,... (gemm, attention, memory, collective, p2p, micro_batch, "
+                  "step; backward is a factor) or \"none\"; see planner sim-models");
   cmd->add_option("--threads", a->threads,
                   "Simulation threads (default: the machine's hardware threads)");
   add_db_options(cmd, a->db);

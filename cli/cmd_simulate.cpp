@@ -42,6 +42,8 @@ struct SimulateArgs {
   bool hashed_ecmp = false;
   bool no_ops = false;
   int top = 10;
+  StackArgs stack;
+  std::string attention;
   DbOptions db;
 };
 
@@ -77,7 +79,8 @@ std::string bucket_name(sim::TimeBucket b) {
   return std::string(to_string(b));
 }
 
-Json result_json(const app::PlacedPlan& setup, const sim::SimResult& r) {
+Json result_json(const app::PlacedPlan& setup, const sim::SimResult& r,
+                 const ResolvedStack& stack) {
   Json stages = Json::array();
   for (const sim::StageReport& s : r.stages) {
     Json buckets = Json::object();
@@ -149,6 +152,10 @@ Json result_json(const app::PlacedPlan& setup, const sim::SimResult& r) {
   out["mfu"] = r.mfu;
   out["hfu"] = r.hfu;
   out["bubble_fraction"] = r.bubble_fraction;
+  out["stack"] = std::string(to_string(stack.stack));
+  out["host_costs"] = describe(stack.host);
+  out["host_wait_s"] = to_seconds(r.host_wait);
+  out["host_bound_fraction"] = r.host_bound_fraction;
   out["schedule_bubble_fraction"] = r.schedule_bubble;
   out["compute_s"] = to_seconds(r.mean_buckets[0]);
   out["exposed_comm"] =
@@ -165,7 +172,8 @@ Json result_json(const app::PlacedPlan& setup, const sim::SimResult& r) {
   return out;
 }
 
-void print_report(std::ostream& out, const app::PlacedPlan& setup, const sim::SimResult& r) {
+void print_report(std::ostream& out, const app::PlacedPlan& setup, const sim::SimResult& r,
+                  const ResolvedStack& stack) {
   out << r.model << " · " << r.parallel << " · " << r.world_size << " x " << r.gpu << " on "
       << setup.topology.name << " (" << setup.nodes << " nodes) · profile " << r.profile << "\n";
   const char* how = r.subset == RankSubset::kAll                   ? "every rank"
@@ -187,6 +195,10 @@ void print_report(std::ostream& out, const app::PlacedPlan& setup, const sim::Si
   kv.add("TFLOP/s per GPU", fmt(r.model_tflops_per_gpu, 1) + " model · " +
                                 fmt(r.hardware_tflops_per_gpu, 1) + " hardware");
   kv.add("MFU / HFU", pct(r.mfu) + " / " + pct(r.hfu));
+  kv.add("host", std::string(to_string(stack.stack)) +
+                     (stack.host.enabled() ? ": the GPU waited " + pct(r.host_bound_fraction) +
+                                                 " of the step for the host to issue work"
+                                           : ": no host model"));
   kv.add("bubble", pct(r.bubble_fraction) + " of the step idle (schedule closed form " +
                        pct(r.schedule_bubble) + ")");
   std::string exposed;
@@ -314,6 +326,14 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   o.run.keep_op_times = !args.no_ops && !args.db.disabled;
   o.run.critical_path_top = args.top;
   o.check_memory = !args.ignore_memory;
+  PLANNER_ASSIGN_OR_RETURN(ResolvedStack stack, resolve_stack(args.stack));
+  o.run.host = stack.host;
+  AttentionImpl attention = default_attention(stack.stack);
+  if (!args.attention.empty()) {
+    PLANNER_ASSIGN_OR_RETURN(attention, parse_flag<AttentionImpl>("--attention", args.attention));
+  }
+  o.run.attention =
+      is_flash_style(attention) ? sim::AttentionKernel::kFlash : sim::AttentionKernel::kUnfused;
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;
@@ -324,9 +344,9 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
               " GiB HBM (planner memory shows the breakdown; --ignore-memory simulates anyway)";
   }
   if (ctx.json) {
-    *ctx.out << result_json(setup, result).dump(2) << '\n';
+    *ctx.out << result_json(setup, result, stack).dump(2) << '\n';
   } else {
-    print_report(*ctx.out, setup, result);
+    print_report(*ctx.out, setup, result, stack);
   }
   if (!args.trace.empty() && result.simulated) {
     PLANNER_RETURN_IF_ERROR(write_text_file_atomic(args.trace, result.trace_json));
@@ -347,7 +367,16 @@ Status models_command(const CliContext& ctx) {
                      {"assumptions", m.assumptions},
                      {"source", m.source}});
     }
-    *ctx.out << all.dump(2) << '\n';
+    Json stacks = Json::array();
+    for (const auto& [stack, name] : EnumTraits<SoftwareStack>::kNames) {
+      const HostCosts host = host_costs(stack);
+      stacks.push_back({{"name", name},
+                        {"description", stack_summary(stack)},
+                        {"attention", to_string(default_attention(stack))},
+                        {"host_costs", describe(host)},
+                        {"source", host.source}});
+    }
+    *ctx.out << Json{{"models", all}, {"stacks", stacks}}.dump(2) << '\n';
     return Status::ok();
   }
   for (const sim::ModelInfo& m : sim::model_registry()) {
@@ -356,6 +385,15 @@ Status models_command(const CliContext& ctx) {
   }
   *ctx.out << "\nParameters come from hardware profiles (core/presets/profiles; --profile), each "
               "with its source.\n";
+  *ctx.out << "\nSoftware stacks (--stack; the engine/host-issue model's costs per op of the step "
+              "program, --host-costs overrides them):\n";
+  for (const auto& [stack, name] : EnumTraits<SoftwareStack>::kNames) {
+    const HostCosts host = host_costs(stack);
+    *ctx.out << "stack/" << name << (stack == SoftwareStack::kMegatronCore ? " (default)" : "")
+             << "\n  " << stack_summary(stack)
+             << "\n  attention: " << to_string(default_attention(stack))
+             << "\n  host: " << describe(host) << "\n  source:  " << host.source << "\n";
+  }
   return Status::ok();
 }
 
@@ -392,6 +430,10 @@ void register_simulate_commands(CLI::App& app, CliContext& ctx) {
                 "equal-cost links");
   cmd->add_flag("--no-ops", a->no_ops, "Do not record per-op predictions in the database");
   cmd->add_option("--top", a->top, "Critical-path entries to show (default 10)");
+  add_stack_options(cmd, a->stack);
+  cmd->add_option("--attention", a->attention,
+                  "Attention kernel: unfused, fused-softmax, flash, flash2, flash3 or cudnn "
+                  "(default: the stack's; unfused and fused-softmax keep the s x s scores in HBM)");
   add_db_options(cmd, a->db);
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return simulate_command(ctx, *a); }; });

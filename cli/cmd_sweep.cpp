@@ -92,6 +92,7 @@ struct SweepArgs {
   bool csv = false;
   std::string emit_plan;
   std::string check;
+  StackArgs stack;
   std::string max_regret;
   bool no_progress = false;
   DbOptions db;
@@ -351,6 +352,9 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a,
   if (a.restart_min >= 0) req.failures.restart = seconds(a.restart_min * 60);
   if (a.top_k >= 0) req.options.top_k = a.top_k;
   if (a.keep >= 0) req.options.keep = a.keep;
+  PLANNER_ASSIGN_OR_RETURN(ResolvedStack stack, resolve_stack(a.stack));
+  req.options.stack = stack.stack;
+  req.options.host = stack.host;
   return Status::ok();
 }
 
@@ -647,6 +651,8 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
     out["best_per_instance"] = best;
   }
   if (!no_plan.empty()) out["no_plan"] = no_plan;
+  out["stack"] = std::string(to_string(setup.request().options.stack));
+  out["host_costs"] = describe(setup.request().options.sim.run.host);
   return out;
 }
 
@@ -821,6 +827,9 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
         << " tokens per step), " << to_string(t.precision) << ", " << to_string(t.optimizer)
         << "\n";
   }
+  const search::SweepOptions& so = setup.request().options;
+  out << "software: " << to_string(so.stack) << " (host model: " << describe(so.sim.run.host)
+      << ")\n";
   const search::SweepCounts& c = res.counts;
   out << "\n"
       << fmt_int(c.candidates) << " valid plans: " << fmt_int(c.out_of_memory)
@@ -1106,6 +1115,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--restart-min", a->restart_min,
                   "Minutes to restart after an interruption (default 10, an assumption)");
   cmd->add_option("--threads", a->threads, "Threads (default: every core)");
+  add_stack_options(cmd, a->stack);
   cmd->add_option("--top-k", a->top_k, "Plans re-run by the simulator (default 32)");
   cmd->add_option("--keep", a->keep, "Ranked plans kept and recorded (default 100)");
   cmd->add_option("--top", a->top, "Rows of the table (default 10)");

@@ -117,4 +117,27 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
   return r;
 }
 
+void add_stack_options(CLI::App* cmd, StackArgs& args) {
+  cmd->add_option("--stack", args.stack,
+                  "Software stack the plan runs under: megatron-core (default), megatron-lm, "
+                  "megatron-deepspeed, deepspeed, fsdp or nemo; sets the host model (the CPU "
+                  "time to issue each op; planner sim-models lists each stack's costs)");
+  cmd->add_option("--host-costs", args.host_costs,
+                  "Override the stack's host costs: KEY=MICROSECONDS,... (gemm, attention, "
+                  "memory, collective, p2p, micro_batch, step; backward is a factor), or "
+                  "\"none\" for no host model");
+}
+
+Result<ResolvedStack> resolve_stack(const StackArgs& args) {
+  ResolvedStack out;
+  PLANNER_ASSIGN_OR_RETURN(out.stack, parse_flag<SoftwareStack>("--stack", args.stack));
+  out.host = host_costs(out.stack);
+  if (!args.host_costs.empty()) {
+    auto parsed = parse_host_costs(args.host_costs, out.host);
+    if (!parsed) return Status::invalid_input("--host-costs: " + parsed.status().message());
+    out.host = std::move(parsed).value();
+  }
+  return out;
+}
+
 }  // namespace planner::cli

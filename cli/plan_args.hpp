@@ -10,6 +10,7 @@
 #include "planner/core/catalog.hpp"
 #include "planner/core/cluster_spec.hpp"
 #include "planner/core/gpu_spec.hpp"
+#include "planner/core/host_model.hpp"
 #include "planner/core/model_spec.hpp"
 #include "planner/core/parallel_config.hpp"
 #include "planner/core/status.hpp"
@@ -54,6 +55,19 @@ Result<E> parse_flag(const std::string& flag, const std::string& text) {
   }
   return *v;
 }
+
+// The software stack a plan runs under and its host model: --stack NAME (default megatron-core)
+// and --host-costs KEY=US,... or none (over the stack's built-in costs; host_model.hpp).
+struct StackArgs {
+  std::string stack = "megatron-core";
+  std::string host_costs;
+};
+void add_stack_options(CLI::App* cmd, StackArgs& args);
+struct ResolvedStack {
+  SoftwareStack stack = SoftwareStack::kMegatronCore;
+  HostCosts host;
+};
+Result<ResolvedStack> resolve_stack(const StackArgs& args);
 
 // Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,
 // --sp, --recompute, --zero, --schedule, --vpp, --offload, --seq, --gbs, --precision,

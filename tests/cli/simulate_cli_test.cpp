@@ -241,11 +241,60 @@ TEST(SimModelsCli, ListsEveryModelWithItsSource) {
   const CommandResult j = run_planner({"sim-models", "--json"});
   ASSERT_EQ(j.exit_code, 0);
   const nlohmann::json doc = nlohmann::json::parse(j.out);
-  ASSERT_GE(doc.size(), 15u);
-  for (const auto& m : doc) {
+  ASSERT_GE(doc["models"].size(), 15u);
+  for (const auto& m : doc["models"]) {
     EXPECT_FALSE(m["source"].get<std::string>().empty()) << m["name"];
     EXPECT_FALSE(m["assumptions"].get<std::string>().empty()) << m["name"];
   }
+  // Every software stack with its host model, default attention kernel and source.
+  EXPECT_NE(r.out.find("engine/host-issue"), std::string::npos);
+  ASSERT_EQ(doc["stacks"].size(), 6u);
+  for (const auto& s : doc["stacks"]) {
+    EXPECT_NE(r.out.find("stack/" + s["name"].get<std::string>()), std::string::npos);
+    EXPECT_FALSE(s["source"].get<std::string>().empty()) << s["name"];
+    EXPECT_NE(s["host_costs"].get<std::string>().find("us per op"), std::string::npos) << s["name"];
+  }
+}
+
+// The software stack's host model: a small model at tp 8 and micro-batch 1 waits for the host
+// (short kernels); --host-costs none removes the host; a large kernel hides it.
+TEST(SimulateCli, StackHostModelAndAttention) {
+  auto step = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"simulate", "--model", "megatron-1.7b", "--gpu",  "a100-40gb",
+                                  "--tp",     "8",       "--mbs",         "1",      "--gbs",
+                                  "8",        "--seq",   "1024",          "--json", "--no-db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_planner(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const nlohmann::json core = step({});
+  const nlohmann::json none = step({"--host-costs", "none"});
+  const nlohmann::json ds = step({"--stack", "megatron-deepspeed"});
+  ASSERT_FALSE(core.is_null() || none.is_null() || ds.is_null());
+  EXPECT_EQ(core["stack"], "megatron-core");
+  EXPECT_EQ(ds["stack"], "megatron-deepspeed");
+  EXPECT_EQ(none["host_bound_fraction"].get<double>(), 0.0);
+  EXPECT_GT(core["host_bound_fraction"].get<double>(), 0.03);
+  EXPECT_GT(core["step_time_s"].get<double>(), none["step_time_s"].get<double>());
+  // The older stack issues more slowly: the GPU waits for its host half of the step.
+  EXPECT_GT(ds["step_time_s"].get<double>(), core["step_time_s"].get<double>());
+  EXPECT_GT(ds["host_bound_fraction"].get<double>(), 0.3);
+  // Its default attention is Megatron's unfused softmax: slower than flash once the host is gone.
+  const nlohmann::json unfused = step({"--stack", "megatron-deepspeed", "--host-costs", "none"});
+  const nlohmann::json flash =
+      step({"--stack", "megatron-deepspeed", "--host-costs", "none", "--attention", "flash2"});
+  EXPECT_LT(flash["step_time_s"].get<double>(), unfused["step_time_s"].get<double>());
+
+  const CommandResult bad = run_planner(
+      {"simulate", "--model", "gpt-tiny", "--gpu", "h100", "--stack", "jax", "--no-db"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--stack"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("megatron-core"), std::string::npos) << bad.err;
+  const CommandResult key = run_planner(
+      {"simulate", "--model", "gpt-tiny", "--gpu", "h100", "--host-costs", "kernel=3", "--no-db"});
+  EXPECT_EQ(key.exit_code, 2);
+  EXPECT_NE(key.err.find("unknown key \"kernel\""), std::string::npos) << key.err;
 }
 
 TEST(SimulateCli, ClusterStatedInNumbers) {

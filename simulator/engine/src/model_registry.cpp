@@ -66,6 +66,15 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "copies: bytes / PCIe copy bandwidth",
      "the CPU streams the optimizer state once; copies use the copy engines",
      "profile host_memory_bandwidth_GBps, pcie_copy_GBps (assumed)"},
+    {SimModel::kHostIssue, "engine", "host-issue",
+     "one host thread per rank walks its step program in order and issues op i at h_i = h_(i-1) + "
+     "cost(op i) (per op kind and pass, plus per micro-batch and per step); an op starts at "
+     "max(h_i, when its stream and dependencies allow), so short kernels wait for the host",
+     "the host never waits for the GPU within a step (launches are asynchronous, no host "
+     "synchronisation before the optimizer); costs are per op of the step program (what the "
+     "framework runs for it), per software stack",
+     "core/host_model.hpp: costs per stack (planner sim-models --stacks), fitted on measured runs "
+     "of that stack (vTrain's A100 sweep for megatron-deepspeed)"},
     {SimModel::kRing, "collective", "ring",
      "C rings (C = members per island) each moving 2(n-1)/n S/C (all-reduce) or (n-1)/n S/C "
      "(all-gather, reduce-scatter) per hop in 2(n-1) or n-1 steps",

@@ -18,10 +18,10 @@ namespace planner::sim {
 
 namespace {
 
-enum EventKind : std::uint32_t { kComputeDone, kFixedDone, kTransferDone, kPhaseDone };
+enum EventKind : std::uint32_t { kComputeDone, kFixedDone, kTransferDone, kPhaseDone, kHostIssued };
 
 // An op's progress through the runner.
-enum class OpState : std::uint8_t { kPending, kIssued, kDone };
+enum class OpState : std::uint8_t { kPending, kHostWait, kIssued, kDone };
 
 // A simulated rank: its program's streams and dependencies, and what its ops did.
 struct RankState {
@@ -32,6 +32,8 @@ struct RankState {
   std::vector<std::uint32_t> rdeps;
   std::vector<OpState> state;
   std::vector<Time> issue;  // when op times or a trace are kept
+  std::vector<Time> host;   // per op, when the host issues it (empty without a host model)
+  Time host_wait;           // compute-stream time spent waiting for the host
   std::size_t done = 0;
   Time finish;
 };
@@ -67,6 +69,7 @@ class Runner {
   Status setup();
   Status index_ranks(std::vector<int>& lowered);
   void init_rank(std::uint32_t ri);
+  void init_host(RankState& s);
   void try_issue(std::uint32_t ri, std::uint32_t i);
   void issue(std::uint32_t ri, std::uint32_t i);
   void issue_comm(std::uint32_t ri, std::uint32_t i);
@@ -168,6 +171,7 @@ void Runner::init_rank(std::uint32_t ri) {
   s.times.start.assign(n, Time(0));
   s.times.end.assign(n, Time(0));
   if (track_) s.times.started_by.assign(n, kNoOp);
+  if (ctx_.options.host.enabled()) init_host(s);
   std::vector<std::uint32_t> counts(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
     s.times.stream_ops[static_cast<std::size_t>(program_.desc(r.op(i)).stream)].push_back(
@@ -183,6 +187,30 @@ void Runner::init_rank(std::uint32_t ri) {
   for (std::size_t i = 0; i < n; ++i) {
     for (std::uint32_t d : r.deps(i))
       s.rdeps[counts[d]++] = static_cast<std::uint32_t>(i);
+  }
+}
+
+void Runner::init_host(RankState& s) {
+  implements(SimModel::kHostIssue);
+  const HostCosts& c = ctx_.options.host;
+  const RankProgram& r = *s.times.program;
+  s.host.resize(r.size());
+  Time h(0);
+  int last_micro_batch = OpId::kNone;
+  bool stepped = false;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    const OpId id = r.op(i).id;
+    if (id.phase() == Phase::kForward && id.microbatch() != OpId::kNone &&
+        id.microbatch() != last_micro_batch) {
+      last_micro_batch = id.microbatch();
+      h += c.per_micro_batch;
+    }
+    if (id.phase() == Phase::kOptimizer && !stepped) {
+      stepped = true;
+      h += c.per_step;
+    }
+    h += host_cost(c, program_.desc(r.op(i)), id.phase());
+    s.host[i] = h;
   }
 }
 
@@ -202,6 +230,14 @@ void Runner::try_issue(std::uint32_t ri, std::uint32_t i) {
   const auto stream = static_cast<std::size_t>(program_.desc(s.times.program->op(i)).stream);
   const auto& ops = s.times.stream_ops[stream];
   if (s.head[stream] >= ops.size() || ops[s.head[stream]] != i) return;
+  const Time now = engine_.now();
+  if (!s.host.empty() && s.host[i] > now) {
+    // Ready on the GPU, not yet issued by the host.
+    s.state[i] = OpState::kHostWait;
+    if (stream == static_cast<std::size_t>(Stream::kCompute)) s.host_wait += s.host[i] - now;
+    engine_.schedule(s.host[i], kHostIssued, ri, i);
+    return;
+  }
   issue(ri, i);
 }
 
@@ -358,6 +394,9 @@ void Runner::dispatch(const Event& e) {
       ++flights_[e.a].phase;
       start_phase(e.a);
       break;
+    case kHostIssued:
+      issue(e.a, static_cast<std::uint32_t>(e.b));
+      break;
     default:
       break;
   }
@@ -417,6 +456,7 @@ ProgramRun Runner::results() {
     r.stage = p.stage();
     r.kind = p.kind();
     r.finish = s.finish;
+    r.host_wait = s.host_wait;
     r.buckets = bucket_times(s.times, out.makespan);
     if (keep_) {
       r.ops.reserve(p.size());

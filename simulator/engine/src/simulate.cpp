@@ -122,6 +122,7 @@ Result<SimResult> simulate(const SimInput& input) {
     ++workers;
     StageReport& s = stages[static_cast<std::size_t>(r.stage)];
     ++s.ranks;
+    out.host_wait += r.host_wait;
     for (std::size_t b = 0; b < kNumTimeBuckets; ++b) {
       s.buckets[b] += r.buckets[b];
       out.mean_buckets[b] += r.buckets[b];
@@ -133,6 +134,8 @@ Result<SimResult> simulate(const SimInput& input) {
   const auto idle = static_cast<std::size_t>(TimeBucket::kIdle);
   const auto compute = static_cast<std::size_t>(TimeBucket::kCompute);
   if (seconds > 0) out.bubble_fraction = to_seconds(out.mean_buckets[idle]) / seconds;
+  if (workers > 0) out.host_wait = out.host_wait / workers;
+  if (seconds > 0) out.host_bound_fraction = to_seconds(out.host_wait) / seconds;
   for (std::size_t i = 0; i < stages.size(); ++i) {
     StageReport& s = stages[i];
     s.stage = static_cast<int>(i);

@@ -790,6 +790,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.software = resolve_software(run);
   s.attention = is_flash_style(s.software.attention) ? sim::AttentionKernel::kFlash
                                                      : sim::AttentionKernel::kUnfused;
+  s.host = host_costs(s.software.stack);
   s.plan.parallel.overlap_grad_reduce = *s.software.overlap.grad_reduce;
   s.plan.parallel.overlap_param_gather = *s.software.overlap.param_gather;
   return s;
@@ -916,6 +917,9 @@ Result<std::vector<MappedRun>> map_runs(std::span<const PublishedRun> runs,
     m.accuracy.gpu_type = run.hardware.gpu;
     auto setup = map_published_run(run, catalog, topologies, options.profiles);
     if (setup) m.accuracy.gpu_type = setup->plan.gpu.name;
+    if (setup && !options.host_costs.empty()) {
+      PLANNER_ASSIGN_OR_RETURN(setup->host, parse_host_costs(options.host_costs, setup->host));
+    }
     if (only_gpu != nullptr && (!setup || setup->plan.gpu.name != only_gpu->name)) continue;
     if (!setup) {
       m.accuracy.skip_reason = setup.status().message();

@@ -27,6 +27,7 @@ void run_trial(const PreparedRun& p, Trial& t) {
   in.options.run.keep_op_times = false;
   in.options.run.critical_path_top = 0;
   in.options.run.attention = p.setup.attention;
+  in.options.run.host = p.setup.host;
   in.options.check_memory = t.check_memory;
   auto r = sim::simulate(in);
   if (r) {

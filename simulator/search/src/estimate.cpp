@@ -68,6 +68,7 @@ struct MiniOp {
   Part part = Part::kForward;
   bool compute = true;
   Time compute_time;
+  Time host;  // the issuing thread's cost (host_model.hpp)
   GroupKind group = GroupKind::kTp;
   OpKind kind = OpKind::kGemm;
   Bytes bytes;
@@ -292,6 +293,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
       mo.stream = d.stream;
       mo.part = part_of(ph);
       mo.compute = is_compute(d.kind);
+      mo.host = host_cost(input_.host, d, ph);
       if (mo.compute) {
         mo.compute_time =
             cm.op_time(d, ph == Phase::kBackwardInput || ph == Phase::kBackwardWeight);
@@ -609,11 +611,13 @@ SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_
   std::vector<double> start(n, 0), end(n, 0);
   std::array<double, kNumStreams> free{};
   std::vector<Interval> compute, comm;
+  double host = 0;  // the host clock: op i is issued at the sum of the costs up to it
   for (std::size_t i = 0; i < n; ++i) {
     const MiniOp& op = blk.ops[i];
     if (!in_span(op.part, span)) continue;
     const auto st = static_cast<std::size_t>(op.stream);
-    double ready = free[st];
+    host += secs(op.host);
+    double ready = std::max(free[st], host);
     for (int d : op.deps) {
       if (in_span(blk.ops[static_cast<std::size_t>(d)].part, span)) {
         ready = std::max(ready, end[static_cast<std::size_t>(d)]);

@@ -334,6 +334,8 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
   }
   std::shared_ptr<SweepSetup> setup(new SweepSetup());
   setup->request_ = request;
+  setup->request_.options.sim.run.host =
+      request.options.host ? *request.options.host : host_costs(request.options.stack);
   for (std::size_t i = 0; i < request.scenarios.size(); ++i) {
     const SweepScenario& in = request.scenarios[i];
     Scenario sc;
@@ -364,6 +366,7 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     ei.fabric = sc.fabric;
     ei.memory = request.options.sim.memory;
     ei.fp32_grads = request.options.sim.lower.fp32_grads;
+    ei.host = setup->request_.options.sim.run.host;
     auto est = Estimator::create(ei);
     if (!est) return est.status().with_context(where);
     sc.estimator = std::move(est).value();

@@ -128,6 +128,41 @@ TEST(Bubble, BalancedPipelineMatchesClosedForm) {
   }
 }
 
+// The host model (host_model.hpp): one rank runs 10 memory-bound ops of 1 us each. With no host
+// the step is 10 us; with a 5 us host cost per op the GPU waits for the host and the step is the
+// host's 50 us (the last op issued at 50 us, then 1 us on the GPU); with a 0.5 us cost the host
+// runs ahead and hides under the GPU (10.5 us: only the first op waits). The wait is reported.
+TEST(HostModel, ShortKernelsWaitForTheHost) {
+  StepProgram prog(ProgramInfo{1, 0, 1, 1, 1, 10, Schedule::k1F1B});
+  const std::uint32_t op = prog.intern(testing::elementwise(1'000'000));
+  RankProgram& r = prog.add_rank(0, RankKind::kWorker, 0);
+  for (int i = 0; i < 10; ++i) {
+    Op o;
+    o.id = OpId::make(i, 0, Phase::kForward, OpRole::kAttnResidual);
+    o.desc = op;
+    r.add(o, {});
+  }
+  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
+  auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
+  const std::vector<int> gpus{0};
+  auto step = [&](double host_us) {
+    RunContext ctx;
+    ctx.cluster = cluster.get();
+    ctx.gpu_of_rank = gpus;
+    ctx.profile = &profile;
+    ctx.options.host.memory_bound = microseconds(host_us);
+    auto run = run_program(prog, ctx);
+    EXPECT_TRUE(run) << run.status().message();
+    return run ? std::pair{run->makespan, run->ranks[0].host_wait} : std::pair{Time(0), Time(0)};
+  };
+  EXPECT_EQ(step(0).first, microseconds(10));
+  EXPECT_EQ(step(0).second, Time(0));
+  EXPECT_EQ(step(5).first, microseconds(51));
+  EXPECT_EQ(step(5).second, microseconds(41));  // the first op waits 5 us, the others 4 us
+  EXPECT_EQ(step(0.5).first, microseconds(10.5));
+  EXPECT_EQ(step(0.5).second, microseconds(0.5));
+}
+
 ModelSpec small_llama(int layers = 4) {
   ModelSpec m = *builtin_catalog().find_model("llama2-7b");
   m.num_layers = layers;

@@ -71,6 +71,40 @@ struct OverlapSpec {
   bool operator==(const OverlapSpec&) const = default;
 };
 
+// The attention kernel a stack runs unless told otherwise: Megatron's fused scale-mask-softmax
+// for megatron-lm and megatron-deepspeed (flash attention was opt-in there), flash-style for the
+// others.
+constexpr AttentionImpl default_attention(SoftwareStack s) {
+  return s == SoftwareStack::kMegatronLm || s == SoftwareStack::kMegatronDeepSpeed
+             ? AttentionImpl::kFusedSoftmax
+             : AttentionImpl::kFlash;
+}
+
+// One sentence on what distinguishes a stack for a step-time model (the list above).
+constexpr std::string_view stack_summary(SoftwareStack s) {
+  switch (s) {
+    case SoftwareStack::kMegatronLm:
+      return "Megatron-LM before Megatron-core (2019-2022): gradients all-reduced after the whole "
+             "backward pass; fused scale-mask-softmax attention";
+    case SoftwareStack::kMegatronCore:
+      return "Megatron-LM on Megatron-core (2023-): overlapped gradient reduce and parameter "
+             "gather, Transformer Engine layers, flash-style attention";
+    case SoftwareStack::kMegatronDeepSpeed:
+      return "Megatron's model code on DeepSpeed's engine and PipelineEngine: gradients reduced "
+             "after the pipeline's last backward pass";
+    case SoftwareStack::kDeepSpeed:
+      return "DeepSpeed's ZeRO engine without Megatron's pipeline (ZeRO-1/2/3, its own bucketing "
+             "and prefetch)";
+    case SoftwareStack::kFsdp:
+      return "PyTorch FSDP / FSDP2 (TorchTitan, llm-foundry): per-module parameter all-gathers "
+             "prefetched, gradient reduce-scatters overlapped";
+    case SoftwareStack::kNemo:
+      return "NVIDIA NeMo / Megatron-Bridge: Megatron-core with NVIDIA's performance recipes "
+             "(distributed optimizer with overlap, tp-communication overlap)";
+  }
+  return "";
+}
+
 template <>
 struct EnumTraits<SoftwareStack> {
   static constexpr std::string_view kWhat = "software stack";

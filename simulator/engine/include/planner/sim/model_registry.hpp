@@ -29,6 +29,7 @@ enum class SimModel : std::uint8_t {
   kCoreSharing,
   kMemoryBoundPerKind,
   kHost,
+  kHostIssue,
   kRing,
   kTree,
   kHierarchical,
@@ -42,7 +43,7 @@ enum class SimModel : std::uint8_t {
   kSymmetricBackground,
   kStepAccounting,
 };
-inline constexpr std::size_t kNumSimModels = 23;
+inline constexpr std::size_t kNumSimModels = 24;
 static_assert(static_cast<std::size_t>(SimModel::kStepAccounting) + 1 == kNumSimModels);
 
 struct ModelInfo {

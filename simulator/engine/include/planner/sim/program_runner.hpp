@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "planner/core/hardware_profile.hpp"
+#include "planner/core/host_model.hpp"
 #include "planner/core/parallel_config.hpp"
 #include "planner/core/program.hpp"
 #include "planner/core/status.hpp"
@@ -46,6 +47,9 @@ struct RunOptions {
   // in HBM (frameworks before FlashAttention). simulate() also stores the scores in its memory
   // check.
   AttentionKernel attention = AttentionKernel::kFlash;
+  // The host thread that issues each rank's ops (host_model.hpp); all zero: no host, every op
+  // issued as soon as its stream and dependencies allow.
+  HostCosts host;
 };
 
 struct RunContext {
@@ -78,7 +82,8 @@ struct RankRun {
   int rank = 0;
   int stage = 0;
   RankKind kind = RankKind::kWorker;
-  Time finish;                                  // end of its last op
+  Time finish;     // end of its last op
+  Time host_wait;  // time its compute stream had an op ready that the host had not yet issued
   std::array<Time, kNumTimeBuckets> buckets{};  // over [0, makespan]
   std::vector<OpTiming> ops;                    // in program order when kept
 };

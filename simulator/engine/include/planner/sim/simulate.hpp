@@ -97,6 +97,10 @@ struct SimResult {
   double hfu = 0;
   double bubble_fraction = 0;  // mean over simulated workers of idle / step time
   double schedule_bubble = 0;  // the schedule's closed form (schedule.hpp)
+  // Mean over simulated workers of the time their compute stream had an op ready that the host
+  // had not issued yet (host_model.hpp), and that as a fraction of the step.
+  Time host_wait;
+  double host_bound_fraction = 0;
   std::array<Time, kNumTimeBuckets> mean_buckets{};  // per simulated worker, mean
   std::vector<StageReport> stages;
   std::array<Time, kNumTimeBuckets> critical_buckets{};

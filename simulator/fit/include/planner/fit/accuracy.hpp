@@ -79,6 +79,7 @@
 
 #include "planner/core/catalog.hpp"
 #include "planner/core/hardware_profile.hpp"
+#include "planner/core/host_model.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/published_run.hpp"
 #include "planner/core/software_stack.hpp"
@@ -139,6 +140,7 @@ struct RunSetup {
   std::string source;  // source_key()
   SoftwareSetup software;
   sim::AttentionKernel attention = sim::AttentionKernel::kFlash;
+  HostCosts host;  // the host model of the run's stack (host_model.hpp)
   FlopConvention convention = FlopConvention::kUnknown;
   PublishedStep published;
   std::vector<ChosenField> assumptions;  // mappings and derivations
@@ -233,6 +235,9 @@ struct AccuracyOptions {
   std::vector<std::string> only;  // only these record ids; empty: all
   int threads = 0;                // 0: std::thread::hardware_concurrency()
   std::vector<HardwareProfile> profiles;  // replace the built-in profiles of their GPUs
+  // Overrides of every run's host costs (parse_host_costs text, applied over the costs of the
+  // run's stack); empty: the stacks' built-in costs.
+  std::string host_costs;
 };
 
 // Fails (kInvalidInput) when an id of options.only is not in `runs` or options.gpu_type is not a

@@ -75,6 +75,7 @@ struct EstimatorInput {
   std::shared_ptr<const sim::Fabric> fabric;  // built from cluster and profile when empty
   MemoryOptions memory;
   bool fp32_grads = false;  // as LowerOptions::fp32_grads
+  HostCosts host;           // as RunOptions::host: the issuing thread's cost per op
 };
 
 struct PlanEstimate {

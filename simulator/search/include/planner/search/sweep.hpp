@@ -128,6 +128,10 @@ struct SweepOptions {
                              // each scenario)
   int pareto_max = 24;       // frontier points kept (evenly spread over time to train)
   sim::SimOptions sim;       // for the top_k (ranks, background; op times are not kept)
+  // The software stack the plans run under: its host costs (host_model.hpp) time every estimate
+  // and simulation of the sweep, unless `host` overrides them.
+  SoftwareStack stack = SoftwareStack::kMegatronCore;
+  std::optional<HostCosts> host;
 };
 
 struct SweepRequest {

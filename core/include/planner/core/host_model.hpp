@@ -1,0 +1,62 @@
+// The host thread that issues a rank's work. A framework runs every kernel and collective from
+// one CPU thread per rank (Python module code, autograd, the CUDA and NCCL launch calls); the GPU
+// runs an op only once the host has issued it. The host runs ahead of the GPU without waiting
+// (launches are asynchronous), so when kernels are long the host's cost hides under them, and
+// when they are short (a small hidden size, a large tp, micro-batch 1) the GPU waits for the host
+// and the step is host-bound.
+//
+// The model: each simulated rank has a host clock that walks its step program in program order;
+// op i is issued at h_i = h_{i-1} + cost(op i) (h_0 = the step's fixed cost), and it starts at
+// max(h_i, when its stream and dependencies allow). Costs are per op of the step program, by
+// kind and pass (host_cost below). An op of the step program stands for what the framework runs
+// for it (a GEMM with its bias add, an attention core with its masking, softmax, dropout and
+// transposes), so the costs are per program op, not per CUDA kernel.
+//
+// Parameters are per software stack (software_stack.hpp), fitted on measured runs of that stack
+// and never per run; host_costs() gives the built-in ones with their sources.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "planner/core/program.hpp"
+#include "planner/core/software_stack.hpp"
+#include "planner/core/status.hpp"
+#include "planner/core/units.hpp"
+
+namespace planner {
+
+struct HostCosts {
+  // Host time to issue one forward (or recomputed forward) op, by kind.
+  Time gemm;          // a linear layer (GEMM, bias)
+  Time attention;     // the attention core
+  Time memory_bound;  // norms, activations, residual/dropout adds, embedding, loss, router
+  Time collective;    // launching a collective (torch.distributed, NCCL enqueue)
+  Time p2p;           // a pipeline send or receive
+  // Backward ops cost this times their forward kind (autograd runs them from C++).
+  double backward_factor = 1.0;
+  Time per_micro_batch;  // per micro-batch: data loading, loss bookkeeping, pipeline engine
+  Time per_step;         // per step: optimizer launch (multi-tensor apply), clipping, logging
+  std::string source;    // where the numbers come from
+
+  // False when every cost is zero: the simulation then has no host (hand-built programs, the
+  // planner executor's own C++ issue loop).
+  bool enabled() const;
+  bool operator==(const HostCosts&) const = default;
+};
+
+// The built-in host costs of a software stack, with their source in `source`.
+HostCosts host_costs(SoftwareStack stack);
+
+// The host time to issue `d` in `phase` (zero for host-stream work, which is the host's own).
+Time host_cost(const HostCosts& costs, const OpDesc& d, Phase phase);
+
+// Overrides costs from text "gemm=30,attention=120,memory=20,collective=25,p2p=30,backward=0.5,
+// micro_batch=200,step=3000" (microseconds; backward a factor), any subset, or "none" (all zero).
+// Errors name the key and say what was expected.
+Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base);
+
+// "gemm 30 µs, attention 120 µs, ..." for reports.
+std::string describe(const HostCosts& costs);
+
+}  // namespace planner

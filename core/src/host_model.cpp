@@ -1,0 +1,213 @@
+#include "planner/core/host_model.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace planner {
+namespace {
+
+struct Entry {
+  SoftwareStack stack;
+  double gemm_us, attention_us, memory_us, collective_us, p2p_us, backward, micro_batch_us, step_us;
+  const char* source;
+};
+
+// The current stacks on PyTorch 2: measured on one H200 machine's host (Intel Xeon, PyTorch
+// 2.11, CUDA 13.0; bench/gpu/README.md "Host cost of issuing a layer", 2026-11-26). A GPT layer of
+// nn.Modules issued in 310 us forward and 651 us backward at hidden 1024, micro-batch 1 (the GPU
+// idle). Per op of the step program, the forward costs are the modules' measured costs (linear
+// 17.0, SDPA 18.7, LayerNorm 13.4, GeLU 6.8, dropout + add 18.9 us) scaled by 1.96 to the layer's
+// measured forward (views, permutes, autograd bookkeeping): gemm 33, attention 37, memory-bound 28
+// us (the mean of the layer's five); the backward factor 1.47 makes the layer's 8 GEMM, 1
+// attention and 5 memory-bound backward ops take its measured 651 us; a collective launch 11.8 us
+// (dist.all_reduce). Not measured, assumed: a pipeline send or receive 50 us (a batched
+// isend/irecv), 1,000 us per micro-batch (batch, loss, schedule bookkeeping) and 1,000 us per step.
+constexpr double kGemm = 33, kAttention = 37, kMemory = 28, kBackward = 1.47;
+
+// Megatron-DeepSpeed on A100 hosts (PyTorch 1.x eager, fp16, Megatron's fused kernels, DeepSpeed's
+// engine): the per-op ratios and backward factor above, scaled by one factor, and the collective,
+// send/receive, micro-batch and step costs, fitted on vTrain's 720 measured configurations (GPT,
+// hidden 1024-2048, 1-8 A100 in one DGX A100; reference data vtrain_calibration.csv) by
+// scripts/fit-host-costs.py: scale 2.5, collective 0, p2p 500 us, 7,000 us per micro-batch (the
+// DeepSpeed engine's per-micro-batch work), 0 per step.
+constexpr double kDeepSpeedScale = 2.5;
+
+// The measured PyTorch 2 costs, and the fitted costs of the Megatron-DeepSpeed years.
+constexpr Entry pytorch2(SoftwareStack stack, const char* source) {
+  return {stack, kGemm, kAttention, kMemory, 11.8, 50, kBackward, 1000, 1000, source};
+}
+constexpr Entry fitted_on_vtrain(SoftwareStack stack, const char* source) {
+  const double s = kDeepSpeedScale;
+  return {stack, s * kGemm, s * kAttention, s * kMemory, 0, 500, kBackward, 7000, 0, source};
+}
+
+// Microseconds per op of the step program (see host_model.hpp).
+constexpr Entry kBuiltIn[] = {
+    fitted_on_vtrain(
+        SoftwareStack::kMegatronDeepSpeed,
+        "fitted on vTrain's 720 measured Megatron-DeepSpeed configurations on A100 (reference "
+        "data vtrain_calibration.csv, VIA-Research/vTrain ground_truth_single.csv; "
+        "scripts/fit-host-costs.py): PyTorch's measured per-op costs x 2.5, 500 us per pipeline "
+        "send or receive, 7 ms per micro-batch"),
+    fitted_on_vtrain(
+        SoftwareStack::kMegatronLm,
+        "assumed equal to megatron-deepspeed's fitted costs (the same Megatron model code in "
+        "PyTorch eager mode of the same years; no measured megatron-lm sweep of small models in "
+        "the reference data)"),
+    pytorch2(SoftwareStack::kMegatronCore,
+             "measured: PyTorch 2.11 on an H200 machine's host (bench/gpu/README.md, 2026-11-26); "
+             "send/receive, micro-batch and step costs assumed"),
+    pytorch2(SoftwareStack::kNemo,
+             "as megatron-core (NeMo runs Megatron-core): measured PyTorch 2.11 per-op costs on an "
+             "H200 machine's host (bench/gpu/README.md, 2026-11-26)"),
+    pytorch2(SoftwareStack::kDeepSpeed,
+             "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
+             "2026-11-26); DeepSpeed's own engine costs not measured"),
+    pytorch2(SoftwareStack::kFsdp,
+             "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
+             "2026-11-26); FSDP's per-module hooks not measured"),
+};
+
+Time us(double v) {
+  return microseconds(v);
+}
+
+bool is_memory_bound(OpKind k) {
+  switch (k) {
+    case OpKind::kNorm:
+    case OpKind::kActivation:
+    case OpKind::kElementwise:
+    case OpKind::kEmbedding:
+    case OpKind::kSoftmaxCrossEntropy:
+    case OpKind::kRouter:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string fmt_us(Time t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", to_microseconds(t));
+  return buf;
+}
+
+}  // namespace
+
+bool HostCosts::enabled() const {
+  const Time zero(0);
+  return gemm != zero || attention != zero || memory_bound != zero || collective != zero ||
+         p2p != zero || per_micro_batch != zero || per_step != zero;
+}
+
+HostCosts host_costs(SoftwareStack stack) {
+  const Entry* e = nullptr;
+  for (const Entry& x : kBuiltIn) {
+    if (x.stack == stack) e = &x;
+  }
+  if (e == nullptr) e = &kBuiltIn[0];
+  HostCosts c;
+  c.gemm = us(e->gemm_us);
+  c.attention = us(e->attention_us);
+  c.memory_bound = us(e->memory_us);
+  c.collective = us(e->collective_us);
+  c.p2p = us(e->p2p_us);
+  c.backward_factor = e->backward;
+  c.per_micro_batch = us(e->micro_batch_us);
+  c.per_step = us(e->step_us);
+  c.source = e->source;
+  return c;
+}
+
+Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase) {
+  Time t(0);
+  if (d.stream == Stream::kHost) return t;
+  if (d.kind == OpKind::kGemm) {
+    t = c.gemm;
+  } else if (d.kind == OpKind::kAttention) {
+    t = c.attention;
+  } else if (is_memory_bound(d.kind)) {
+    t = c.memory_bound;
+  } else if (is_p2p(d.kind)) {
+    return c.p2p;
+  } else if (is_collective(d.kind)) {
+    return c.collective;
+  } else {
+    return t;  // optimizer step and copies: per_step covers the optimizer
+  }
+  if (phase == Phase::kBackwardInput || phase == Phase::kBackwardWeight) {
+    t = Time(std::llround(static_cast<double>(t.raw()) * c.backward_factor));
+  }
+  return t;
+}
+
+Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
+  if (text == "none") {
+    HostCosts none;
+    none.source = "none: no host (every op issued as soon as its stream allows)";
+    return none;
+  }
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) {
+      if (comma >= text.size()) break;
+      continue;
+    }
+    const std::size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    if (eq == std::string_view::npos) {
+      return Status::invalid_input("host costs: \"" + std::string(item) +
+                                   "\" is not KEY=VALUE (keys: gemm, attention, memory, "
+                                   "collective, p2p, backward, micro_batch, step; or \"none\")");
+    }
+    const std::string_view value = item.substr(eq + 1);
+    double v = 0;
+    const auto r = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (r.ec != std::errc() || r.ptr != value.data() + value.size() || !std::isfinite(v) || v < 0 ||
+        v > 1e7) {
+      return Status::invalid_input("host costs: " + std::string(key) +
+                                   " must be a number of microseconds in [0, 1e7] (backward: a "
+                                   "factor), found \"" +
+                                   std::string(value) + "\"");
+    }
+    if (key == "gemm") {
+      base.gemm = us(v);
+    } else if (key == "attention") {
+      base.attention = us(v);
+    } else if (key == "memory") {
+      base.memory_bound = us(v);
+    } else if (key == "collective") {
+      base.collective = us(v);
+    } else if (key == "p2p") {
+      base.p2p = us(v);
+    } else if (key == "backward") {
+      base.backward_factor = v;
+    } else if (key == "micro_batch") {
+      base.per_micro_batch = us(v);
+    } else if (key == "step") {
+      base.per_step = us(v);
+    } else {
+      return Status::invalid_input("host costs: unknown key \"" + std::string(key) +
+                                   "\" (keys: gemm, attention, memory, collective, p2p, backward, "
+                                   "micro_batch, step)");
+    }
+    base.source = "set by the user";
+  }
+  return base;
+}
+
+std::string describe(const HostCosts& c) {
+  if (!c.enabled()) return "none";
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%.3g", c.backward_factor);
+  return "gemm " + fmt_us(c.gemm) + " us, attention " + fmt_us(c.attention) + " us, memory-bound " +
+         fmt_us(c.memory_bound) + " us, collective " + fmt_us(c.collective) + " us, p2p " +
+         fmt_us(c.p2p) + " us per op; backward x" + factor + "; " + fmt_us(c.per_micro_batch) +
+         " us per micro-batch, " + fmt_us(c.per_step) + " us per step";
+}
+
+}  // namespace planner
