@@ -129,7 +129,7 @@ QVariant RankingModel::sort_value(const search::RankedPlan& p, int column) const
     case kPosition:
       return p.position;
     case kGpus:
-      return p.parallel.world_size();
+      return static_cast<qlonglong>(p.parallel.world_size());
     case kPeakMemory:
       return to_GiB(m.peak_memory);
     case kTp:
