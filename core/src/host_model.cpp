@@ -73,20 +73,6 @@ Time us(double v) {
   return microseconds(v);
 }
 
-bool is_memory_bound(OpKind k) {
-  switch (k) {
-    case OpKind::kNorm:
-    case OpKind::kActivation:
-    case OpKind::kElementwise:
-    case OpKind::kEmbedding:
-    case OpKind::kSoftmaxCrossEntropy:
-    case OpKind::kRouter:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::string fmt_us(Time t) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", to_microseconds(t));
@@ -121,25 +107,16 @@ HostCosts host_costs(SoftwareStack stack) {
 }
 
 Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase) {
-  Time t(0);
-  if (d.stream == Stream::kHost) return t;
-  if (d.kind == OpKind::kGemm) {
-    t = c.gemm;
-  } else if (d.kind == OpKind::kAttention) {
-    t = c.attention;
-  } else if (is_memory_bound(d.kind)) {
-    t = c.memory_bound;
-  } else if (is_p2p(d.kind)) {
-    return c.p2p;
-  } else if (is_collective(d.kind)) {
-    return c.collective;
-  } else {
-    return t;  // optimizer step and copies: per_step covers the optimizer
-  }
-  if (phase == Phase::kBackwardInput || phase == Phase::kBackwardWeight) {
-    t = Time(std::llround(static_cast<double>(t.raw()) * c.backward_factor));
-  }
-  return t;
+  if (d.stream == Stream::kHost) return Time(0);
+  if (is_p2p(d.kind)) return c.p2p;
+  if (is_collective(d.kind)) return c.collective;
+  // Copies cost nothing here; the optimizer step is covered by per_step.
+  if (!is_compute(d.kind) || d.kind == OpKind::kOptimizerStep) return Time(0);
+  const Time t = d.kind == OpKind::kGemm        ? c.gemm
+                 : d.kind == OpKind::kAttention ? c.attention
+                                                : c.memory_bound;
+  if (phase != Phase::kBackwardInput && phase != Phase::kBackwardWeight) return t;
+  return Time(std::llround(static_cast<double>(t.raw()) * c.backward_factor));
 }
 
 Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
