@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "planner/app/defaults.hpp"
 #include "planner/core/spec_json.hpp"
 
 namespace planner::app {
@@ -21,6 +22,12 @@ Result<SweepRun> run_sweep(search::SweepRequest request, search::ProgressSink* s
   request.options.threads =
       options.threads > 0 ? options.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Catalogue prices are aged against today (the search reads no clock).
+  const CalendarDate day = today();
+  if (!request.pricing.today) request.pricing.today = day;
+  for (search::SweepScenario& s : request.scenarios) {
+    if (s.pricing && !s.pricing->today) s.pricing->today = day;
+  }
   SweepRun run;
   if (options.distributed) {
     PLANNER_ASSIGN_OR_RETURN(run.setup, search::SweepSetup::prepare(request));
