@@ -55,6 +55,8 @@ Json sweep_inputs(const search::SweepRequest& req, Json origin) {
       scenarios.back()["provider"] = s.topology.provider;
       scenarios.back()["instance"] = s.topology.instance;
     }
+    // A scenario with its own pricing (--all-offerings, a document's cluster) records its offering.
+    if (s.pricing) scenarios.back()["offering"] = std::string(to_string(s.pricing->offering));
   }
   Json j = origin.is_object() ? std::move(origin) : Json::object();
   j["scenarios"] = scenarios;
