@@ -74,6 +74,7 @@ struct SweepArgs {
   std::string sp = "both";
   std::string overlap = "both";
   bool tp_beyond_nvlink = false;
+  bool uneven_stages = false;
   double budget = 0;
   double deadline_days = 0;
   std::vector<std::string> prices;
@@ -294,6 +295,7 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
                            on_off("--sp", a.sequence_parallel ? std::string("on") : a.sp));
   PLANNER_ASSIGN_OR_RETURN(s.overlap, on_off("--overlap", a.overlap));
   s.tp_within_nvlink = !a.tp_beyond_nvlink;
+  s.uneven_stages = a.uneven_stages;
   return req;
 }
 
@@ -1096,6 +1098,9 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
       ->delimiter(',');
   cmd->add_option("--overlap", a->overlap, "Data-parallel communication overlap: on, off or both")
       ->capture_default_str();
+  cmd->add_flag("--uneven-stages", a->uneven_stages,
+                "Also search the powers of two for pp that do not divide the layers, with a "
+                "balanced uneven split (a pp given with --pp always is)");
   cmd->add_flag("--tp-beyond-nvlink", a->tp_beyond_nvlink,
                 "Allow tensor parallelism across NVLink domains");
   cmd->add_option("--budget", a->budget, "Most USD the token budget may cost");

@@ -52,6 +52,23 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
                                    "Layers per virtual stage (Megatron's alternative to --vpp: "
                                    "virtual stages = layers / (pp x this))")
                        ->excludes(vpp));
+  CLI::Option* first = cmd->add_option(
+      "--first-stage-layers,--decoder-first-pipeline-num-layers", a.parallel.first_stage_layers,
+      "Layers of the first pipeline stage (uneven stages; the stages without a count share the "
+      "rest evenly)");
+  CLI::Option* last = cmd->add_option("--last-stage-layers,--decoder-last-pipeline-num-layers",
+                                      a.parallel.last_stage_layers,
+                                      "Layers of the last pipeline stage (uneven stages)");
+  config.push_back(first);
+  config.push_back(last);
+  config.push_back(cmd->add_flag("--account-for-embedding-in-pipeline-split", a.embedding_in_split,
+                                 "Count the embedding as a layer when splitting the stages (the "
+                                 "first stage gets one layer fewer)")
+                       ->excludes(first));
+  config.push_back(cmd->add_flag("--account-for-loss-in-pipeline-split", a.loss_in_split,
+                                 "Count the LM head and loss as a layer when splitting the "
+                                 "stages (the last stage gets one layer fewer)")
+                       ->excludes(last));
   config.push_back(cmd->add_option("--offload", a.offload, "none, optimizer or optimizer+params"));
   config.push_back(cmd->add_option("--seq,--seq-length", a.seq,
                                    "Sequence length (default: the model's maximum)"));
@@ -70,6 +87,8 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
   cmd->get_option("--zero")->check(whole_in(0, 3));
   cmd->get_option("--vpp")->check(whole_in(1, 1024));
   cmd->get_option("--num-layers-per-virtual-pipeline-stage")->check(whole_in(1, 1'000'000));
+  cmd->get_option("--first-stage-layers")->check(whole_in(1, 1'000'000));
+  cmd->get_option("--last-stage-layers")->check(whole_in(1, 1'000'000));
   cmd->get_option("--seq")->check(whole_in(1, 100'000'000));
   cmd->get_option("--gbs")->check(whole_in(1, 100'000'000));
 }
@@ -101,6 +120,24 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
           std::to_string(args.layers_per_virtual_stage) + "-layer virtual stages");
     }
     r.parallel.virtual_stages = static_cast<int>(r.model.num_layers / per_pass);
+  }
+  if (args.embedding_in_split || args.loss_in_split) {
+    // Megatron-core: the layers plus the counted embedding and loss split evenly over the
+    // virtual stages; the first (last) stage's share includes the embedding (the loss).
+    const int counted = (args.embedding_in_split ? 1 : 0) + (args.loss_in_split ? 1 : 0);
+    const std::int64_t items = static_cast<std::int64_t>(r.model.num_layers) + counted;
+    const std::int64_t chunks =
+        static_cast<std::int64_t>(std::max(1, r.parallel.pp)) * r.parallel.virtual_stages;
+    if (r.parallel.pp < 2 || items % chunks != 0) {
+      return Status::invalid_input(
+          std::string(args.embedding_in_split ? "--account-for-embedding-in-pipeline-split"
+                                              : "--account-for-loss-in-pipeline-split") +
+          ": " + std::to_string(r.model.num_layers) + " layers + " + std::to_string(counted) +
+          " do not split evenly into pp x virtual stages (" + std::to_string(chunks) + ")");
+    }
+    const int share = static_cast<int>(items / r.parallel.pp);
+    if (args.embedding_in_split) r.parallel.first_stage_layers = share - 1;
+    if (args.loss_in_split) r.parallel.last_stage_layers = share - 1;
   }
   PLANNER_ASSIGN_OR_RETURN(r.parallel.schedule, parse_flag<Schedule>("--schedule", args.schedule));
   PLANNER_ASSIGN_OR_RETURN(r.parallel.recompute,

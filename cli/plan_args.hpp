@@ -32,6 +32,11 @@ struct PlanArgs {
   std::string offload = "none";
   bool distributed_optimizer = false;  // --use-distributed-optimizer: ZeRO stage 1
   int layers_per_virtual_stage = 0;    // --num-layers-per-virtual-pipeline-stage
+  // --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split
+  // (Megatron-core): the embedding, the LM head with the loss, count as a layer in the split of the
+  // stages.
+  bool embedding_in_split = false;
+  bool loss_in_split = false;
 };
 
 struct ResolvedPlan {

@@ -311,7 +311,7 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
     auto chunk_layers = [&](int chunk) {
       double bytes = 0;
       const int first = part.first_layer(stage, chunk);
-      for (int l = first; l < first + part.layers_per_chunk(); ++l) {
+      for (int l = first; l < first + part.layers_per_chunk(stage); ++l) {
         bytes += static_cast<double>(c.layer[kind_index(m.layer_kind(l))].raw());
       }
       return bytes;
@@ -329,7 +329,7 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
       if (sign == 0.0) continue;
       cur_layers += sign * chunk_layers(it.chunk);
       cur_extra += sign * chunk_extra(it.chunk);
-      cur_layer_count += sign * part.layers_per_chunk();
+      cur_layer_count += sign * part.layers_per_chunk(stage);
       cur_mb += static_cast<int>(sign);
       if (sign > 0 && cur_layers + cur_extra > best_total) {
         best_total = cur_layers + cur_extra;
@@ -391,7 +391,6 @@ void keep_maximal(std::vector<std::vector<int>>& vs) {
 struct MemoryEstimator::Layout {
   std::vector<StageParamInfo> stages;
   std::vector<std::array<int, kLayerKinds>> kinds;  // per stage × chunks + chunk: layers by kind
-  int layers_per_chunk = 0;
   bool has_embedding_stage0 = true;
 };
 
@@ -415,18 +414,18 @@ int MemoryEstimator::schedule_microbatches(Schedule schedule, int stages, int mi
 }
 
 Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelConfig& p) {
-  const std::array<int, 5> key{p.tp, p.ep, p.pp, p.virtual_stages, p.expert_tp()};
+  const std::array<int, 7> key{
+      p.tp, p.ep, p.pp, p.virtual_stages, p.expert_tp(), p.first_stage_layers, p.last_stage_layers};
   auto it = layouts_.find(key);
   if (it != layouts_.end()) return it->second.get();
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model_, p));
   auto l = std::make_unique<Layout>();
-  l->layers_per_chunk = part.layers_per_chunk();
   for (int stage = 0; stage < p.pp; ++stage) {
     l->stages.push_back(stage_param_info(part, stage));
     for (int c = 0; c < part.chunks(); ++c) {
       std::array<int, kLayerKinds> counts{};
       const int first = part.first_layer(stage, c);
-      for (int layer = first; layer < first + part.layers_per_chunk(); ++layer)
+      for (int layer = first; layer < first + part.layers_per_chunk(stage); ++layer)
         ++counts[kind_index(model_.layer_kind(layer))];
       l->kinds.push_back(counts);
     }

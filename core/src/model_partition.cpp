@@ -1,5 +1,8 @@
 #include "planner/core/model_partition.hpp"
 
+#include <algorithm>
+#include <string>
+
 namespace planner {
 namespace {
 
@@ -9,15 +12,91 @@ std::int64_t norm_elements(const ModelSpec& m) {
 
 }  // namespace
 
+Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p) {
+  const int pp = p.pp;
+  const int v = p.virtual_stages;
+  const int first = p.first_stage_layers;
+  const int last = p.last_stage_layers;
+  const auto str = [](std::int64_t x) { return std::to_string(x); };
+  if (first < 0 || last < 0) {
+    return Status::invalid_input("first_stage_layers and last_stage_layers must be >= 0");
+  }
+  if (first == 0 && last == 0) {
+    const std::int64_t chunks = static_cast<std::int64_t>(pp) * v;
+    if (layers < 1 || layers % chunks != 0) {
+      return Status::invalid_input("pp x virtual_stages (" + str(pp) + " x " + str(v) +
+                                   ") must divide layers (" + str(layers) +
+                                   "), or set first_stage_layers / last_stage_layers");
+    }
+    return std::vector<int>(static_cast<std::size_t>(pp), layers / pp);
+  }
+  if (pp < 2) {
+    return Status::invalid_input("first_stage_layers and last_stage_layers need pp >= 2");
+  }
+  std::vector<int> counts(static_cast<std::size_t>(pp), 0);
+  const int given = (first > 0 ? 1 : 0) + (last > 0 ? 1 : 0);
+  const int others = pp - given;
+  const std::int64_t rest = static_cast<std::int64_t>(layers) - first - last;
+  const std::string what = "first_stage_layers " + str(first) + " and last_stage_layers " +
+                           str(last) + " of " + str(layers) + " layers";
+  if (rest < 0) return Status::invalid_input(what + ": more than the model has");
+  if (others == 0 && rest != 0) {
+    return Status::invalid_input(what + ": with pp 2 they must add up to the layers");
+  }
+  if (others > 0 && (rest < others || rest % others != 0)) {
+    return Status::invalid_input(what + " leave " + str(rest) + " layers, which the other " +
+                                 str(others) + " stages cannot share evenly");
+  }
+  const int each = others > 0 ? static_cast<int>(rest / others) : 0;
+  for (int s = 0; s < pp; ++s) {
+    int n = each;
+    if (s == 0 && first > 0) n = first;
+    if (s == pp - 1 && last > 0) n = last;
+    if (n % v != 0) {
+      return Status::invalid_input("stage " + str(s) + "'s " + str(n) + " layers (" + what +
+                                   ") do not split into virtual_stages " + str(v) + " chunks");
+    }
+    counts[static_cast<std::size_t>(s)] = n;
+  }
+  return counts;
+}
+
+std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int v) {
+  if (pp < 2 || v < 1 || layers < pp * v) return std::nullopt;
+  if (layers % (pp * v) == 0) return std::pair{0, 0};
+  const int middle_stages = pp - 2;
+  std::optional<std::pair<int, int>> best;
+  int best_cost = 0;
+  // Each middle stage's layers m (a multiple of v); the first and last share the rest, as evenly
+  // as v allows (the first takes the odd chunk: the last also computes the LM head and the loss).
+  const int max_m = middle_stages > 0 ? layers / middle_stages : 0;
+  for (int m = middle_stages > 0 ? v : 0; m <= max_m; m += middle_stages > 0 ? v : 1) {
+    const int rest = layers - middle_stages * m;
+    if (rest < 2 * v || rest % v != 0) {
+      if (middle_stages == 0) break;
+      continue;
+    }
+    const int chunks = rest / v;
+    const int first = (chunks + 1) / 2 * v;
+    const int last = rest - first;
+    // The embedding and the LM head with the loss count as a layer each.
+    const int cost = std::max({first + 1, last + 1, m});
+    // On a tie, the larger middle share: fewer layers beside the embedding and the LM head.
+    if (!best || cost <= best_cost) {
+      best = std::pair{first, last};
+      best_cost = cost;
+    }
+    if (middle_stages == 0) break;
+  }
+  return best;
+}
+
 Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const ParallelConfig& p) {
   if (p.tp < 1 || p.pp < 1 || p.ep < 1 || p.virtual_stages < 1) {
     return Status::invalid_input("model partition: tp, pp, ep and virtual_stages must be >= 1");
   }
-  const int chunks = p.pp * p.virtual_stages;
-  if (model.num_layers < 1 || model.num_layers % chunks != 0) {
-    return Status::invalid_input("model partition: pp x virtual_stages (" + std::to_string(chunks) +
-                                 ") must divide layers (" + std::to_string(model.num_layers) + ")");
-  }
+  auto counts = stage_layer_counts(model.num_layers, p);
+  if (!counts) return Status::invalid_input("model partition: " + counts.status().message());
   ModelPartition part;
   part.model_ = model;
   part.tp_ = p.tp;
@@ -25,8 +104,17 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
   part.etp_ = p.expert_tp();
   part.stages_ = p.pp;
   part.chunks_ = p.virtual_stages;
-  part.layers_per_chunk_ = model.num_layers / chunks;
+  part.layers_per_pass_ = model.num_layers / p.virtual_stages;
+  part.chunk_start_.assign(1, 0);
+  for (int n : *counts)
+    part.chunk_start_.push_back(part.chunk_start_.back() + n / p.virtual_stages);
   return part;
+}
+
+int ModelPartition::stage_of_layer(int layer) const {
+  const int offset = layer % layers_per_pass_;
+  const auto it = std::upper_bound(chunk_start_.begin(), chunk_start_.end(), offset);
+  return static_cast<int>(it - chunk_start_.begin()) - 1;
 }
 
 std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) const {
@@ -53,7 +141,7 @@ std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) cons
     if (single_stage && !m.tied_embeddings) out.back().grad_producers = 1 + mtp;
   }
   const int first = first_layer(stage, chunk);
-  for (int layer = first; layer < first + layers_per_chunk_; ++layer)
+  for (int layer = first; layer < first + layers_per_chunk(stage); ++layer)
     layer_params(layer, out);
   if (has_lm_head(stage, chunk)) {
     add(OpRole::kFinalNorm, OpId::kNone, 0, norm);

@@ -27,6 +27,8 @@ std::string short_label(const ParallelConfig& p) {
   if (p.pp > 1) {
     s += " " + std::string(to_string(p.schedule));
     if (p.schedule == Schedule::kInterleaved) s += "/v" + std::to_string(p.virtual_stages);
+    if (p.first_stage_layers > 0) s += " first" + std::to_string(p.first_stage_layers);
+    if (p.last_stage_layers > 0) s += " last" + std::to_string(p.last_stage_layers);
   }
   if (p.recompute != Recompute::kNone) s += " rc-" + std::string(to_string(p.recompute));
   if (p.zero_stage > 0) s += " zero" + std::to_string(p.zero_stage);

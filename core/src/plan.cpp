@@ -6,6 +6,7 @@
 #include "planner/core/checked.hpp"
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/limits.hpp"
+#include "planner/core/model_partition.hpp"
 #include "planner/core/rank_grid.hpp"
 
 namespace planner {
@@ -90,10 +91,22 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                                  ") so the embedding splits evenly, got " + str(p.tp));
   }
   const std::int64_t chunks = static_cast<std::int64_t>(p.pp) * p.virtual_stages;
-  if (m.num_layers % chunks != 0) {
-    diag.add("/parallel/pp", "pp x virtual_stages (" + str(p.pp) + " x " + str(p.virtual_stages) +
-                                 " = " + str(chunks) + ") must divide layers (" +
-                                 str(m.num_layers) + ")");
+  if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
+    if (m.num_layers % chunks != 0) {
+      std::string hint;
+      if (const auto split =
+              balanced_stage_split(static_cast<int>(m.num_layers), p.pp, p.virtual_stages)) {
+        hint = "; uneven stages would work: first_stage_layers " + str(split->first) +
+               ", last_stage_layers " + str(split->second);
+      }
+      diag.add("/parallel/pp", "pp x virtual_stages (" + str(p.pp) + " x " + str(p.virtual_stages) +
+                                   " = " + str(chunks) + ") must divide layers (" +
+                                   str(m.num_layers) + ")" + hint);
+    }
+  } else if (auto counts = stage_layer_counts(static_cast<int>(m.num_layers), p); !counts) {
+    diag.add(
+        p.first_stage_layers > 0 ? "/parallel/first_stage_layers" : "/parallel/last_stage_layers",
+        counts.status().message());
   }
   const std::int64_t per_step = static_cast<std::int64_t>(p.dp) * p.micro_batch_size;
   if (per_step > 0 && t.global_batch_size % per_step != 0) {

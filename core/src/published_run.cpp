@@ -96,6 +96,8 @@ void read_parallel(JsonObject& p, PublishedRun& r) {
   nullable(p, "etp", out.etp, kPositive);
   nullable(p, "sp", out.sp);
   nullable(p, "virtual_stages", out.virtual_stages, kPositive);
+  nullable(p, "first_stage_layers", out.first_stage_layers, kPositive);
+  nullable(p, "last_stage_layers", out.last_stage_layers, kPositive);
   nullable(p, "zero_stage", out.zero_stage, IntRange{0, 3});
   nullable(p, "micro_batch", out.micro_batch, kPositive);
   nullable(p, "global_batch", out.global_batch, kPositive);

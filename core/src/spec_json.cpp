@@ -414,6 +414,8 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("sequence_parallel", p.sequence_parallel, Need::kOptional);
   obj.read("micro_batch_size", p.micro_batch_size, Need::kOptional, {1, 1'000'000});
   obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
+  obj.read("first_stage_layers", p.first_stage_layers, Need::kOptional, {0, 1'000'000});
+  obj.read("last_stage_layers", p.last_stage_layers, Need::kOptional, {0, 1'000'000});
   obj.read_enum("schedule", p.schedule, Need::kOptional);
   obj.read_enum("recompute", p.recompute, Need::kOptional);
   obj.read("zero_stage", p.zero_stage, Need::kOptional, {0, 3});
@@ -647,6 +649,8 @@ Json to_json(const ParallelConfig& p) {
          {"overlap_param_gather", p.overlap_param_gather}};
   if (p.dp_sync == DpSync::kParameterServer) j["param_servers"] = p.param_servers;
   if (p.etp > 0) j["etp"] = p.etp;
+  if (p.first_stage_layers > 0) j["first_stage_layers"] = p.first_stage_layers;
+  if (p.last_stage_layers > 0) j["last_stage_layers"] = p.last_stage_layers;
   if (p.moe_capacity_factor == 0) {
     j["moe_capacity_factor"] = "dropless";
   } else if (p.moe_capacity_factor > 0) {

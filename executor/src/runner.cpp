@@ -265,7 +265,7 @@ Status Runner::Impl::init() {
   s.chunks = s.cp > 1 ? 2 : 1;
   s.sc = s.sl / s.chunks;
   s.microbatches = program.info().microbatches;
-  s.local_layers = part.layers_per_chunk() * part.chunks();
+  s.local_layers = part.layers_per_chunk(s.stage) * part.chunks();
   s.gated = model.mlp == MlpKind::kSwiglu;
   s.layer_norm = model.norm == NormKind::kLayerNorm;
   s.bias = model.bias;
@@ -452,7 +452,7 @@ Status Runner::Impl::ensure_act(DeviceBuffer& b, std::int64_t elements, const ch
 
 int Runner::Impl::local_layer(int layer) const {
   const int chunk = part.chunk_of_layer(layer);
-  return chunk * part.layers_per_chunk() + (layer - part.first_layer(s.stage, chunk));
+  return chunk * part.layers_per_chunk(s.stage) + (layer - part.first_layer(s.stage, chunk));
 }
 
 LayerActs& Runner::Impl::acts(int mb, int layer) {
@@ -465,7 +465,7 @@ bool Runner::Impl::first_in_chunk(int layer) const {
 
 bool Runner::Impl::last_in_chunk(int layer) const {
   return layer ==
-         part.first_layer(s.stage, part.chunk_of_layer(layer)) + part.layers_per_chunk() - 1;
+         part.first_layer(s.stage, part.chunk_of_layer(layer)) + part.layers_per_chunk(s.stage) - 1;
 }
 
 ChunkIo& Runner::Impl::io(int mb, int chunk) {

@@ -229,6 +229,42 @@ TEST(SimulateCli, MegatronSpellingsMeanTheSameAsTheShortFlags) {
       << uneven.err;
 }
 
+// Uneven pipeline stages: a pp that does not divide the layers is refused with the split that
+// would work; the split given by layer counts or by Megatron-core's account-for flags simulates.
+TEST(SimulateCli, UnevenPipelineStages) {
+  const std::vector<std::string> base = {"simulate", "--model", "llama3-8b", "--gpu",   "h100",
+                                         "--pp",     "3",       "--dp",      "1",       "--gbs",
+                                         "6",        "--seq",   "2048",      "--no-db", "--json"};
+  const CommandResult refused = run_planner(base);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(
+      refused.err.find("uneven stages would work: first_stage_layers 10, last_stage_layers 10"),
+      std::string::npos)
+      << refused.err;
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_planner(args);
+  };
+  const CommandResult counts = with({"--first-stage-layers", "11", "--last-stage-layers", "10"});
+  ASSERT_EQ(counts.exit_code, 0) << counts.err;
+  const nlohmann::json a = nlohmann::json::parse(counts.out);
+  EXPECT_EQ(a["parallel"]["first_stage_layers"], 11);
+  EXPECT_EQ(a["parallel"]["last_stage_layers"], 10);
+  EXPECT_GT(a["step_time_s"].get<double>(), 0);
+  // Megatron-core: the loss counted as a layer, 33 items over 3 stages: 11, 11, 10 + loss.
+  const CommandResult megatron =
+      with({"--decoder-first-pipeline-num-layers", "11", "--account-for-loss-in-pipeline-split"});
+  ASSERT_EQ(megatron.exit_code, 0) << megatron.err;
+  const nlohmann::json b = nlohmann::json::parse(megatron.out);
+  EXPECT_EQ(a["parallel"], b["parallel"]);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  // Counts that do not add up name the field.
+  const CommandResult wrong = with({"--first-stage-layers", "20", "--last-stage-layers", "20"});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("first_stage_layers"), std::string::npos) << wrong.err;
+}
+
 TEST(SimModelsCli, ListsEveryModelWithItsSource) {
   const CommandResult r = run_planner({"sim-models"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -914,6 +914,92 @@ TEST(Lowering, PartitionHoldsEveryParameter) {
   }
 }
 
+// Uneven pipeline stages (Megatron-core's --decoder-first/last-pipeline-num-layers): the first and
+// last stage's layers as given, the others sharing the rest; each stage's layers split into its
+// chunks; every layer on exactly one stage; the balanced split the sweep and accuracy propose.
+TEST(ModelPartition, UnevenStages) {
+  ModelSpec m = tiny();
+  m.num_layers = 30;
+  ParallelConfig p;
+  p.pp = 4;
+  p.virtual_stages = 2;
+  p.first_stage_layers = 8;
+  p.last_stage_layers = 6;
+  auto counts = stage_layer_counts(m.num_layers, p);
+  ASSERT_TRUE(counts) << counts.status().message();
+  EXPECT_EQ(*counts, (std::vector<int>{8, 8, 8, 6}));
+  auto part = ModelPartition::create(m, p);
+  ASSERT_TRUE(part) << part.status().message();
+  EXPECT_EQ(part->layers_per_chunk(0), 4);
+  EXPECT_EQ(part->layers_per_chunk(3), 3);
+  // A pass over the virtual stages holds 15 layers: stage 0 [0, 4), 1 [4, 8), 2 [8, 12), 3
+  // [12, 15); the second chunks follow from 15.
+  EXPECT_EQ(part->first_layer(3, 0), 12);
+  EXPECT_EQ(part->first_layer(0, 1), 15);
+  EXPECT_EQ(part->first_layer(3, 1), 27);
+  std::vector<int> held(30, 0);
+  for (int s = 0; s < 4; ++s) {
+    for (int c = 0; c < 2; ++c) {
+      for (int l = part->first_layer(s, c); l < part->first_layer(s, c) + part->layers_per_chunk(s);
+           ++l) {
+        ++held[static_cast<std::size_t>(l)];
+        EXPECT_EQ(part->stage_of_layer(l), s) << l;
+        EXPECT_EQ(part->chunk_of_layer(l), c) << l;
+      }
+    }
+  }
+  EXPECT_EQ(held, std::vector<int>(30, 1));
+  // The model's parameters, once each, over the stages.
+  std::int64_t params = 0;
+  for (int s = 0; s < 4; ++s)
+    params += part->rank_params(s).total();
+  EXPECT_EQ(params, m.total_params());
+  // The program lowers and checks.
+  TrainingSpec t = training(8, 32);
+  p.schedule = Schedule::kInterleaved;
+  const StepProgram prog = lowered(m, t, p);
+  EXPECT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+
+  // What does not add up is refused, saying why.
+  ParallelConfig odd = p;
+  odd.first_stage_layers = 6;
+  odd.last_stage_layers = 6;  // 18 left for 2 stages: 9 each, not 2 chunks
+  auto bad = stage_layer_counts(m.num_layers, odd);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("do not split into virtual_stages 2"), std::string::npos)
+      << bad.status().message();
+  odd.virtual_stages = 1;
+  odd.first_stage_layers = 20;
+  odd.last_stage_layers = 9;  // 1 left for 2 stages
+  EXPECT_FALSE(stage_layer_counts(m.num_layers, odd));
+  ParallelConfig even;
+  even.pp = 4;
+  EXPECT_FALSE(stage_layer_counts(m.num_layers, even));  // 4 does not divide 30
+
+  // Balanced splits: Llama 3 405B's 126 layers on pp 16, BLOOM's 70 on pp 12; none needed when pp
+  // divides the layers; none possible with fewer layers than stages.
+  EXPECT_EQ(balanced_stage_split(126, 16, 1), (std::pair{7, 7}));
+  EXPECT_EQ(balanced_stage_split(70, 12, 1), (std::pair{5, 5}));
+  EXPECT_EQ(balanced_stage_split(32, 8, 1), (std::pair{0, 0}));
+  EXPECT_EQ(balanced_stage_split(33, 2, 1), (std::pair{17, 16}));
+  EXPECT_EQ(balanced_stage_split(5, 8, 1), std::nullopt);
+  for (int layers : {30, 61, 70, 105, 126}) {
+    for (int pp : {2, 3, 4, 8, 12, 16}) {
+      for (int v : {1, 2, 3}) {
+        const auto split = balanced_stage_split(layers, pp, v);
+        if (!split || split->first == 0) continue;
+        ParallelConfig q;
+        q.pp = pp;
+        q.virtual_stages = v;
+        q.first_stage_layers = split->first;
+        q.last_stage_layers = split->second;
+        EXPECT_TRUE(stage_layer_counts(layers, q)) << layers << " layers, pp " << pp << " v " << v
+                                                   << ": " << split->first << "/" << split->second;
+      }
+    }
+  }
+}
+
 // Token routing (moe_routing.hpp): the busiest rank's grouped GEMMs and all-to-all bytes under
 // balanced and skewed routing, token dropping and padding, and FP8 dispatch.
 TEST(Lowering, RoutingImbalanceDroppingAndFp8Dispatch) {

@@ -10,6 +10,7 @@
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/flops.hpp"
+#include "planner/core/model_partition.hpp"
 #include "planner/fit/run_predictor.hpp"
 #include "planner/sim/fabric.hpp"
 #include "planner/topo/cluster_numbers.hpp"
@@ -665,8 +666,27 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
     s.virtual_stages_null = true;
     s.virtual_stages = {1};
     const int layers = s.plan.model.num_layers;
+    const bool uneven = layers % c.pp != 0 && !p.first_stage_layers && !p.last_stage_layers;
     for (int v = 2; c.pp * v <= layers; ++v) {
-      if (layers % (c.pp * v) == 0) s.virtual_stages.push_back(v);
+      if (layers % (c.pp * v) == 0 ||
+          (uneven && layers % v == 0 && balanced_stage_split(layers, c.pp, v))) {
+        s.virtual_stages.push_back(v);
+      }
+    }
+  }
+  c.first_stage_layers = p.first_stage_layers.value_or(0);
+  c.last_stage_layers = p.last_stage_layers.value_or(0);
+  if (c.pp > 1 && s.plan.model.num_layers % c.pp != 0 && !p.first_stage_layers &&
+      !p.last_stage_layers) {
+    s.balanced_split = true;
+    if (const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, 1)) {
+      s.assumptions.push_back(
+          {"/parallel/first_stage_layers",
+           std::to_string(split->first) + ", last_stage_layers " + std::to_string(split->second),
+           "not published: pp " + std::to_string(c.pp) + " does not divide the " +
+               std::to_string(s.plan.model.num_layers) +
+               " layers; the balanced split, the embedding and the loss counted as a layer "
+               "each (with virtual stages, the split for their number)"});
     }
   }
   if (p.sp) {
@@ -807,6 +827,12 @@ std::vector<ParallelConfig> candidate_configs(const RunSetup& s) {
             c.micro_batch_size = mb;
             c.virtual_stages = v;
             c.schedule = v > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+            if (s.balanced_split) {
+              const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, v);
+              if (!split) continue;
+              c.first_stage_layers = split->first;
+              c.last_stage_layers = split->second;
+            }
             c.sequence_parallel = sp;
             c.zero_stage = zero;
             c.recompute = r;

@@ -126,7 +126,8 @@ Estimator::Key probe_key(const ParallelConfig& p) {
 }
 
 Estimator::Key partition_key(const ParallelConfig& p) {
-  return {{p.tp, p.ep, p.expert_tp(), p.pp, p.virtual_stages, default_bucket_elements(p.dp)}};
+  return {{p.tp, p.ep, p.expert_tp(), p.pp, p.virtual_stages, default_bucket_elements(p.dp),
+           p.first_stage_layers, p.last_stage_layers}};
 }
 
 std::string groups_key(const ParallelConfig& p) {
@@ -546,7 +547,7 @@ Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p
     }
     for (int c = 0; c < part.chunks(); ++c) {
       const int first = part.first_layer(s, c);
-      for (int l = first; l < first + part.layers_per_chunk(); ++l)
+      for (int l = first; l < first + part.layers_per_chunk(s); ++l)
         (m.is_moe_layer(l) ? st.moe_layers : st.dense_layers) += 1;
     }
     const int layers = st.dense_layers + st.moe_layers;

@@ -14,6 +14,7 @@
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/limits.hpp"
+#include "planner/core/model_partition.hpp"
 #include "planner/core/spec_json.hpp"
 
 namespace planner::search {
@@ -87,6 +88,8 @@ PlanMetrics metrics_of(const sim::SimResult& r) {
 struct ScheduleChoice {
   Schedule schedule = Schedule::k1F1B;
   int virtual_stages = 1;
+  int first_stage_layers = 0;  // uneven stages (model_partition.hpp); 0: even
+  int last_stage_layers = 0;
 };
 
 }  // namespace
@@ -142,18 +145,36 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   const std::int64_t micro = spec.training.global_batch_size / (u.dp * u.mbs);
   const std::vector<Schedule> all{Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved,
                                   Schedule::kZeroBubbleH1};
+  // A pp that does not divide the layers gets the balanced uneven split (the embedding and the
+  // LM head counted as a layer each), per number of virtual stages.
+  const bool even = m.num_layers % u.pp == 0;
+  const auto uneven = [&](int v) { return balanced_stage_split(m.num_layers, u.pp, v); };
   for (Schedule s : all) {
     if (!allowed(space.schedules, s)) continue;
     // One stage: every schedule runs the same passes; 1F1B stands for them.
     if (u.pp == 1 && s != Schedule::k1F1B) continue;
     if (s != Schedule::kInterleaved) {
-      in.schedules.push_back({s, 1});
+      if (even) {
+        in.schedules.push_back({s, 1});
+      } else if (const auto split = uneven(1)) {
+        in.schedules.push_back({s, 1, split->first, split->second});
+      }
       continue;
     }
     if (u.pp < 2 || micro % u.pp != 0) continue;
-    for (std::int64_t v : divisors(m.num_layers / u.pp)) {
-      if (v < 2 || !allowed(space.virtual_stages, static_cast<int>(v))) continue;
-      in.schedules.push_back({s, static_cast<int>(v)});
+    if (even) {
+      for (std::int64_t v : divisors(m.num_layers / u.pp)) {
+        if (v < 2 || !allowed(space.virtual_stages, static_cast<int>(v))) continue;
+        in.schedules.push_back({s, static_cast<int>(v)});
+      }
+      continue;
+    }
+    for (std::int64_t v : divisors(m.num_layers)) {
+      if (v < 2 || v > m.num_layers / u.pp) continue;
+      if (!allowed(space.virtual_stages, static_cast<int>(v))) continue;
+      if (const auto split = uneven(static_cast<int>(v))) {
+        in.schedules.push_back({s, static_cast<int>(v), split->first, split->second});
+      }
     }
   }
   for (bool sp : {false, true}) {
@@ -201,6 +222,8 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   const ScheduleChoice sc = in.schedules[digit(in.schedules.size())];
   p.schedule = sc.schedule;
   p.virtual_stages = sc.virtual_stages;
+  p.first_stage_layers = sc.first_stage_layers;
+  p.last_stage_layers = sc.last_stage_layers;
   p.sequence_parallel = in.sp[digit(in.sp.size())];
   p.recompute = in.recompute[digit(in.recompute.size())];
   p.zero_stage = in.zero[digit(in.zero.size())];
@@ -248,6 +271,20 @@ Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const Se
   for (std::int64_t d : divisors(m.num_layers)) {
     if (allowed(space.pp, static_cast<int>(d))) pps.push_back(static_cast<int>(d));
   }
+  // Uneven stages: any pp the space names that does not divide the layers (Llama 3 405B's 126
+  // layers on pp 16) and, with uneven_stages, the powers of two that do not, with at least
+  // kMinUnevenStageLayers layers a stage.
+  std::vector<int> uneven = space.pp;
+  if (space.uneven_stages) {
+    for (int pp = 2; pp <= m.num_layers / kMinUnevenStageLayers; pp *= 2) {
+      if (allowed(space.pp, pp)) uneven.push_back(pp);
+    }
+  }
+  for (int pp : uneven) {
+    if (pp < 2 || m.num_layers % pp == 0 || !balanced_stage_split(m.num_layers, pp, 1)) continue;
+    if (std::find(pps.begin(), pps.end(), pp) == pps.end()) pps.push_back(pp);
+  }
+  std::sort(pps.begin(), pps.end());
   const std::vector<std::int64_t> batch_divisors = divisors(t.global_batch_size);
   std::vector<SweepUnit> units;
   for (int tp : tps) {

@@ -125,6 +125,7 @@ void read_space(JsonObject& o, SearchSpace& s) {
   read_list(o, "order", Need::kOptional, s.orders, order_item(d));
   read_list(o, "overlap", Need::kOptional, s.overlap, bool_item(d));
   o.read("tp_within_nvlink", s.tp_within_nvlink, Need::kOptional);
+  o.read("uneven_stages", s.uneven_stages, Need::kOptional);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "planner/core/flops.hpp"
 #include "planner/core/measured_runs.hpp"
+#include "planner/core/model_partition.hpp"
 
 namespace planner::fit {
 namespace {
@@ -190,6 +191,46 @@ TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.status().message().find("nics_per_node"), std::string::npos)
       << missing.status().message();
+}
+
+// A pp that does not divide the layers (126 layers, Llama 3 405B's depth, on pp 8) is modelled
+// with the balanced uneven split, said in the assumptions; a stated split is kept.
+TEST(MapPublishedRun, UnevenStagesTakeTheBalancedSplit) {
+  auto runs = parse_vtrain_csv(
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+      "8,32,1,1024,16,126,1024,1,1,8,1000\n",
+      "v.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  PublishedRun run = runs->at(0);
+  auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_TRUE(s->balanced_split);
+  bool said = false;
+  for (const ChosenField& a : s->assumptions)
+    said = said ||
+           (a.field == "/parallel/first_stage_layers" && a.value == "15, last_stage_layers 15");
+  EXPECT_TRUE(said);
+  const std::vector<ParallelConfig> configs = candidate_configs(*s);
+  ASSERT_FALSE(configs.empty());
+  for (const ParallelConfig& c : configs) {
+    if (c.virtual_stages == 1) {
+      EXPECT_EQ(c.first_stage_layers, 15);  // 15 + 6 x 16 + 15
+      EXPECT_EQ(c.last_stage_layers, 15);
+    }
+    EXPECT_TRUE(stage_layer_counts(126, c)) << short_label(c);
+  }
+  // A stated split is the record's.
+  run.parallel.first_stage_layers = 14;
+  run.parallel.last_stage_layers = 16;
+  run.parallel.virtual_stages = 1;
+  auto stated = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(stated) << stated.status().message();
+  EXPECT_FALSE(stated->balanced_split);
+  const std::vector<ParallelConfig> kept = candidate_configs(*stated);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_EQ(kept.front().first_stage_layers, 14);
+  EXPECT_EQ(kept.front().last_stage_layers, 16);
 }
 
 }  // namespace

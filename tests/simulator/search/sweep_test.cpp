@@ -119,6 +119,41 @@ TEST(Sweep, AnalyticEstimateIsCloseToTheSimulation) {
   EXPECT_NEAR(r.error.mean_abs_pct, sum / 4, 1e-6);
 }
 
+// A listed pp that does not divide the layers is searched with the balanced uneven split (30
+// layers on pp 4: 7 + 8 + 8 + 7 with one virtual stage), and the estimate follows the simulation
+// there too; unlisted, with uneven_stages.
+TEST(Sweep, UnevenStagesAreSearchedAndEstimated) {
+  SweepRequest req = small_request();
+  req.scenarios[0].model.num_layers = 30;
+  req.space.pp = {4};
+  req.options.top_k = 3;
+  req.options.keep = 10;
+  auto run = run_sweep(req);
+  ASSERT_TRUE(run) << run.status().message();
+  const SweepResult& r = run->result;
+  ASSERT_FALSE(r.ranking.empty());
+  for (const RankedPlan& p : r.ranking) {
+    EXPECT_EQ(p.parallel.pp, 4);
+    EXPECT_GT(p.parallel.first_stage_layers, 0) << short_label(p.parallel);
+    if (p.parallel.virtual_stages == 1) {
+      EXPECT_EQ(p.parallel.first_stage_layers, 7);
+      EXPECT_EQ(p.parallel.last_stage_layers, 7);
+    }
+  }
+  EXPECT_EQ(r.counts.simulation_failures, 0);
+  EXPECT_EQ(r.error.plans, 3);
+  EXPECT_LT(r.error.max_abs_pct, 25.0);
+  // Unlisted, pp 4 is searched only with uneven_stages.
+  req.space.pp.clear();
+  req.options.top_k = 0;
+  auto even = run_sweep(req);
+  ASSERT_TRUE(even) << even.status().message();
+  req.space.uneven_stages = true;
+  auto uneven = run_sweep(req);
+  ASSERT_TRUE(uneven) << uneven.status().message();
+  EXPECT_GT(uneven->result.counts.candidates, even->result.counts.candidates);
+}
+
 // A DeepSeek-V3-shaped MoE (its first 3 layers dense, then MoE; 8 layers to keep the test small)
 // on up to 64 H100s: the estimate's probe must time an MoE layer too. Before it did, every MoE
 // layer cost nothing in the estimate (the 2-layer probe held DeepSeek's dense layers only) and

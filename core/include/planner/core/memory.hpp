@@ -177,7 +177,8 @@ class MemoryEstimator {
   TrainingSpec training_;
   GpuSpec gpu_;
   MemoryOptions options_;
-  std::map<std::array<int, 5>, std::unique_ptr<Layout>> layouts_;  // (tp, ep, pp, vs, etp)
+  // (tp, ep, pp, vs, etp, first_stage_layers, last_stage_layers)
+  std::map<std::array<int, 7>, std::unique_ptr<Layout>> layouts_;
   std::unordered_map<std::uint64_t, std::unique_ptr<InFlight>> in_flight_;
 };
 

@@ -1,7 +1,11 @@
 // How a model is cut into pipeline stages and model chunks, and which parameters one rank holds.
 //
 // Layers: with p stages and v chunks per stage, every chunk holds L / (p·v) consecutive layers;
-// chunk c of stage s is virtual stage c·p + s and holds layers [(c·p + s)·L/(pv), ...). The
+// chunk c of stage s is virtual stage c·p + s and holds layers [(c·p + s)·L/(pv), ...).
+// Uneven stages (ParallelConfig::first_stage_layers / last_stage_layers, Megatron-core's
+// --decoder-first/last-pipeline-num-layers): stage s holds n_s layers, the first and the last
+// as given and the others (L − first − last) / (p − given) each; each chunk of stage s holds
+// n_s / v of them, so chunk c of stage s starts at layer c·L/v + (n_0 + ... + n_(s−1))/v. The
 // embedding sits on virtual stage 0 (stage 0), the final norm and LM head on virtual stage pv − 1
 // (stage p − 1). With tied embeddings and more than one stage, the last stage keeps its own copy of
 // the word embedding as LM head (Megatron-LM), kept equal by an all-reduce of their gradients.
@@ -35,6 +39,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "planner/core/model_spec.hpp"
@@ -78,22 +84,43 @@ struct RankParams {
   std::int64_t total() const { return dense + expert; }
 };
 
+// The layers of each pipeline stage under `p` (its first_stage_layers and last_stage_layers, the
+// rest shared evenly); kInvalidInput, naming the field, when they do not add up to `layers`, a
+// stage would be left without a layer, or a stage's layers do not split into its
+// virtual_stages chunks.
+Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p);
+
+// The uneven split to use when pp × virtual_stages does not divide `layers`: the first and last
+// stage's layers (0, 0 when the even split works). The embedding and the LM head with the loss
+// count as one layer each, as Megatron-core's --account-for-embedding-in-pipeline-split and
+// --account-for-loss-in-pipeline-split and DeepSpeed's 'type:transformer|embedding' partition
+// count them, and the split minimises the largest stage: Llama 3 405B's 126 layers on pp 16 give
+// 7 + 14 × 8 + 7, BLOOM's 70 on pp 12 give 5 + 10 × 6 + 5. nullopt when no split exists.
+std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int virtual_stages);
+
 class ModelPartition {
  public:
-  // Fails when pp × virtual_stages does not divide the layers or a size is < 1.
+  // Fails when the layers do not split into the stages and chunks (stage_layer_counts) or a size
+  // is < 1.
   static Result<ModelPartition> create(const ModelSpec& model, const ParallelConfig& parallel);
 
   int stages() const { return stages_; }
   int chunks() const { return chunks_; }
   int virtual_stages() const { return stages_ * chunks_; }
-  int layers_per_chunk() const { return layers_per_chunk_; }
-  int first_layer(int stage, int chunk) const {
-    return (chunk * stages_ + stage) * layers_per_chunk_;
+  // Layers of each chunk of `stage` (all alike unless the stages are uneven).
+  int layers_per_chunk(int stage) const {
+    return chunk_start_[static_cast<std::size_t>(stage) + 1] -
+           chunk_start_[static_cast<std::size_t>(stage)];
   }
-  // Where a global layer lives: virtual stage layer / (L/(p·v)), its chunk and stage.
-  int virtual_stage_of_layer(int layer) const { return layer / layers_per_chunk_; }
-  int chunk_of_layer(int layer) const { return virtual_stage_of_layer(layer) / stages_; }
-  int stage_of_layer(int layer) const { return virtual_stage_of_layer(layer) % stages_; }
+  int first_layer(int stage, int chunk) const {
+    return chunk * layers_per_pass_ + chunk_start_[static_cast<std::size_t>(stage)];
+  }
+  // Where a global layer lives: its virtual stage, chunk and stage.
+  int chunk_of_layer(int layer) const { return layer / layers_per_pass_; }
+  int stage_of_layer(int layer) const;
+  int virtual_stage_of_layer(int layer) const {
+    return chunk_of_layer(layer) * stages_ + stage_of_layer(layer);
+  }
   bool has_embedding(int stage, int chunk) const { return stage == 0 && chunk == 0; }
   bool has_lm_head(int stage, int chunk) const {
     return stage == stages_ - 1 && chunk == chunks_ - 1;
@@ -120,7 +147,8 @@ class ModelPartition {
   int etp_ = 1;
   int stages_ = 1;
   int chunks_ = 1;
-  int layers_per_chunk_ = 0;
+  int layers_per_pass_ = 0;       // L / v: the layers of one chunk of every stage
+  std::vector<int> chunk_start_;  // per stage (and one past): the offset of its chunk in a pass
 };
 
 }  // namespace planner

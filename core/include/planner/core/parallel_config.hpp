@@ -17,6 +17,10 @@
 //   moe_capacity_factor (a number, or "dropless"; default the model's), moe_pad_to_capacity,
 //   moe_imbalance (the hottest expert's load over the mean) and moe_fp8_dispatch: token routing
 //                                      of MoE layers (moe_routing.hpp)
+//   first_stage_layers, last_stage_layers  (uneven pipeline stages, Megatron-core's
+//                                       --decoder-first/last-pipeline-num-layers: the layers of
+//                                       the first and the last stage; the others share the rest
+//                                       evenly. 0: an even share; model_partition.hpp)
 //   micro_batch_size, virtual_stages (vpp), schedule, recompute, zero_stage (0-3), offload,
 //   order (rank-grid order, innermost first; default "tp-cp-ep-dp-pp"), dp_sync (allreduce or
 //   parameter-server with param_servers server ranks), overlap_grad_reduce, overlap_param_gather.
@@ -49,6 +53,8 @@ struct ParallelConfig {
   bool sequence_parallel = false;
   std::int64_t micro_batch_size = 1;
   int virtual_stages = 1;
+  int first_stage_layers = 0;  // 0: an even share of the layers
+  int last_stage_layers = 0;
   Schedule schedule = Schedule::k1F1B;
   Recompute recompute = Recompute::kNone;
   int zero_stage = 0;

@@ -23,7 +23,8 @@
 //                     nic_Gbps (per NIC), nic_kind (a topology link kind: ib-hdr, roce,
 //                     ...), fabric (fat-tree, rail-optimized, leaf-spine),
 //                     oversubscription (leaf down:up, >= 1)}
-//   parallel         {tp, pp, dp, cp, ep, etp, sp, virtual_stages, zero_stage, micro_batch,
+//   parallel         {tp, pp, dp, cp, ep, etp, sp, virtual_stages, first_stage_layers,
+//                     last_stage_layers (uneven pipeline stages), zero_stage, micro_batch,
 //                     global_batch (sequences), recompute ("none" | "selective" | "full")}
 //   precision        free text ("mixed precision fp16", "amp_bf16 ...", "FP8 (Transformer Engine)")
 //   measured         what the source printed: {tflops_per_gpu, mfu, hfu, step_time_s, tokens_per_s,
@@ -114,6 +115,7 @@ struct PublishedParallel {
   std::optional<int> tp, pp, dp, cp, ep, etp;
   std::optional<bool> sp;
   std::optional<int> virtual_stages;
+  std::optional<int> first_stage_layers, last_stage_layers;  // uneven pipeline stages
   std::optional<int> zero_stage;
   std::optional<std::int64_t> micro_batch;
   std::optional<std::int64_t> global_batch;

@@ -32,6 +32,10 @@
 //               micro_batch     powers of two dividing global_batch / dp
 //               virtual_stages  1 (1F1B) and every v ≥ 2 with pp·v dividing the layers and pp
 //                               dividing the micro-batch count (interleaved 1F1B)
+//               uneven stages   when pp does not divide the layers and the record states no
+//                               first_stage_layers / last_stage_layers: the balanced split,
+//                               the embedding and the loss counted as a layer each (Llama 3
+//                               405B's 126 layers on pp 16: 7 + 14 × 8 + 7)
 //               sp              false, true (tp > 1)
 //               zero_stage      0, 1 (the distributed optimizer)
 //               recompute       full when the FLOP convention counts a recompute forward
@@ -152,6 +156,9 @@ struct RunSetup {
   std::vector<Recompute> recomputes;
   bool micro_batch_null = false, virtual_stages_null = false, sp_null = false, zero_null = false,
        recompute_null = false;
+  // pp does not divide the layers and the record states no split: each candidate takes the
+  // balanced uneven split for its virtual stages (balanced_stage_split).
+  bool balanced_split = false;
 };
 
 // Maps a record. A record planner cannot model is an error whose message is the reason

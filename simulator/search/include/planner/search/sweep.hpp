@@ -114,7 +114,15 @@ struct SearchSpace {
   std::vector<std::string> orders;
   std::vector<bool> overlap;
   bool tp_within_nvlink = true;
+  // A pp listed in `pp` that does not divide the layers is searched with the balanced uneven split
+  // (balanced_stage_split, model_partition.hpp). With uneven_stages, so are the powers of two
+  // that do not divide them, with at least kMinUnevenStageLayers layers a stage. Off by default:
+  // it adds about half again as many plans to a sweep of a model whose depth has few powers of
+  // two among its divisors (Megatron 530B's 105 layers: 638,088 plans become 987,576).
+  bool uneven_stages = false;
 };
+
+inline constexpr int kMinUnevenStageLayers = 4;
 
 struct SweepConstraints {
   std::optional<double> budget_usd;  // total cost of the token budget

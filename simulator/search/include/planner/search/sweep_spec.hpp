@@ -16,7 +16,10 @@
 //                "micro_batch_size": [..], "virtual_stages": [..], "schedule": ["1f1b", ..],
 //                "recompute": [..], "zero_stage": [..], "sequence_parallel": [true, false],
 //                "order": ["tp-cp-ep-dp-pp", ..], "overlap": [true, false],
-//                "tp_within_nvlink": true },                every key optional
+//                "tp_within_nvlink": true,
+//                "uneven_stages": false },                  every key optional; uneven_stages
+//                                     true also searches the powers of two for pp that do not
+//                                     divide the layers (a listed pp always is)
 //     "constraints": { "budget_usd": 2e6, "deadline_days": 30 },
 //     "pricing": { "offering": "on-demand", "usd_per_gpu_hour": { "H100": 2.49 },
 //                  "usd_per_kWh": 0.12, "pue": 1.2 },
