@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "planner/sim/model_registry.hpp"
 #include "planner/topo/link_kind.hpp"
@@ -25,18 +26,15 @@ std::uint64_t flow_hash(int src, int dst, std::uint64_t channel) {
 }
 
 // Members grouped by island, islands in order of first appearance, members in group order.
+// Linear in the members (a group of a thousand islands is common at scale).
 std::vector<std::vector<int>> by_island(const topo::Cluster& cluster, std::span<const int> gpus) {
   std::vector<std::vector<int>> islands;
-  std::vector<int> ids;
+  std::unordered_map<int, std::size_t> index;
+  index.reserve(gpus.size());
   for (int g : gpus) {
-    const int island = cluster.island_of(g);
-    const auto it = std::find(ids.begin(), ids.end(), island);
-    if (it == ids.end()) {
-      ids.push_back(island);
-      islands.push_back({g});
-    } else {
-      islands[static_cast<std::size_t>(it - ids.begin())].push_back(g);
-    }
+    const auto [it, added] = index.emplace(cluster.island_of(g), islands.size());
+    if (added) islands.emplace_back();
+    islands[it->second].push_back(g);
   }
   return islands;
 }
