@@ -108,12 +108,12 @@ struct CollectivePlanner::Shape {
 CollectivePlanner::CollectivePlanner(const topo::Cluster& cluster, const HardwareProfile& profile,
                                      const Fabric& fabric, std::optional<Algorithm> forced)
     : cluster_(&cluster), profile_(&profile), fabric_(&fabric), forced_(forced) {
-  link_latency_.reserve(cluster.links().size());
-  link_class_.reserve(cluster.links().size());
-  for (const topo::Link& l : cluster.links()) {
-    link_latency_.push_back(l.latency + profile.link(to_string(l.kind)).latency);
+  // Per link kind (a cluster of 131,072 GPUs has millions of links and a handful of kinds).
+  for (const auto& [kind, name] : EnumTraits<topo::LinkKind>::kNames) {
+    const auto k = static_cast<std::size_t>(kind);
+    kind_latency_[k] = profile.link(name).latency;
     LinkClassLatency c = LinkClassLatency::kPcie;
-    switch (topo::link_class(l.kind)) {
+    switch (topo::link_class(kind)) {
       case topo::LinkClass::kNvlink:
         c = LinkClassLatency::kNvlink;
         break;
@@ -123,7 +123,7 @@ CollectivePlanner::CollectivePlanner(const topo::Cluster& cluster, const Hardwar
       default:
         break;
     }
-    link_class_.push_back(static_cast<std::uint8_t>(c));
+    kind_class_[k] = static_cast<std::uint8_t>(c);
   }
   double best = -1;
   const auto& protocols = profile.network.protocols;
@@ -147,8 +147,10 @@ void CollectivePlanner::add_path(int src, int dst, std::uint64_t channel, int co
   std::uint8_t cls = static_cast<std::uint8_t>(LinkClassLatency::kNvlink);
   for (topo::LinkId l : path_) {
     shape.uses.push_back({fabric_->resource_of_link[static_cast<std::size_t>(l)], count});
-    latency += link_latency_[static_cast<std::size_t>(l)];
-    cls = std::max(cls, link_class_[static_cast<std::size_t>(l)]);
+    const topo::Link& link = cluster_->link(l);
+    const auto kind = static_cast<std::size_t>(link.kind);
+    latency += link.latency + kind_latency_[kind];
+    cls = std::max(cls, kind_class_[kind]);
   }
   Time& slot = shape.steps[static_cast<std::size_t>(shape.group)].max_latency[cls];
   slot = std::max(slot, latency);
