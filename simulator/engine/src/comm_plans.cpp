@@ -203,10 +203,25 @@ void CommPlans::compress() {
     keep[static_cast<std::size_t>(keyed[i].resource)] = same_class ? 0 : 1;
     dropped = dropped || same_class;
   }
-  if (!dropped) return;
+  if (dropped) {
+    for (auto* uses : phases) {
+      std::erase_if(*uses,
+                    [&](const LinkUse& u) { return !keep[static_cast<std::size_t>(u.resource)]; });
+    }
+  }
+  // The kept resources numbered densely in increasing order: the network's ties (the lowest
+  // resource wins) fall as before, and its per-resource state is as large as what the step
+  // moves data over, not as the cluster (millions of links at 100,000 GPUs).
+  std::vector<std::int32_t> local(resources, -1);
+  capacity_.clear();
+  for (std::size_t r = 0; r < resources; ++r) {
+    if (!keep[r]) continue;
+    local[r] = static_cast<std::int32_t>(capacity_.size());
+    capacity_.push_back(capacity[r]);
+  }
   for (auto* uses : phases) {
-    std::erase_if(*uses,
-                  [&](const LinkUse& u) { return !keep[static_cast<std::size_t>(u.resource)]; });
+    for (LinkUse& u : *uses)
+      u.resource = local[static_cast<std::size_t>(u.resource)];
   }
 }
 
