@@ -143,6 +143,12 @@ void CollectivePlanner::add_path(int src, int dst, std::uint64_t channel, int co
   if (src == dst) return;
   path_.clear();
   cluster_->append_path(src, dst, flow_hash(src, dst, channel), path_);
+  if (!timed_) {
+    // Background copies and images: only their link uses count (their latency is not asked).
+    for (topo::LinkId l : path_)
+      shape.uses.push_back({fabric_->resource_of_link[static_cast<std::size_t>(l)], count});
+    return;
+  }
   Time latency{0};
   std::uint8_t cls = static_cast<std::uint8_t>(LinkClassLatency::kNvlink);
   for (topo::LinkId l : path_) {
@@ -506,7 +512,10 @@ const std::vector<CollectivePlanner::ImageUses>& CollectivePlanner::image_uses(
   for (const std::vector<int>& image : images) {
     if (image.size() != size || !applicable(a, kind, image)) continue;
     ImageUses phases;
-    for (Shape& part : shapes(a, kind, image, /*aggregated=*/false))
+    timed_ = false;
+    std::vector<Shape> parts = shapes(a, kind, image, /*aggregated=*/false);
+    timed_ = true;
+    for (Shape& part : parts)
       phases.push_back(std::move(part.uses));
     out.push_back(std::move(phases));
   }
@@ -563,8 +572,10 @@ std::vector<CostLine> CollectivePlanner::p2p_cost_lines(
   add_lines(Algorithm::kP2p, parts, out);
   if (images.empty()) return out;
   Shape extra;
+  timed_ = false;
   for (const auto& [a, b] : images)
     add_path(a, b, 0, 1, extra);
+  timed_ = true;
   const double share = loaded_share({&parts[0].uses, &extra.uses});
   for (CostLine& line : out) {
     const ProtocolProfile& proto =
@@ -608,7 +619,9 @@ CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const
   if (!best) return CommPlan{};
   for (const std::vector<int>& copy : copies) {
     if (copy.size() != gpus.size() || !applicable(best->algorithm, kind, copy)) continue;
+    timed_ = false;
     std::vector<Shape> parts = shapes(best->algorithm, kind, copy, /*aggregated=*/false);
+    timed_ = true;
     if (parts.size() != best->phases.size()) continue;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       auto& uses = best->phases[i].uses;
@@ -634,8 +647,10 @@ CommPlan CollectivePlanner::p2p(int src, int dst, Bytes bytes,
   }
   if (copies.empty()) return std::move(*best);
   Shape extra;
+  timed_ = false;
   for (const auto& [a, b] : copies)
     add_path(a, b, 0, 1, extra);
+  timed_ = true;
   auto& uses = best->phases.front().uses;
   uses.insert(uses.end(), extra.uses.begin(), extra.uses.end());
   aggregate(uses);

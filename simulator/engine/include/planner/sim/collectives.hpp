@@ -150,6 +150,7 @@ class CollectivePlanner {
   std::array<Time, EnumTraits<topo::LinkKind>::kNames.size()> kind_latency_{};
   std::array<std::uint8_t, EnumTraits<topo::LinkKind>::kNames.size()> kind_class_{};
   std::vector<topo::LinkId> path_;   // scratch for add_path()
+  bool timed_ = true;                // add_path() records hop latencies (off for copies and images)
   std::vector<std::int32_t> count_;  // scratch for loaded_share() and aggregate(), by resource
   std::vector<std::int32_t> touched_;
   int simple_protocol_ = 0;
