@@ -4,7 +4,6 @@
 // price file in the same schema. `list --json` writes the records in that schema, so its output
 // is a price file one can edit and pass back with --prices.
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -12,6 +11,7 @@
 #include "app.hpp"
 #include "output.hpp"
 #include "plan_args.hpp"
+#include "planner/app/defaults.hpp"
 #include "planner/core/pricing.hpp"
 #include "planner/core/spec_json.hpp"
 
@@ -27,14 +27,8 @@ struct PriceArgs {
   bool csv = false;
 };
 
-CalendarDate system_today() {
-  const auto now = std::chrono::system_clock::now();
-  const auto days = std::chrono::floor<std::chrono::days>(now).time_since_epoch().count();
-  return date_from_days(days);
-}
-
 Result<CalendarDate> today_of(const PriceArgs& a) {
-  if (a.today.empty()) return system_today();
+  if (a.today.empty()) return app::today();
   auto d = parse_calendar_date(a.today);
   if (!d) return Status::invalid_input("--today: expected YYYY-MM-DD, got \"" + a.today + "\"");
   return *d;

@@ -592,6 +592,7 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
       scenarios.back()["price_instance"] = s.price.instance;
     }
     if (!s.price.price_file.empty()) scenarios.back()["price_file"] = s.price.price_file;
+    if (!s.price.warnings.empty()) scenarios.back()["price_warnings"] = s.price.warnings;
     if (!s.pricing.instance.empty()) {
       scenarios.back()["provider"] = s.pricing.provider;
       scenarios.back()["instance"] = s.pricing.instance;
@@ -820,12 +821,22 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
                                             "/kWh, PUE " + fmt(s.pricing.pue, 2)
                                       : std::string())
         << "; token budget " << fmt_count(s.token_budget) << "\n";
-    const TrainingSpec& t = setup.request().scenarios[i].training;
+    for (const std::string& w : s.price.warnings)
+      out << "  warning: " << w << "\n";
+    const search::SweepScenario& sc = setup.request().scenarios[i];
+    const TrainingSpec& t = sc.training;
     out << "  training: sequences of " << fmt_int(t.seq_length) << " tokens, global batch "
         << fmt_int(t.global_batch_size) << " sequences ("
         << fmt_count(static_cast<double>(t.seq_length * t.global_batch_size))
         << " tokens per step), " << to_string(t.precision) << ", " << to_string(t.optimizer)
         << "\n";
+    // Learned position embeddings refuse longer sequences (plan validation); the others may be
+    // trained past their context on purpose (a long-context extension), but rarely by accident.
+    if (sc.model.max_seq_len > 0 && t.seq_length > sc.model.max_seq_len) {
+      out << "  warning: sequences of " << fmt_int(t.seq_length) << " tokens are longer than "
+          << sc.model.name << "'s context of " << fmt_int(sc.model.max_seq_len)
+          << " (max_seq_len): this plans a context extension\n";
+    }
   }
   const search::SweepOptions& so = setup.request().options;
   out << "software: " << to_string(so.stack) << " (host model: " << describe(so.sim.run.host)

@@ -1,6 +1,7 @@
 #include "planner/app/defaults.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "planner/core/catalog.hpp"
@@ -10,6 +11,11 @@ namespace planner::app {
 const DefaultScenario& default_scenario() {
   static const DefaultScenario kScenario;
   return kScenario;
+}
+
+CalendarDate today() {
+  const auto now = std::chrono::system_clock::now();
+  return date_from_days(std::chrono::floor<std::chrono::days>(now).time_since_epoch().count());
 }
 
 std::int64_t default_seq_length(const ModelSpec& model) {

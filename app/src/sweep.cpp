@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "planner/app/defaults.hpp"
 #include "planner/core/spec_json.hpp"
 
 namespace planner::app {
@@ -21,6 +22,12 @@ Result<SweepRun> run_sweep(search::SweepRequest request, search::ProgressSink* s
   request.options.threads =
       options.threads > 0 ? options.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Catalogue prices are aged against today (the search reads no clock).
+  const CalendarDate day = today();
+  if (!request.pricing.today) request.pricing.today = day;
+  for (search::SweepScenario& s : request.scenarios) {
+    if (s.pricing && !s.pricing->today) s.pricing->today = day;
+  }
   SweepRun run;
   if (options.distributed) {
     PLANNER_ASSIGN_OR_RETURN(run.setup, search::SweepSetup::prepare(request));
@@ -48,6 +55,8 @@ Json sweep_inputs(const search::SweepRequest& req, Json origin) {
       scenarios.back()["provider"] = s.topology.provider;
       scenarios.back()["instance"] = s.topology.instance;
     }
+    // A scenario with its own pricing (--all-offerings, a document's cluster) records its offering.
+    if (s.pricing) scenarios.back()["offering"] = std::string(to_string(s.pricing->offering));
   }
   Json j = origin.is_object() ? std::move(origin) : Json::object();
   j["scenarios"] = scenarios;

@@ -63,7 +63,6 @@ constexpr RealRange kFraction{0.0, 1.0, true, "a fraction in (0, 1]"};
 // not the profile, is wrong.
 constexpr RealRange kEfficiency{0.0, 64.0, true,
                                 "a ratio of achieved to nominal bandwidth in (0, 64]"};
-constexpr RealRange kPositive{0.0, 1e9, true};
 constexpr RealRange kNonNegative{0.0, 1e9, false};
 
 const char* const kClassNames[] = {"nvlink", "pcie", "network"};

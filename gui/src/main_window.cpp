@@ -122,6 +122,22 @@ void set_chart(QChartView* view, QChart* chart) {
   delete old;
 }
 
+// " The what-if runs on dgx-b200 (8 GPUs/node) at $14.240/GPU-hour (AWS p6-b200.48xlarge,
+// 2026-11-09).": where a changed GPU, node count or price put the scenario.
+QString where_it_runs(const std::vector<search::ScenarioInfo>& scenarios) {
+  if (scenarios.empty()) return {};
+  const search::ScenarioInfo& s = scenarios.front();
+  const search::GpuPrice& p = s.price;
+  const std::string from = p.overridden
+                               ? std::string(" (given)")
+                               : " (" + p.provider + " " + p.instance + ", " + p.date + ")";
+  return QString(" The what-if runs on %1 (%2 GPUs/node) at $%3/GPU-hour%4.")
+      .arg(QString::fromStdString(s.topology).toHtmlEscaped())
+      .arg(s.gpus_per_node)
+      .arg(p.usd_per_gpu_hour.raw(), 0, 'f', 3)
+      .arg(QString::fromStdString(from).toHtmlEscaped());
+}
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -854,9 +870,12 @@ void MainWindow::on_what_if_finished(std::shared_ptr<SweepOutcome> outcome) {
   }
   const search::RankedPlan& a = base.front();
   const search::RankedPlan& b = next.front();
-  auto pct = [](double now, double then) {
+  // Green where the what-if is better (more tokens per dollar, less time or cost), red where worse.
+  auto pct = [](double now, double then, bool higher_is_better) {
     const double d = then != 0 ? (now - then) / then * 100 : 0;
-    const QString color = std::abs(d) < 0.05 ? "black" : "#c62828";
+    const QString color = std::abs(d) < 0.05            ? "black"
+                          : (d > 0) == higher_is_better ? "#2e7d32"
+                                                        : "#c62828";
     return QString("<span style='color:%1'>%2%3 %</span>")
         .arg(color)
         .arg(d >= 0 ? "+" : "")
@@ -870,13 +889,14 @@ void MainWindow::on_what_if_finished(std::shared_ptr<SweepOutcome> outcome) {
           .arg(QString::fromStdString(short_label(b.parallel)))
           .arg(a.economics.tokens_per_usd, 0, 'f', 0)
           .arg(b.economics.tokens_per_usd, 0, 'f', 0)
-          .arg(pct(b.economics.tokens_per_usd, a.economics.tokens_per_usd))
+          .arg(pct(b.economics.tokens_per_usd, a.economics.tokens_per_usd, true))
           .arg(format_time_s(a.economics.time_to_train_s))
           .arg(format_time_s(b.economics.time_to_train_s))
-          .arg(pct(b.economics.time_to_train_s, a.economics.time_to_train_s))
+          .arg(pct(b.economics.time_to_train_s, a.economics.time_to_train_s, false))
           .arg(format_usd(a.economics.total_cost.raw()))
           .arg(format_usd(b.economics.total_cost.raw()))
-          .arg(pct(b.economics.total_cost.raw(), a.economics.total_cost.raw())));
+          .arg(pct(b.economics.total_cost.raw(), a.economics.total_cost.raw(), false)) +
+      where_it_runs(outcome->result->scenarios));
 }
 
 QString MainWindow::what_if_summary() const {

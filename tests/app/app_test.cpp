@@ -116,6 +116,13 @@ TEST(SweepInputs, MergesTheOrigin) {
   EXPECT_EQ(j["top_k"], 32);
   ASSERT_EQ(j["scenarios"].size(), 1u);
   EXPECT_EQ(j["scenarios"][0]["max_gpus"], 64);
+  EXPECT_FALSE(j["scenarios"][0].contains("offering"));  // the request's, recorded beside top_k
+  EXPECT_EQ(j["offering"], "on-demand");
+  // A scenario priced on its own (sweep --all-offerings) records its offering.
+  search::SweepRequest spot = req;
+  spot.scenarios[0].pricing = search::PricingOptions{};
+  spot.scenarios[0].pricing->offering = Offering::kSpot;
+  EXPECT_EQ(sweep_inputs(spot, {})["scenarios"][0]["offering"], "spot");
 }
 
 Plan gpt3_plan(int tp, int pp, int dp) {

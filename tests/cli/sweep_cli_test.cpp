@@ -127,7 +127,8 @@ TEST(SweepCli, InstancesRankCloudsTogetherAtTheirPrices) {
   EXPECT_TRUE(contains(reference.err, "dgx-b200 is no cloud instance")) << reference.err;
   const CommandResult unpriced = run_planner({"sweep", "--instances", "a4-highgpu-8g", "--no-db"});
   EXPECT_EQ(unpriced.exit_code, 2);
-  EXPECT_TRUE(contains(unpriced.err, "no on-demand price from GCP a4-highgpu-8g")) << unpriced.err;
+  EXPECT_TRUE(contains(unpriced.err, "no on-demand price from GCP for instance a4-highgpu-8g"))
+      << unpriced.err;
   const CommandResult both =
       run_planner({"sweep", "--instances", "p5.48xlarge", "--gpu", "h100", "--no-db"});
   EXPECT_EQ(both.exit_code, 2);
@@ -385,6 +386,34 @@ TEST(SweepCli, HeaderShowsSequenceAndBatchAndOrderVariantsFold) {
   ASSERT_EQ(big.exit_code, 0) << big.err;
   EXPECT_TRUE(contains(big.out, "(+1)")) << big.out;
   EXPECT_TRUE(contains(big.out, "folded into it")) << big.out;
+}
+
+// A price older than 12 months (AWS's H100 capacity block of 2024-Q4) is printed with a warning,
+// in the header and the JSON; today's on-demand price is not. A sequence longer than the model's
+// context is planned (a long-context extension) but said to be one.
+TEST(SweepCli, OldPricesAndOverlongSequencesAreWarnedAbout) {
+  const CommandResult old = run_planner(small({"--offering", "capacity-block", "--no-db"}));
+  ASSERT_EQ(old.exit_code, 0) << old.err;
+  EXPECT_TRUE(contains(old.out, "  warning: the price is ")) << old.out;
+  EXPECT_TRUE(contains(old.out, " months old (2024-Q4")) << old.out;
+  const CommandResult json =
+      run_planner(small({"--offering", "capacity-block", "--no-db", "--json"}));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto warnings = nlohmann::json::parse(json.out)["scenarios"][0]["price_warnings"];
+  ASSERT_EQ(warnings.size(), 1u) << json.out;
+  EXPECT_TRUE(contains(warnings[0].get<std::string>(), "months old")) << json.out;
+
+  const CommandResult today = run_planner(small({"--no-db"}));
+  ASSERT_EQ(today.exit_code, 0) << today.err;
+  EXPECT_FALSE(contains(today.out, "warning:")) << today.out;
+
+  const CommandResult longer = run_planner({"sweep", "--gpus", "16", "--gbs", "16", "--seq",
+                                            "16384", "--top-k", "0", "--no-db", "--no-progress"});
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  EXPECT_TRUE(contains(longer.out,
+                       "warning: sequences of 16,384 tokens are longer than "
+                       "llama3-8b's context of 8,192 (max_seq_len)"))
+      << longer.out;
 }
 
 // "Which cloud" for one GPU: every cloud instance with H100s, once per offering the catalogue

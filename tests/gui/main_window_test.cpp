@@ -292,6 +292,22 @@ class MainWindowTest : public QObject {
     QCOMPARE(plan->cluster.num_gpus(), window_->plan_view()->plan.cluster.num_gpus());
   }
 
+  // What if the GPU were a B200: the scenario moves to the B200's default topology (DGX B200) at
+  // its catalogue price, and the same model trains faster per step.
+  void what_if_to_another_gpu_takes_its_topology_and_price() {
+    window_->start_what_if(Knob::kGpu, "b200");
+    QVERIFY2(window_->what_if_runner().running(), qPrintable(window_->what_if_summary()));
+    window_->what_if_runner().wait();
+    QVERIFY2(window_->what_if_next()->rowCount() > 0, qPrintable(window_->what_if_summary()));
+    QVERIFY2(window_->what_if_summary().contains("b200"), qPrintable(window_->what_if_summary()));
+    QVERIFY2(window_->what_if_summary().contains("runs on dgx-b200 (8 GPUs/node)"),
+             qPrintable(window_->what_if_summary()));
+    const search::RankedPlan& h100 = window_->what_if_base()->plans().front();
+    const search::RankedPlan& b200 = window_->what_if_next()->plans().front();
+    QVERIFY(b200.metrics().tokens_per_second > h100.metrics().tokens_per_second);
+    screenshot(*window_, MainWindow::kWhatIfTab, "what-if-b200");
+  }
+
   void what_if_compares_two_rankings() {
     window_->start_what_if(Knob::kPrice, "1.25");
     QVERIFY(window_->what_if_runner().running());
@@ -316,24 +332,28 @@ class MainWindowTest : public QObject {
   void sweeps_and_what_ifs_are_recorded_in_the_history() {
     window_->refresh_history();
     QTableWidget* h = window_->history_table();
-    QVERIFY2(h->rowCount() >= 2, qPrintable(window_->history_details()));
-    // Newest first: the what-if, then the scenario's sweep, both of kind sweep with their plans.
+    QVERIFY2(h->rowCount() >= 3, qPrintable(window_->history_details()));
+    // Newest first: the price what-if, the B200 what-if, then the scenario's sweep, all of kind
+    // sweep with their plans.
     QCOMPARE(h->item(0, 1)->text(), QString("sweep"));
     QCOMPARE(h->item(1, 1)->text(), QString("sweep"));
+    QCOMPARE(h->item(2, 1)->text(), QString("sweep"));
     QVERIFY(h->item(0, 5)->text().toInt() > 0);
     auto db = store::Database::open(history_dir_.filePath("planner.db").toStdString());
     QVERIFY(db.is_ok());
     store::RunFilter filter;
     auto runs = store::list_runs(*db, filter);
     QVERIFY(runs.is_ok());
-    QVERIFY(runs->size() >= 2);
+    QVERIFY(runs->size() >= 3);
     const Json what_if = Json::parse((*runs)[0].inputs_json);
     QCOMPARE(what_if["command"].get<std::string>(), std::string("gui what-if"));
     QCOMPARE(what_if["change"].get<std::string>(), std::string("price = 1.25"));
-    const Json sweep = Json::parse((*runs)[1].inputs_json);
+    QCOMPARE(Json::parse((*runs)[1].inputs_json)["change"].get<std::string>(),
+             std::string("GPU type = b200"));
+    const Json sweep = Json::parse((*runs)[2].inputs_json);
     QCOMPARE(sweep["command"].get<std::string>(), std::string("gui sweep"));
     QCOMPARE(sweep["top_k"].get<int>(), app::default_scenario().top_k);
-    window_->select_history_row(1);
+    window_->select_history_row(2);
     QVERIFY2(window_->history_details().contains("llama3-8b"),
              qPrintable(window_->history_details()));
     screenshot(*window_, MainWindow::kHistoryTab, "history-sweeps");

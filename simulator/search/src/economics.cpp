@@ -16,62 +16,28 @@ constexpr double kWattsPerKilowatt = 1000;
 }  // namespace
 
 Result<GpuPrice> resolve_price(const GpuSpec& gpu, const PricingOptions& options) {
-  for (const PriceOverride& o : options.overrides) {
-    if (gpu.matches(o.gpu)) {
-      GpuPrice p;
-      p.usd_per_gpu_hour = o.usd_per_gpu_hour;
-      p.offering = options.offering;
-      p.overridden = true;
-      p.source = "--price " + o.gpu;
-      return p;
-    }
-  }
   PriceQuery query;
   query.offering = options.offering;
   query.provider = options.provider;
   query.instance = options.instance;
-  std::vector<PriceEntry> from_files;
-  for (const PriceEntry& e : options.price_files) {
-    if (gpu.matches(e.gpu)) from_files.push_back(e);
-  }
-  const PriceEntry* e = pick_price(from_files, query);
-  const bool from_file = e != nullptr;
-  if (!from_file) e = pick_price(gpu.prices, query);
-  if (e != nullptr) {
-    GpuPrice p;
-    p.usd_per_gpu_hour = e->usd_per_gpu_hour;
-    p.offering = options.offering;
-    p.provider = e->provider;
-    p.instance = e->instance;
-    p.date = e->date;
-    p.source = e->source;
-    if (from_file) p.price_file = e->origin;
+  PLANNER_ASSIGN_OR_RETURN(ChosenPrice chosen, choose_price(gpu, query, options.overrides,
+                                                            options.price_files, options.today));
+  GpuPrice p;
+  p.usd_per_gpu_hour = chosen.usd_per_gpu_hour;
+  p.offering = options.offering;
+  p.warnings = std::move(chosen.warnings);
+  if (chosen.origin == PriceOrigin::kOverride) {
+    p.overridden = true;
+    p.source = "--price " + chosen.override_gpu;
     return p;
   }
-  std::vector<PriceEntry> all = from_files;
-  all.insert(all.end(), gpu.prices.begin(), gpu.prices.end());
-  const std::string where =
-      options.price_files.empty() ? std::string() : std::string(" or the price files");
-  if (!query.provider.empty() || !query.instance.empty()) {
-    const std::string asked = query.instance.empty()   ? query.provider
-                              : query.provider.empty() ? query.instance
-                                                       : query.provider + " " + query.instance;
-    const std::string have = describe_offerings(all);
-    return Status::invalid_input(gpu.name + " has no " + std::string(to_string(options.offering)) +
-                                 " price from " + asked + " in the price catalogue" + where +
-                                 (have.empty() ? std::string() : " (it has " + have + ")") +
-                                 "; give one with --price " + gpu.name + "=USD_PER_GPU_HOUR");
-  }
-  std::string have;
-  for (const PriceEntry& record : all) {
-    const std::string name(to_string(record.offering));
-    if (have.find(name) == std::string::npos) have += (have.empty() ? "" : ", ") + name;
-  }
-  return Status::invalid_input(
-      gpu.name + " has no " + std::string(to_string(options.offering)) +
-      " price in the GPU catalogue" + where +
-      (have.empty() ? std::string(" (it has none)") : " (it has " + have + ")") +
-      "; give one with --price " + gpu.name + "=USD_PER_GPU_HOUR");
+  const PriceEntry& e = *chosen.entry;
+  p.provider = e.provider;
+  p.instance = e.instance;
+  p.date = e.date;
+  p.source = e.source;
+  if (chosen.origin == PriceOrigin::kPriceFile) p.price_file = e.origin;
+  return p;
 }
 
 double young_daly_interval(double mtbf_s, double checkpoint_s) {

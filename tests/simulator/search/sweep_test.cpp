@@ -411,8 +411,9 @@ TEST(Economics, PricesAtAProviderOrInstance) {
   auto none = resolve_price(h100, pricing);
   ASSERT_FALSE(none);
   EXPECT_EQ(none.status().code(), StatusCode::kInvalidInput);
-  EXPECT_NE(none.status().message().find("no on-demand price from GCP a3-nonexistent-8g"),
-            std::string::npos)
+  EXPECT_NE(
+      none.status().message().find("no on-demand price from GCP for instance a3-nonexistent-8g"),
+      std::string::npos)
       << none.status().message();
   pricing.overrides.push_back({"H100", Usd(2.0)});  // an override still wins
   EXPECT_TRUE(resolve_price(h100, pricing).value().overridden);

@@ -12,6 +12,7 @@
 
 #include "planner/core/json_reader.hpp"
 #include "planner/core/model_spec.hpp"
+#include "planner/core/prices.hpp"
 #include "planner/core/training_spec.hpp"
 #include "planner/search/sweep.hpp"
 
@@ -44,6 +45,10 @@ std::int64_t default_seq_length(const ModelSpec& model);
 // The global batch (in sequences of `seq_length`) a scenario uses unless given one:
 // kDefaultBatchTokens of tokens, at least one sequence.
 std::int64_t default_global_batch(std::int64_t seq_length);
+
+// Today's date (UTC, the system clock): what catalogue prices are aged against (a price older than
+// 12 months is flagged, core/pricing.hpp) unless the user names another day.
+CalendarDate today();
 
 // The default scenario as a sweep document (what `planner sweep --spec` reads and the desktop app
 // edits); parsing it gives the request `planner sweep` builds without arguments.

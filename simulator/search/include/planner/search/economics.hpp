@@ -35,6 +35,7 @@
 #include "planner/core/gpu_spec.hpp"
 #include "planner/core/model_spec.hpp"
 #include "planner/core/prices.hpp"
+#include "planner/core/pricing.hpp"
 #include "planner/core/status.hpp"
 #include "planner/core/training_spec.hpp"
 #include "planner/core/units.hpp"
@@ -67,10 +68,7 @@ inline constexpr double kDefaultRestartMinutes = 10;
 // Assumption: power usage effectiveness of the data centre, used only when energy is priced.
 inline constexpr double kDefaultPue = 1.2;
 
-struct PriceOverride {
-  std::string gpu;  // a GPU name or alias
-  Usd usd_per_gpu_hour;
-};
+using PriceOverride = planner::PriceOverride;  // core/pricing.hpp
 
 struct PricingOptions {
   Offering offering = Offering::kOnDemand;
@@ -83,6 +81,9 @@ struct PricingOptions {
   std::string instance;
   double usd_per_kwh = 0;  // 0: energy not priced
   double pue = kDefaultPue;
+  // The date catalogue prices are aged against (a price older than 12 months is flagged); the
+  // simulator reads no clock, so the caller sets it (app::run_sweep: today). Empty: not aged.
+  std::optional<CalendarDate> today;
 };
 
 struct GpuPrice {
@@ -94,11 +95,13 @@ struct GpuPrice {
   std::string date;
   std::string source;
   std::string price_file;  // the user price file the record came from; empty: the catalogue
+  // One line each: borrowed from another GPU, older than 12 months or undated (core/pricing.hpp).
+  std::vector<std::string> warnings;
 };
 
-// The price of `gpu` under `options`; kInvalidInput naming the GPU (and the offerings it has a
-// price for) when neither an override nor a catalogue entry (of the provider and instance, when
-// given) exists.
+// The price of `gpu` under `options` (core's choose_price: an override, then the price files, then
+// the catalogue); kInvalidInput naming the GPU (and the offerings it has a price for) when neither
+// an override nor a catalogue entry (of the provider and instance, when given) exists.
 Result<GpuPrice> resolve_price(const GpuSpec& gpu, const PricingOptions& options);
 
 struct FailureModel {
