@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "cluster_impl.hpp"
 #include "test_topologies.hpp"
 
 namespace planner::topo {
@@ -142,6 +143,46 @@ TEST(Cluster, ThreeTierRoutesClimbToCoresOnlyBetweenPods) {
     }
   }
   EXPECT_EQ(cores_used.size(), 4u);
+}
+
+// The regular fabrics' routes without tables pick, for every hash, the links the walk down the
+// search's distance tables picks: every leaf pair of 2- and 3-tier fat-trees and rail-optimized
+// presets, 24 hashes each (leaf pairs sampled on the larger ones).
+TEST(Cluster, RegularFabricRoutesMatchTheTableWalk) {
+  struct Case {
+    TopologySpec spec;
+    int nodes;
+  };
+  const std::vector<Case> cases = {
+      {testing::parse(testing::fat_tree_json(4, 1)), 8},
+      {testing::parse(testing::fat_tree_json(2, 1, 3, 2)), 8},
+      {testing::parse(testing::fat_tree_json(2, 2, 3, 3)), 13},
+      {preset("dgx-h100-superpod"), 96},
+      {preset("aws-p5"), 40},
+      {preset("gb200-nvl72"), 90},
+      {preset("hgx-h200-roce"), 64},
+      {preset("dgx1-v100"), 24},
+  };
+  for (const Case& k : cases) {
+    const Cluster c = build(k.spec, k.nodes);
+    const ClusterInternals::Impl& m = ClusterInternals::of(c);
+    ASSERT_TRUE(m.regular) << k.spec.name;
+    const int step = std::max(1, m.leaves / 24);
+    int compared = 0;
+    for (int a = 0; a < m.leaves; a += step) {
+      for (int b = 0; b < m.leaves; b += (b % 3 == 0 ? 1 : step)) {
+        for (std::uint64_t h = 0; h < 24; ++h) {
+          const std::uint64_t hash = mix_hash(h, static_cast<std::uint64_t>(a * 7919 + b));
+          std::vector<LinkId> fast, walked;
+          m.regular_route(a, b, hash, fast);
+          m.table_route(a, b, hash, walked);
+          ASSERT_EQ(fast, walked) << k.spec.name << " leaf " << a << " -> " << b << " hash " << h;
+          ++compared;
+        }
+      }
+    }
+    EXPECT_GE(compared, 24 * 4) << k.spec.name;
+  }
 }
 
 TEST(Cluster, RackScaleNvlinkDomain) {

@@ -367,14 +367,22 @@ Result<Cluster> Cluster::build(const TopologySpec& spec, int nodes) {
       }
     }
   }
+  m->leaf_spine_base = static_cast<LinkId>(lnk.size());
   if (layout.spines > 0) {
     const int per_pod = f.tiers == 3 ? f.leaves_per_pod : layout.leaves;
+    m->leaves = layout.leaves;
+    m->leaves_per_pod = per_pod;
+    m->uplinks = f.uplinks_per_leaf;
+    m->core_uplinks = layout.cores > 0 ? f.uplinks_per_spine : 0;
+    m->regular = per_pod >= 1 && f.uplinks_per_leaf >= 1 &&
+                 (layout.pods <= 1 || (layout.cores > 0 && f.uplinks_per_spine >= 1));
     for (int leaf = 0; leaf < layout.leaves; ++leaf) {
       const int pod = leaf / per_pod;
       for (int j = 0; j < f.uplinks_per_leaf; ++j)
         add_cable(leaf0 + leaf, spine0 + pod * f.uplinks_per_leaf + j, f.switch_link);
     }
   }
+  m->spine_core_base = static_cast<LinkId>(lnk.size());
   if (layout.cores > 0) {
     for (int s = 0; s < layout.spines; ++s) {
       const int plane = s % f.uplinks_per_leaf;

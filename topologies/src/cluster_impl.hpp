@@ -91,7 +91,34 @@ struct Cluster::Impl {
   mutable std::unique_ptr<std::atomic<const RouteTable*>[]> table_of;
 
   const RouteTable& table_to(int leaf) const;
+
+  // The generated fabrics are regular: every leaf of a pod is cabled once to each of the pod's
+  // `uplinks` spines (spine j of pod p is switch leaves + p * uplinks + j), and spine j of every
+  // pod to each of the `core_uplinks` cores of plane j. Their shortest routes are known without a
+  // search: leaf A -> spine (pod A, j) -> leaf B inside a pod; leaf A -> spine (pod A, j) ->
+  // core (j, k) -> spine (pod B, j) -> leaf B across pods, every j and k equal in cost. The route
+  // tables list exactly these candidates in the same order (a leaf's uplinks by j, a spine's core
+  // uplinks by k, one way down), so regular_route() picks the links table_route() would for the
+  // same hash, without a table per destination leaf (tests check both agree). `regular` is false
+  // when the layout leaves a pair unreachable; table_route() then walks the search's tables.
+  bool regular = false;
+  int leaves = 0;
+  int leaves_per_pod = 0;
+  int uplinks = 0;             // spines per pod; a leaf's uplinks
+  int core_uplinks = 0;        // a spine's uplinks to the cores of its plane
+  LinkId leaf_spine_base = 0;  // + 2 * (leaf * uplinks + j): leaf -> spine j of its pod
+  LinkId spine_core_base = 0;  // + 2 * (spine * core_uplinks + k): spine -> core k of its plane
+
   void fabric_route(int from_leaf, int to_leaf, std::uint64_t hash, std::vector<LinkId>& out) const;
+  void table_route(int from_leaf, int to_leaf, std::uint64_t hash, std::vector<LinkId>& out) const;
+  void regular_route(int from_leaf, int to_leaf, std::uint64_t hash,
+                     std::vector<LinkId>& out) const;
+};
+
+// Test access to a cluster's internals.
+struct ClusterInternals {
+  using Impl = Cluster::Impl;
+  static const Cluster::Impl& of(const Cluster& c) { return *c.impl_; }
 };
 
 // Route cost of a link: latency plus the time to move kRouteReferenceBytes, in picoseconds.

@@ -68,6 +68,32 @@ const Cluster::Impl::RouteTable& Cluster::Impl::table_to(int leaf) const {
 
 void Cluster::Impl::fabric_route(int from_leaf, int to_leaf, std::uint64_t hash,
                                  std::vector<LinkId>& out) const {
+  if (regular) {
+    regular_route(from_leaf, to_leaf, hash, out);
+  } else {
+    table_route(from_leaf, to_leaf, hash, out);
+  }
+}
+
+void Cluster::Impl::regular_route(int from_leaf, int to_leaf, std::uint64_t hash,
+                                  std::vector<LinkId>& out) const {
+  if (from_leaf == to_leaf) return;
+  const auto u = static_cast<std::uint64_t>(uplinks);
+  const int j = static_cast<int>(mix_hash(hash, salt(Stage::kFabricHop, 0)) % u);
+  out.push_back(leaf_spine_base + 2 * (from_leaf * uplinks + j));
+  const int pod_a = from_leaf / leaves_per_pod;
+  const int pod_b = to_leaf / leaves_per_pod;
+  if (pod_a != pod_b) {
+    const int k = static_cast<int>(mix_hash(hash, salt(Stage::kFabricHop, 1)) %
+                                   static_cast<std::uint64_t>(core_uplinks));
+    out.push_back(spine_core_base + 2 * ((pod_a * uplinks + j) * core_uplinks + k));
+    out.push_back(spine_core_base + 2 * ((pod_b * uplinks + j) * core_uplinks + k) + 1);
+  }
+  out.push_back(leaf_spine_base + 2 * (to_leaf * uplinks + j) + 1);
+}
+
+void Cluster::Impl::table_route(int from_leaf, int to_leaf, std::uint64_t hash,
+                                std::vector<LinkId>& out) const {
   if (from_leaf == to_leaf) return;
   const RouteTable& table = table_to(to_leaf);
   int at = from_leaf;

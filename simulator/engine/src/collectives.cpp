@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "planner/sim/model_registry.hpp"
 #include "planner/topo/link_kind.hpp"
@@ -25,18 +26,15 @@ std::uint64_t flow_hash(int src, int dst, std::uint64_t channel) {
 }
 
 // Members grouped by island, islands in order of first appearance, members in group order.
+// Linear in the members (a group of a thousand islands is common at scale).
 std::vector<std::vector<int>> by_island(const topo::Cluster& cluster, std::span<const int> gpus) {
   std::vector<std::vector<int>> islands;
-  std::vector<int> ids;
+  std::unordered_map<int, std::size_t> index;
+  index.reserve(gpus.size());
   for (int g : gpus) {
-    const int island = cluster.island_of(g);
-    const auto it = std::find(ids.begin(), ids.end(), island);
-    if (it == ids.end()) {
-      ids.push_back(island);
-      islands.push_back({g});
-    } else {
-      islands[static_cast<std::size_t>(it - ids.begin())].push_back(g);
-    }
+    const auto [it, added] = index.emplace(cluster.island_of(g), islands.size());
+    if (added) islands.emplace_back();
+    islands[it->second].push_back(g);
   }
   return islands;
 }
@@ -110,12 +108,12 @@ struct CollectivePlanner::Shape {
 CollectivePlanner::CollectivePlanner(const topo::Cluster& cluster, const HardwareProfile& profile,
                                      const Fabric& fabric, std::optional<Algorithm> forced)
     : cluster_(&cluster), profile_(&profile), fabric_(&fabric), forced_(forced) {
-  link_latency_.reserve(cluster.links().size());
-  link_class_.reserve(cluster.links().size());
-  for (const topo::Link& l : cluster.links()) {
-    link_latency_.push_back(l.latency + profile.link(to_string(l.kind)).latency);
+  // Per link kind (a cluster of 131,072 GPUs has millions of links and a handful of kinds).
+  for (const auto& [kind, name] : EnumTraits<topo::LinkKind>::kNames) {
+    const auto k = static_cast<std::size_t>(kind);
+    kind_latency_[k] = profile.link(name).latency;
     LinkClassLatency c = LinkClassLatency::kPcie;
-    switch (topo::link_class(l.kind)) {
+    switch (topo::link_class(kind)) {
       case topo::LinkClass::kNvlink:
         c = LinkClassLatency::kNvlink;
         break;
@@ -125,7 +123,7 @@ CollectivePlanner::CollectivePlanner(const topo::Cluster& cluster, const Hardwar
       default:
         break;
     }
-    link_class_.push_back(static_cast<std::uint8_t>(c));
+    kind_class_[k] = static_cast<std::uint8_t>(c);
   }
   double best = -1;
   const auto& protocols = profile.network.protocols;
@@ -145,12 +143,20 @@ void CollectivePlanner::add_path(int src, int dst, std::uint64_t channel, int co
   if (src == dst) return;
   path_.clear();
   cluster_->append_path(src, dst, flow_hash(src, dst, channel), path_);
+  if (!timed_) {
+    // Background copies and images: only their link uses count (their latency is not asked).
+    for (topo::LinkId l : path_)
+      shape.uses.push_back({fabric_->resource_of_link[static_cast<std::size_t>(l)], count});
+    return;
+  }
   Time latency{0};
   std::uint8_t cls = static_cast<std::uint8_t>(LinkClassLatency::kNvlink);
   for (topo::LinkId l : path_) {
     shape.uses.push_back({fabric_->resource_of_link[static_cast<std::size_t>(l)], count});
-    latency += link_latency_[static_cast<std::size_t>(l)];
-    cls = std::max(cls, link_class_[static_cast<std::size_t>(l)]);
+    const topo::Link& link = cluster_->link(l);
+    const auto kind = static_cast<std::size_t>(link.kind);
+    latency += link.latency + kind_latency_[kind];
+    cls = std::max(cls, kind_class_[kind]);
   }
   Time& slot = shape.steps[static_cast<std::size_t>(shape.group)].max_latency[cls];
   slot = std::max(slot, latency);
@@ -506,7 +512,10 @@ const std::vector<CollectivePlanner::ImageUses>& CollectivePlanner::image_uses(
   for (const std::vector<int>& image : images) {
     if (image.size() != size || !applicable(a, kind, image)) continue;
     ImageUses phases;
-    for (Shape& part : shapes(a, kind, image, /*aggregated=*/false))
+    timed_ = false;
+    std::vector<Shape> parts = shapes(a, kind, image, /*aggregated=*/false);
+    timed_ = true;
+    for (Shape& part : parts)
       phases.push_back(std::move(part.uses));
     out.push_back(std::move(phases));
   }
@@ -563,8 +572,10 @@ std::vector<CostLine> CollectivePlanner::p2p_cost_lines(
   add_lines(Algorithm::kP2p, parts, out);
   if (images.empty()) return out;
   Shape extra;
+  timed_ = false;
   for (const auto& [a, b] : images)
     add_path(a, b, 0, 1, extra);
+  timed_ = true;
   const double share = loaded_share({&parts[0].uses, &extra.uses});
   for (CostLine& line : out) {
     const ProtocolProfile& proto =
@@ -608,7 +619,9 @@ CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const
   if (!best) return CommPlan{};
   for (const std::vector<int>& copy : copies) {
     if (copy.size() != gpus.size() || !applicable(best->algorithm, kind, copy)) continue;
+    timed_ = false;
     std::vector<Shape> parts = shapes(best->algorithm, kind, copy, /*aggregated=*/false);
+    timed_ = true;
     if (parts.size() != best->phases.size()) continue;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       auto& uses = best->phases[i].uses;
@@ -634,8 +647,10 @@ CommPlan CollectivePlanner::p2p(int src, int dst, Bytes bytes,
   }
   if (copies.empty()) return std::move(*best);
   Shape extra;
+  timed_ = false;
   for (const auto& [a, b] : copies)
     add_path(a, b, 0, 1, extra);
+  timed_ = true;
   auto& uses = best->phases.front().uses;
   uses.insert(uses.end(), extra.uses.begin(), extra.uses.end());
   aggregate(uses);

@@ -183,30 +183,64 @@ void CommPlans::compress() {
     }
     keyed.push_back({h, static_cast<std::int32_t>(r)});
   }
-  // Equal lists side by side; within a class the representative first.
-  std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
+  // Equal lists side by side; within a class the representative first. Sorting by (hash,
+  // capacity, resource) and checking each run of one hash against its first list is linear in the
+  // lists in the common case (a class of a million copies' links); a run whose lists differ (a hash
+  // collision) is sorted by its lists as well.
+  const auto by_capacity = [&](const Keyed& a, const Keyed& b) {
     if (a.hash != b.hash) return a.hash < b.hash;
+    const double ca = capacity[static_cast<std::size_t>(a.resource)];
+    const double cb = capacity[static_cast<std::size_t>(b.resource)];
+    return ca != cb ? ca < cb : a.resource < b.resource;
+  };
+  const auto by_lists = [&](const Keyed& a, const Keyed& b) {
     const auto ea = entries(a.resource), eb = entries(b.resource);
     if (!std::equal(ea.begin(), ea.end(), eb.begin(), eb.end())) {
       return std::lexicographical_compare(ea.begin(), ea.end(), eb.begin(), eb.end());
     }
-    const double ca = capacity[static_cast<std::size_t>(a.resource)];
-    const double cb = capacity[static_cast<std::size_t>(b.resource)];
-    return ca != cb ? ca < cb : a.resource < b.resource;
-  });
+    return by_capacity(a, b);
+  };
+  std::sort(keyed.begin(), keyed.end(), by_capacity);
   std::vector<char> keep(resources, 0);
   bool dropped = false;
-  for (std::size_t i = 0; i < keyed.size(); ++i) {
-    const bool same_class =
-        i > 0 && keyed[i].hash == keyed[i - 1].hash &&
-        std::ranges::equal(entries(keyed[i].resource), entries(keyed[i - 1].resource));
-    keep[static_cast<std::size_t>(keyed[i].resource)] = same_class ? 0 : 1;
-    dropped = dropped || same_class;
+  for (std::size_t b = 0; b < keyed.size();) {
+    std::size_t e = b + 1;
+    bool uniform = true;
+    for (; e < keyed.size() && keyed[e].hash == keyed[b].hash; ++e) {
+      uniform =
+          uniform && std::ranges::equal(entries(keyed[e].resource), entries(keyed[b].resource));
+    }
+    const auto first = keyed.begin() + static_cast<std::ptrdiff_t>(b);
+    const auto last = keyed.begin() + static_cast<std::ptrdiff_t>(e);
+    if (!uniform) std::sort(first, last, by_lists);
+    for (std::size_t i = b; i < e; ++i) {
+      const bool same_class =
+          i > b && (uniform ||
+                    std::ranges::equal(entries(keyed[i].resource), entries(keyed[i - 1].resource)));
+      keep[static_cast<std::size_t>(keyed[i].resource)] = same_class ? 0 : 1;
+      dropped = dropped || same_class;
+    }
+    b = e;
   }
-  if (!dropped) return;
+  if (dropped) {
+    for (auto* uses : phases) {
+      std::erase_if(*uses,
+                    [&](const LinkUse& u) { return !keep[static_cast<std::size_t>(u.resource)]; });
+    }
+  }
+  // The kept resources numbered densely in increasing order: the network's ties (the lowest
+  // resource wins) fall as before, and its per-resource state is as large as what the step
+  // moves data over, not as the cluster (millions of links at 100,000 GPUs).
+  std::vector<std::int32_t> local(resources, -1);
+  capacity_.clear();
+  for (std::size_t r = 0; r < resources; ++r) {
+    if (!keep[r]) continue;
+    local[r] = static_cast<std::int32_t>(capacity_.size());
+    capacity_.push_back(capacity[r]);
+  }
   for (auto* uses : phases) {
-    std::erase_if(*uses,
-                  [&](const LinkUse& u) { return !keep[static_cast<std::size_t>(u.resource)]; });
+    for (LinkUse& u : *uses)
+      u.resource = local[static_cast<std::size_t>(u.resource)];
   }
 }
 

@@ -60,7 +60,6 @@ class Runner {
                           ? Fabric{}
                           : Fabric::build(*ctx.cluster, *ctx.profile, ctx.options.balanced_fabric)),
         fabric_(ctx.fabric != nullptr ? *ctx.fabric : owned_fabric_),
-        network_(fabric_.capacity, engine_, kTransferDone),
         units_(engine_, kComputeDone, ctx.profile->compute) {}
 
   Result<ProgramRun> run();
@@ -93,7 +92,7 @@ class Runner {
   ComputeModel compute_;
   Fabric owned_fabric_;
   const Fabric& fabric_;
-  Network network_;
+  std::optional<Network> network_;  // over the plans' resources, made once they are built
   ComputeUnits units_;
   std::optional<Symmetry> symmetry_;
   std::unique_ptr<CommPlans> plans_;
@@ -155,6 +154,7 @@ Status Runner::setup() {
   plan_ctx.memo = ctx_.plan_memo;
   plans_ = std::make_unique<CommPlans>(program_, plan_ctx);
   plans_->build();
+  network_.emplace(plans_->capacity(), engine_, kTransferDone);
   return Status::ok();
 }
 
@@ -355,7 +355,7 @@ void Runner::start_phase(MatchId id) {
     return;
   }
   const CommPhase& phase = f.plan->phases[f.phase];
-  network_.start(phase.uses, phase.bytes, id);
+  network_->start(phase.uses, phase.bytes, id);
 }
 
 void Runner::finish_match(MatchId id) {
@@ -385,7 +385,7 @@ void Runner::dispatch(const Event& e) {
       complete(e.a, static_cast<std::uint32_t>(e.b));
       break;
     case kTransferDone: {
-      const auto id = static_cast<MatchId>(network_.finish(e.a));
+      const auto id = static_cast<MatchId>(network_->finish(e.a));
       const Flight& f = flights_[id];
       engine_.schedule(engine_.now() + f.plan->phases[f.phase].latency, kPhaseDone, id);
       break;
@@ -477,7 +477,7 @@ ProgramRun Runner::results() {
     out.critical_path = std::move(path.top);
   }
   out.collectives = uses_;
-  const NetworkStats& ns = network_.stats();
+  const NetworkStats& ns = network_->stats();
   out.stats.events = engine_.processed();
   for (const RankOpTimes& t : times)
     out.stats.ops += t.end.size();

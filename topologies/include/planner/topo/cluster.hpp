@@ -127,6 +127,7 @@ class Cluster {
 
  private:
   struct Impl;
+  friend struct ClusterInternals;
   explicit Cluster(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

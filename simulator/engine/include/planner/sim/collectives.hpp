@@ -53,6 +53,7 @@
 #include "planner/sim/fabric.hpp"
 #include "planner/sim/network.hpp"
 #include "planner/topo/cluster.hpp"
+#include "planner/topo/link_kind.hpp"
 
 namespace planner::sim {
 
@@ -145,9 +146,11 @@ class CollectivePlanner {
   const HardwareProfile* profile_;
   const Fabric* fabric_;
   std::optional<Algorithm> forced_;
-  std::vector<Time> link_latency_;  // topology + profile latency per link
-  std::vector<std::uint8_t> link_class_;
+  // The profile's latency and the latency class per link kind.
+  std::array<Time, EnumTraits<topo::LinkKind>::kNames.size()> kind_latency_{};
+  std::array<std::uint8_t, EnumTraits<topo::LinkKind>::kNames.size()> kind_class_{};
   std::vector<topo::LinkId> path_;   // scratch for add_path()
+  bool timed_ = true;                // add_path() records hop latencies (off for copies and images)
   std::vector<std::int32_t> count_;  // scratch for loaded_share() and aggregate(), by resource
   std::vector<std::int32_t> touched_;
   int simple_protocol_ = 0;

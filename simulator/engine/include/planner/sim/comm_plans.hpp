@@ -54,12 +54,16 @@ class CommPlans {
   CommPlans(const StepProgram& program, const CommPlanContext& context);
 
   // Builds the plan of every collective and message of the lowered ranks, then compresses the
-  // plans' resources (see the header).
+  // plans' resources (see the header) and renumbers them densely (capacity()).
   void build();
   // The plan of op `op` of the rank at index `rank`: its collective's or message's, else nullptr.
   CachedPlan* plan(std::uint32_t rank, std::uint32_t op) const { return of_op_[rank][op]; }
   // Distinct plans built.
   std::size_t size() const { return plans_.size(); }
+  // After build(): the capacity of every resource the plans' uses name. build() numbers the
+  // resources the plans cross densely (in the fabric's order), so a network over this vector is
+  // as large as the step's traffic, not as the cluster.
+  const std::vector<double>& capacity() const { return capacity_; }
 
  private:
   struct PairHash {
@@ -78,6 +82,7 @@ class CommPlans {
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::unique_ptr<CachedPlan>, PairHash>
       plans_;
   std::vector<std::vector<CachedPlan*>> of_op_;  // per rank index, per op
+  std::vector<double> capacity_;                 // by dense resource
   // Lookup shortcuts while building: the last plan per group (a rank's ops of one group mostly
   // repeat one desc) and the last few messages' plans (a rank talks to a few peers).
   std::vector<std::pair<std::uint32_t, CachedPlan*>> last_;
