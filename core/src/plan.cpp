@@ -94,8 +94,7 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
   if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
     if (m.num_layers % chunks != 0) {
       std::string hint;
-      if (const auto split =
-              balanced_stage_split(static_cast<int>(m.num_layers), p.pp, p.virtual_stages)) {
+      if (const auto split = balanced_stage_split(m.num_layers, p.pp, p.virtual_stages)) {
         hint = "; uneven stages would work: first_stage_layers " + str(split->first) +
                ", last_stage_layers " + str(split->second);
       }
@@ -103,7 +102,7 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                                    " = " + str(chunks) + ") must divide layers (" +
                                    str(m.num_layers) + ")" + hint);
     }
-  } else if (auto counts = stage_layer_counts(static_cast<int>(m.num_layers), p); !counts) {
+  } else if (auto counts = stage_layer_counts(m.num_layers, p); !counts) {
     diag.add(
         p.first_stage_layers > 0 ? "/parallel/first_stage_layers" : "/parallel/last_stage_layers",
         counts.status().message());

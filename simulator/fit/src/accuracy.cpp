@@ -658,6 +658,10 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
       if (per_replica % b == 0) s.micro_batches.push_back(b);
     }
   }
+  c.first_stage_layers = p.first_stage_layers.value_or(0);
+  c.last_stage_layers = p.last_stage_layers.value_or(0);
+  s.balanced_split = c.pp > 1 && s.plan.model.num_layers % c.pp != 0 && !p.first_stage_layers &&
+                     !p.last_stage_layers;
   if (p.virtual_stages) {
     s.virtual_stages = {*p.virtual_stages};
   } else if (c.pp == 1) {
@@ -666,19 +670,13 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
     s.virtual_stages_null = true;
     s.virtual_stages = {1};
     const int layers = s.plan.model.num_layers;
-    const bool uneven = layers % c.pp != 0 && !p.first_stage_layers && !p.last_stage_layers;
     for (int v = 2; c.pp * v <= layers; ++v) {
-      if (layers % (c.pp * v) == 0 ||
-          (uneven && layers % v == 0 && balanced_stage_split(layers, c.pp, v))) {
+      if (layers % (c.pp * v) == 0 || (s.balanced_split && balanced_stage_split(layers, c.pp, v))) {
         s.virtual_stages.push_back(v);
       }
     }
   }
-  c.first_stage_layers = p.first_stage_layers.value_or(0);
-  c.last_stage_layers = p.last_stage_layers.value_or(0);
-  if (c.pp > 1 && s.plan.model.num_layers % c.pp != 0 && !p.first_stage_layers &&
-      !p.last_stage_layers) {
-    s.balanced_split = true;
+  if (s.balanced_split) {
     if (const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, 1)) {
       s.assumptions.push_back(
           {"/parallel/first_stage_layers",

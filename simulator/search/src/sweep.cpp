@@ -8,9 +8,11 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/limits.hpp"
@@ -149,6 +151,7 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   // LM head counted as a layer each), per number of virtual stages.
   const bool even = m.num_layers % u.pp == 0;
   const auto uneven = [&](int v) { return balanced_stage_split(m.num_layers, u.pp, v); };
+  const std::optional<std::pair<int, int>> one_chunk = even ? std::nullopt : uneven(1);
   for (Schedule s : all) {
     if (!allowed(space.schedules, s)) continue;
     // One stage: every schedule runs the same passes; 1F1B stands for them.
@@ -156,8 +159,8 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     if (s != Schedule::kInterleaved) {
       if (even) {
         in.schedules.push_back({s, 1});
-      } else if (const auto split = uneven(1)) {
-        in.schedules.push_back({s, 1, split->first, split->second});
+      } else if (one_chunk) {
+        in.schedules.push_back({s, 1, one_chunk->first, one_chunk->second});
       }
       continue;
     }
