@@ -181,7 +181,13 @@ double line_s(const std::vector<sim::CostLine>* lines, double bytes) {
 
 }  // namespace
 
-Estimator::Estimator(EstimatorInput input) : input_(std::move(input)) {}
+Estimator::Estimator(EstimatorInput input)
+    : input_(std::move(input)), model_flops_(model_flops_per_step(input_.model, input_.training)) {
+  for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    hardware_flops_[static_cast<std::size_t>(r)] =
+        hardware_flops_per_step(input_.model, input_.training, r);
+  }
+}
 
 Result<std::shared_ptr<Estimator>> Estimator::create(EstimatorInput input) {
   if (!input.cluster || !input.profile) {
@@ -939,9 +945,8 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     FlopRate peak = in.gpu.peak_for(in.training.precision);
     if (peak.raw() <= 0) peak = in.gpu.peak_for(Precision::kBf16);
     if (peak.raw() > 0) {
-      out.mfu =
-          flops_utilization(model_flops_per_step(in.model, in.training), seconds, world, peak);
-      out.hfu = flops_utilization(hardware_flops_per_step(in.model, in.training, p.recompute),
+      out.mfu = flops_utilization(e_->model_flops_, seconds, world, peak);
+      out.hfu = flops_utilization(e_->hardware_flops_[static_cast<std::size_t>(p.recompute)],
                                   seconds, world, peak);
     }
   }
