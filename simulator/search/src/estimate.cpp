@@ -415,10 +415,25 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
     for (int r : group)
       island_used[static_cast<std::size_t>(
           cluster.island_of(gpu_of[static_cast<std::size_t>(r)]))] = 1;
-    PLANNER_ASSIGN_OR_RETURN(auto all, grid.groups(axes));
+    // The groups of stage 0 in the order grid.groups() lists them (by smallest member), without
+    // listing every stage's: a group's smallest member has index 0 on each axis the group spans.
+    PLANNER_ASSIGN_OR_RETURN(std::vector<int> first_group, grid.group_of(0, axes));
+    std::array<bool, kNumAxes> spans{};
+    for (int r : first_group) {
+      for (int a = 0; a < kNumAxes; ++a)
+        spans[static_cast<std::size_t>(a)] |= grid.coordinate(r, static_cast<Axis>(a)) != 0;
+    }
     std::vector<std::vector<int>> out;
-    for (const std::vector<int>& other : all) {
-      if (other == group || grid.coordinate(other.front(), Axis::kPp) != 0) continue;
+    for (int r = 0; r < grid.world_size(); ++r) {
+      if (grid.coordinate(r, Axis::kPp) != 0) continue;
+      bool smallest = true;
+      for (int a = 0; a < kNumAxes && smallest; ++a) {
+        smallest =
+            !spans[static_cast<std::size_t>(a)] || grid.coordinate(r, static_cast<Axis>(a)) == 0;
+      }
+      if (!smallest) continue;
+      PLANNER_ASSIGN_OR_RETURN(std::vector<int> other, grid.group_of(r, axes));
+      if (other == group) continue;
       const std::vector<int> gg = gpus_of(other);
       const int first = cluster.island_of(gg.front());
       bool keep = false;
