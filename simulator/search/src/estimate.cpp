@@ -400,6 +400,24 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
   PLANNER_ASSIGN_OR_RETURN(RankGrid dense, RankGrid::dense(p));
   PLANNER_ASSIGN_OR_RETURN(RankGrid expert, RankGrid::expert(p));
   auto g = std::make_unique<Groups>();
+  // The ranks of pipeline stage 0 in ascending order, without visiting the other stages': runs of
+  // `stride` ranks (the pp axis' stride: the second member of rank 0's pp group) every pp x stride.
+  auto stage0_of = [](const RankGrid& grid) -> Result<std::vector<int>> {
+    std::vector<int> out;
+    const int pp = grid.size(Axis::kPp);
+    int stride = grid.world_size();
+    if (pp > 1) {
+      PLANNER_ASSIGN_OR_RETURN(std::vector<int> pipe, grid.group_of(0, "pp"));
+      stride = pipe[1];
+    }
+    out.reserve(static_cast<std::size_t>(grid.world_size() / pp));
+    for (int base = 0; base < grid.world_size(); base += stride * pp) {
+      for (int r = base; r < base + stride; ++r)
+        out.push_back(r);
+    }
+    return out;
+  };
+  PLANNER_ASSIGN_OR_RETURN(const std::vector<int> dense_stage0, stage0_of(dense));
   auto gpus_of = [&](const std::vector<int>& ranks) {
     std::vector<int> out;
     out.reserve(ranks.size());
@@ -416,16 +434,16 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
       island_used[static_cast<std::size_t>(
           cluster.island_of(gpu_of[static_cast<std::size_t>(r)]))] = 1;
     // The groups of stage 0 in the order grid.groups() lists them (by smallest member), without
-    // listing every stage's: a group's smallest member has index 0 on each axis the group spans.
+    // listing every stage's: a group's smallest member has index 0 on each axis it spans.
     PLANNER_ASSIGN_OR_RETURN(std::vector<int> first_group, grid.group_of(0, axes));
     std::array<bool, kNumAxes> spans{};
     for (int r : first_group) {
       for (int a = 0; a < kNumAxes; ++a)
         spans[static_cast<std::size_t>(a)] |= grid.coordinate(r, static_cast<Axis>(a)) != 0;
     }
+    PLANNER_ASSIGN_OR_RETURN(const std::vector<int> stage0, stage0_of(grid));
     std::vector<std::vector<int>> out;
-    for (int r = 0; r < grid.world_size(); ++r) {
-      if (grid.coordinate(r, Axis::kPp) != 0) continue;
+    for (int r : stage0) {
       bool smallest = true;
       for (int a = 0; a < kNumAxes && smallest; ++a) {
         smallest =
@@ -469,8 +487,8 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
   // stage 0; the tied-embedding pair joins the first and last stage.
   auto pair_images = [&](GroupKind kind, Axis axis, int target) {
     const auto k = static_cast<std::size_t>(kind);
-    for (int r = 0; r < dense.world_size(); ++r) {
-      if (dense.coordinate(r, Axis::kPp) != 0 || dense.coordinate(r, axis) != 0) continue;
+    for (int r : dense_stage0) {
+      if (dense.coordinate(r, axis) != 0) continue;
       AxisSizes c;
       for (int a = 0; a < kNumAxes; ++a)
         c[static_cast<Axis>(a)] = dense.coordinate(r, static_cast<Axis>(a));
