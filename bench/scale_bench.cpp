@@ -13,6 +13,8 @@
 //                           recompute, ZeRO 1, 1F1B, sequences of 8,192 tokens, 16 micro-batches
 //                           (global batch 16 x dp), one rank per stage simulated with the other
 //                           ranks' traffic as background: `planner simulate` of that plan.
+//                           step-h100-rail-100k-98304 and step-gb200-nvl72-100k-101376 run it
+//                           on the whole of the 100,000-GPU-class presets.
 //   sweep-<gpus>            `planner sweep --model llama3-405b --gpu h100 --gpus N`: the default
 //                           search space on the default topology (aws-p5), sequences of 8,192,
 //                           global batch 512, every core, the best 32 simulated.
@@ -127,6 +129,9 @@ std::vector<Case> cases() {
                      [=] { return step(topology, gpus); }});
     }
   }
+  // The 100,000-GPU-class presets, whole.
+  out.push_back({"step-h100-rail-100k-98304", [] { return step("h100-rail-100k", 98304); }});
+  out.push_back({"step-gb200-nvl72-100k-101376", [] { return step("gb200-nvl72-100k", 101376); }});
   // `planner sweep` defaults for Llama 3 405B: its pre-training length, 4 Mi tokens per batch.
   for (int gpus : {1024, 16384, 32768, 131072}) {
     out.push_back({"sweep-" + std::to_string(gpus),

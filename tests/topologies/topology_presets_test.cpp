@@ -16,7 +16,7 @@ namespace {
 TEST(TopologyPresets, AllLoadAndBuild) {
   auto catalog = TopologyCatalog::load_builtin();
   ASSERT_TRUE(catalog) << catalog.status().message();
-  ASSERT_EQ(catalog->all().size(), 23u);
+  ASSERT_EQ(catalog->all().size(), 25u);
   for (const TopologySpec& spec : catalog->all()) {
     SCOPED_TRACE(spec.name);
     EXPECT_FALSE(spec.sources.empty());
@@ -37,6 +37,59 @@ TEST(TopologyPresets, AllLoadAndBuild) {
   }
   EXPECT_EQ(catalog->find("DGX-H100")->name, "dgx-h100-superpod");
   EXPECT_EQ(catalog->get("dgx-h900").status().code(), StatusCode::kNotFound);
+}
+
+// The 100,000-GPU-class presets at their default size: GPU counts, NVLink domains, every switch
+// tier, and the oversubscription their descriptions give.
+TEST(TopologyPresets, HundredThousandGpuClustersHaveTheirTiers) {
+  auto count = [](const Cluster& c, DeviceKind kind) {
+    long long n = 0;
+    for (const Device& d : c.devices())
+      n += d.kind == kind;
+    return n;
+  };
+  {
+    // 12,288 HGX H100 servers; 8 rails of 64 servers per rail group (1,536 leaves); islands of
+    // 112 leaves (14 rail groups, 7,168 GPUs): 14 islands of 64 spines; 16 core uplinks per spine
+    // at 7:1 (112 down), on 128-port switches.
+    const TopologySpec spec = testing::preset("h100-rail-100k");
+    EXPECT_EQ(spec.fabric.type, FabricType::kRailOptimized);
+    EXPECT_EQ(spec.fabric.tiers, 3);
+    EXPECT_EQ(spec.fabric.leaves_per_pod, 7 * spec.fabric.uplinks_per_spine);
+    EXPECT_EQ(spec.fabric.leaves_per_pod + spec.fabric.uplinks_per_spine, spec.fabric.radix);
+    const Cluster c = testing::build(spec, spec.default_nodes);
+    EXPECT_EQ(c.num_gpus(), 98304);
+    EXPECT_EQ(c.nvlink_domain_size(), 8);
+    EXPECT_EQ(c.nics_per_node(), 8);
+    EXPECT_EQ(count(c, DeviceKind::kLeaf), 1536);
+    EXPECT_EQ(count(c, DeviceKind::kSpine), 14 * 64);
+    EXPECT_EQ(count(c, DeviceKind::kCore), 64 * 16);
+    EXPECT_DOUBLE_EQ(spec.fabric.leaf_oversubscription(), 1.0);
+    EXPECT_DOUBLE_EQ(spec.fabric.spine_oversubscription(), 7.0);
+    // A rail leaf serves the same rail of 64 consecutive servers; the next rail group is a spine
+    // away (two more hops).
+    EXPECT_EQ(c.path(0, 8 * 63).size(), c.path(0, 8).size());
+    EXPECT_EQ(c.path(0, 8 * 64).size(), c.path(0, 8 * 63).size() + 2);
+    // GPUs of one island meet at a spine; of two islands, at a core (two more hops).
+    EXPECT_EQ(c.path(0, 7168).size(), c.path(0, 7160).size() + 2);
+  }
+  {
+    // 1,408 NVL72 racks of 18 trays: one NVLink domain per rack, one rail group per rack (4
+    // leaves), pods of 64 leaves (16 racks), non-blocking on 128-port switches.
+    const TopologySpec spec = testing::preset("gb200-nvl72-100k");
+    EXPECT_EQ(spec.fabric.type, FabricType::kRailOptimized);
+    EXPECT_EQ(spec.fabric.tiers, 3);
+    EXPECT_DOUBLE_EQ(spec.fabric.leaf_oversubscription(), 1.0);
+    EXPECT_DOUBLE_EQ(spec.fabric.spine_oversubscription(), 1.0);
+    EXPECT_EQ(spec.fabric.leaves_per_pod + spec.fabric.uplinks_per_spine, spec.fabric.radix);
+    const Cluster c = testing::build(spec, spec.default_nodes);
+    EXPECT_EQ(c.num_gpus(), 101376);
+    EXPECT_EQ(c.nvlink_domain_size(), 72);
+    EXPECT_EQ(c.num_islands(), 1408);
+    EXPECT_EQ(count(c, DeviceKind::kLeaf), 1408 * 4);
+    EXPECT_EQ(count(c, DeviceKind::kSpine), 88 * 18);
+    EXPECT_EQ(count(c, DeviceKind::kCore), 18 * 64);
+  }
 }
 
 TEST(TopologyPresets, NodeNetworkMatchesTheReferenceData) {

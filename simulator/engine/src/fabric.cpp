@@ -28,17 +28,23 @@ Fabric Fabric::build(const topo::Cluster& cluster, const HardwareProfile& profil
     cls[d] = class_key(kIdentity, static_cast<std::int64_t>(d));
   if (balanced) {
     implements(SimModel::kBalancedEcmp);
-    // NICs: the set of GPUs each serves, per node.
+    // NICs: the set of GPUs each serves. A NIC serves GPUs of its own node only, so NICs with the
+    // same set are found among their node's NICs; the set's class is its first NIC.
     std::vector<std::vector<int>> served(devices.size());
     for (int g = 0; g < cluster.num_gpus(); ++g) {
       for (topo::DeviceId nic : cluster.nics_of(g))
         served[static_cast<std::size_t>(nic)].push_back(g);
     }
-    std::map<std::vector<int>, std::int64_t> nic_sets;
+    std::map<std::vector<int>, std::int64_t> nic_sets;  // of the current node
+    std::int32_t node = -1;
     for (std::size_t d = 0; d < devices.size(); ++d) {
       if (devices[d].kind != topo::DeviceKind::kNic || served[d].empty()) continue;
+      if (devices[d].node != node) {
+        node = devices[d].node;
+        nic_sets.clear();
+      }
       std::sort(served[d].begin(), served[d].end());
-      const auto id = nic_sets.emplace(served[d], static_cast<std::int64_t>(nic_sets.size())).first;
+      const auto id = nic_sets.emplace(std::move(served[d]), static_cast<std::int64_t>(d)).first;
       cls[d] = class_key(kNicSet, id->second);
     }
     // Spines: the pod is the smallest leaf they are joined to.
@@ -63,25 +69,43 @@ Fabric Fabric::build(const topo::Cluster& cluster, const HardwareProfile& profil
   for (const auto& [kind, name] : EnumTraits<topo::LinkKind>::kNames)
     efficiency[static_cast<std::size_t>(kind)] = profile.link(name).efficiency;
   // Links with the same (class of source, class of destination) form one resource; resources are
-  // numbered in the order of their first link.
-  struct Keyed {
-    std::int64_t src = 0, dst = 0;
-    std::int32_t link = 0;
+  // numbered in the order of their first link. Links of one pool leave devices of one class, so
+  // pools are found per source class: its devices' outgoing links, ordered by the class of their
+  // destination and then by id (no sort over every link of the cluster).
+  std::vector<std::int32_t> head(links.size());            // the first link of each link's pool
+  std::vector<topo::DeviceId> members;                     // of one source class
+  std::vector<std::pair<std::int64_t, std::int32_t>> out;  // (class of destination, link)
+  auto pool = [&] {
+    out.clear();
+    for (topo::DeviceId d : members) {
+      for (topo::LinkId l : cluster.out_links(d))
+        out.emplace_back(cls[static_cast<std::size_t>(links[static_cast<std::size_t>(l)].dst)], l);
+    }
+    std::sort(out.begin(), out.end());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const bool same = i > 0 && out[i].first == out[i - 1].first;
+      head[static_cast<std::size_t>(out[i].second)] =
+          same ? head[static_cast<std::size_t>(out[i - 1].second)] : out[i].second;
+    }
   };
-  std::vector<Keyed> keyed;
-  keyed.reserve(links.size());
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    keyed.push_back({cls[static_cast<std::size_t>(links[i].src)],
-                     cls[static_cast<std::size_t>(links[i].dst)], static_cast<std::int32_t>(i)});
+  // Devices of a class other than their own, grouped by class (in device order within a class).
+  std::vector<std::pair<std::int64_t, topo::DeviceId>> shared;
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (cls[d] == class_key(kIdentity, static_cast<std::int64_t>(d))) {
+      members.assign(1, static_cast<topo::DeviceId>(d));
+      pool();
+    } else {
+      shared.emplace_back(cls[d], static_cast<topo::DeviceId>(d));
+    }
   }
-  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
-    return a.src != b.src ? a.src < b.src : a.dst != b.dst ? a.dst < b.dst : a.link < b.link;
-  });
-  std::vector<std::int32_t> head(links.size());  // the first link of each link's pool
-  for (std::size_t i = 0; i < keyed.size(); ++i) {
-    const bool same = i > 0 && keyed[i].src == keyed[i - 1].src && keyed[i].dst == keyed[i - 1].dst;
-    head[static_cast<std::size_t>(keyed[i].link)] =
-        same ? head[static_cast<std::size_t>(keyed[i - 1].link)] : keyed[i].link;
+  std::sort(shared.begin(), shared.end());
+  for (std::size_t i = 0; i < shared.size();) {
+    members.clear();
+    std::size_t j = i;
+    for (; j < shared.size() && shared[j].first == shared[i].first; ++j)
+      members.push_back(shared[j].second);
+    pool();
+    i = j;
   }
   Fabric f;
   f.resource_of_link.assign(links.size(), -1);

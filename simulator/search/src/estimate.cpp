@@ -183,7 +183,13 @@ double line_s(const std::vector<sim::CostLine>* lines, double bytes) {
 
 }  // namespace
 
-Estimator::Estimator(EstimatorInput input) : input_(std::move(input)) {}
+Estimator::Estimator(EstimatorInput input)
+    : input_(std::move(input)), model_flops_(model_flops_per_step(input_.model, input_.training)) {
+  for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    hardware_flops_[static_cast<std::size_t>(r)] =
+        hardware_flops_per_step(input_.model, input_.training, r);
+  }
+}
 
 Result<std::shared_ptr<Estimator>> Estimator::create(EstimatorInput input) {
   if (!input.cluster || !input.profile) {
@@ -396,6 +402,24 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
   PLANNER_ASSIGN_OR_RETURN(RankGrid dense, RankGrid::dense(p));
   PLANNER_ASSIGN_OR_RETURN(RankGrid expert, RankGrid::expert(p));
   auto g = std::make_unique<Groups>();
+  // The ranks of pipeline stage 0 in ascending order, without visiting the other stages': runs of
+  // `stride` ranks (the pp axis' stride: the second member of rank 0's pp group) every pp x stride.
+  auto stage0_of = [](const RankGrid& grid) -> Result<std::vector<int>> {
+    std::vector<int> out;
+    const int pp = grid.size(Axis::kPp);
+    int stride = grid.world_size();
+    if (pp > 1) {
+      PLANNER_ASSIGN_OR_RETURN(std::vector<int> pipe, grid.group_of(0, "pp"));
+      stride = pipe[1];
+    }
+    out.reserve(static_cast<std::size_t>(grid.world_size() / pp));
+    for (int base = 0; base < grid.world_size(); base += stride * pp) {
+      for (int r = base; r < base + stride; ++r)
+        out.push_back(r);
+    }
+    return out;
+  };
+  PLANNER_ASSIGN_OR_RETURN(const std::vector<int> dense_stage0, stage0_of(dense));
   auto gpus_of = [&](const std::vector<int>& ranks) {
     std::vector<int> out;
     out.reserve(ranks.size());
@@ -411,10 +435,25 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
     for (int r : group)
       island_used[static_cast<std::size_t>(
           cluster.island_of(gpu_of[static_cast<std::size_t>(r)]))] = 1;
-    PLANNER_ASSIGN_OR_RETURN(auto all, grid.groups(axes));
+    // The groups of stage 0 in the order grid.groups() lists them (by smallest member), without
+    // listing every stage's: a group's smallest member has index 0 on each axis it spans.
+    PLANNER_ASSIGN_OR_RETURN(std::vector<int> first_group, grid.group_of(0, axes));
+    std::array<bool, kNumAxes> spans{};
+    for (int r : first_group) {
+      for (int a = 0; a < kNumAxes; ++a)
+        spans[static_cast<std::size_t>(a)] |= grid.coordinate(r, static_cast<Axis>(a)) != 0;
+    }
+    PLANNER_ASSIGN_OR_RETURN(const std::vector<int> stage0, stage0_of(grid));
     std::vector<std::vector<int>> out;
-    for (const std::vector<int>& other : all) {
-      if (other == group || grid.coordinate(other.front(), Axis::kPp) != 0) continue;
+    for (int r : stage0) {
+      bool smallest = true;
+      for (int a = 0; a < kNumAxes && smallest; ++a) {
+        smallest =
+            !spans[static_cast<std::size_t>(a)] || grid.coordinate(r, static_cast<Axis>(a)) == 0;
+      }
+      if (!smallest) continue;
+      PLANNER_ASSIGN_OR_RETURN(std::vector<int> other, grid.group_of(r, axes));
+      if (other == group) continue;
       const std::vector<int> gg = gpus_of(other);
       const int first = cluster.island_of(gg.front());
       bool keep = false;
@@ -450,8 +489,8 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
   // stage 0; the tied-embedding pair joins the first and last stage.
   auto pair_images = [&](GroupKind kind, Axis axis, int target) {
     const auto k = static_cast<std::size_t>(kind);
-    for (int r = 0; r < dense.world_size(); ++r) {
-      if (dense.coordinate(r, Axis::kPp) != 0 || dense.coordinate(r, axis) != 0) continue;
+    for (int r : dense_stage0) {
+      if (dense.coordinate(r, axis) != 0) continue;
       AxisSizes c;
       for (int a = 0; a < kNumAxes; ++a)
         c[static_cast<Axis>(a)] = dense.coordinate(r, static_cast<Axis>(a));
@@ -960,9 +999,8 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     FlopRate peak = in.gpu.peak_for(in.training.precision);
     if (peak.raw() <= 0) peak = in.gpu.peak_for(Precision::kBf16);
     if (peak.raw() > 0) {
-      out.mfu =
-          flops_utilization(model_flops_per_step(in.model, in.training), seconds, world, peak);
-      out.hfu = flops_utilization(hardware_flops_per_step(in.model, in.training, p.recompute),
+      out.mfu = flops_utilization(e_->model_flops_, seconds, world, peak);
+      out.hfu = flops_utilization(e_->hardware_flops_[static_cast<std::size_t>(p.recompute)],
                                   seconds, world, peak);
     }
   }

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <tuple>
+
 #include "planner/sim/program_runner.hpp"
 #include "simulator/sim_test_support.hpp"
 
@@ -133,6 +136,96 @@ TEST(ClosedForm, TpAllReduceOnNvlinkIgnoresDpOnNics) {
         << "rank " << rank;
   }
   EXPECT_GT(both.makespan, alone.makespan);  // the dp all-reduce itself takes longer
+}
+
+// The fabric's pools as a sort of every link by (class of source, class of destination, id)
+// defines them: Fabric::build, which pools per source class, gives the same resources, in the same
+// order, with the same capacities (summed in link order), balanced and not.
+Fabric pooled_by_sorting_links(const topo::Cluster& cluster, const HardwareProfile& profile,
+                               bool balanced) {
+  const auto links = cluster.links();
+  const auto devices = cluster.devices();
+  std::vector<std::int64_t> cls(devices.size());
+  for (std::size_t d = 0; d < devices.size(); ++d)
+    cls[d] = static_cast<std::int64_t>(d);
+  if (balanced) {
+    std::vector<std::vector<int>> served(devices.size());
+    for (int g = 0; g < cluster.num_gpus(); ++g) {
+      for (topo::DeviceId nic : cluster.nics_of(g))
+        served[static_cast<std::size_t>(nic)].push_back(g);
+    }
+    std::map<std::vector<int>, std::int64_t> sets;
+    std::vector<topo::DeviceId> pod(devices.size(), topo::kNoDevice);
+    for (const topo::Link& l : links) {
+      if (devices[static_cast<std::size_t>(l.src)].kind == topo::DeviceKind::kLeaf &&
+          devices[static_cast<std::size_t>(l.dst)].kind == topo::DeviceKind::kSpine) {
+        auto& p = pod[static_cast<std::size_t>(l.dst)];
+        p = p == topo::kNoDevice ? l.src : std::min(p, l.src);
+      }
+    }
+    const std::int64_t base = std::int64_t{1} << 40;
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      if (devices[d].kind == topo::DeviceKind::kNic && !served[d].empty()) {
+        std::sort(served[d].begin(), served[d].end());
+        cls[d] =
+            base + sets.emplace(served[d], static_cast<std::int64_t>(sets.size())).first->second;
+      } else if (devices[d].kind == topo::DeviceKind::kSpine && pod[d] != topo::kNoDevice) {
+        cls[d] = 2 * base + pod[d];
+      } else if (devices[d].kind == topo::DeviceKind::kCore) {
+        cls[d] = 3 * base;
+      }
+    }
+  }
+  std::vector<std::int32_t> order(links.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<std::int32_t>(i);
+  auto key = [&](std::int32_t i) {
+    const topo::Link& l = links[static_cast<std::size_t>(i)];
+    return std::tuple(cls[static_cast<std::size_t>(l.src)], cls[static_cast<std::size_t>(l.dst)],
+                      i);
+  };
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return key(a) < key(b); });
+  std::vector<std::int32_t> head(links.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const bool same = k > 0 && std::get<0>(key(order[k])) == std::get<0>(key(order[k - 1])) &&
+                      std::get<1>(key(order[k])) == std::get<1>(key(order[k - 1]));
+    head[static_cast<std::size_t>(order[k])] =
+        same ? head[static_cast<std::size_t>(order[k - 1])] : order[k];
+  }
+  Fabric f;
+  f.resource_of_link.assign(links.size(), -1);
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const double cap = links[i].bandwidth.raw() * profile.link(to_string(links[i].kind)).efficiency;
+    const auto first = static_cast<std::size_t>(head[i]);
+    if (first == i) {
+      f.resource_of_link[i] = static_cast<std::int32_t>(f.capacity.size());
+      f.capacity.push_back(cap);
+    } else {
+      f.resource_of_link[i] = f.resource_of_link[first];
+      f.capacity[static_cast<std::size_t>(f.resource_of_link[i])] += cap;
+    }
+  }
+  return f;
+}
+
+TEST(Fabric, PoolsAsASortOfEveryLinkDefinesThem) {
+  // (preset, nodes, whether balancing pools any links: spines, cores or several NICs per GPU)
+  const std::tuple<const char*, int, bool> cases[] = {
+      {"aws-p5", 40, true},      {"dgx-h100-superpod", 70, true}, {"dgx-a100-superpod", 9, true},
+      {"gb200-nvl72", 40, true}, {"hgx-h200-roce", 3, true},      {"mi300x-platform", 5, true},
+      {"dgx1-v100", 2, false},   {"l40s-pcie-100gbe", 4, false}};
+  for (const auto& [name, nodes, pools] : cases) {
+    auto cluster = testing::preset_cluster(name, nodes);
+    const HardwareProfile& p =
+        *builtin_profile_for(*builtin_catalog().find_gpu(std::string(cluster->spec().gpu)));
+    for (const bool balanced : {true, false}) {
+      const Fabric got = Fabric::build(*cluster, p, balanced);
+      const Fabric want = pooled_by_sorting_links(*cluster, p, balanced);
+      EXPECT_EQ(got.resource_of_link, want.resource_of_link) << name << " balanced " << balanced;
+      EXPECT_EQ(got.capacity, want.capacity) << name << " balanced " << balanced;
+      EXPECT_EQ(got.capacity.size() < cluster->links().size(), balanced && pools) << name;
+    }
+  }
 }
 
 // Collectives get a plan without phases in a group of one GPU.

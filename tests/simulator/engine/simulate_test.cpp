@@ -446,6 +446,29 @@ TEST(Presets, EveryTopologySimulates) {
   }
 }
 
+// One training step on each 100,000-GPU-class preset, built at its full size: a 4-layer Llama 2
+// 7B with tp 8 inside the NVLink domains, pp 2 and dp 1,024 (16,384 GPUs: three of the H100
+// cluster's islands, 228 of the GB200 racks); one rank per stage simulated, the others' traffic
+// loading the fabric as background. (bench_scale times a step over the whole of each.)
+TEST(Presets, HundredThousandGpuClustersSimulateAStep) {
+  for (const char* name : {"h100-rail-100k", "gb200-nvl72-100k"}) {
+    const topo::TopologySpec spec = *topo::builtin_topologies().get(name);
+    ParallelConfig parallel;
+    parallel.tp = 8;
+    parallel.pp = 2;
+    parallel.dp = 1024;
+    parallel.sequence_parallel = true;
+    parallel.zero_stage = 1;
+    SimInput in = input_for(name, spec.default_nodes, parallel, parallel.dp);
+    EXPECT_GT(in.cluster->num_gpus(), 98000) << name;
+    const SimResult r = simulate_ok(in);
+    EXPECT_GT(r.mfu, 0.0) << name;
+    EXPECT_LT(r.mfu, 1.0) << name;
+    // The data-parallel gradient reduction crosses the fabric and is not hidden entirely.
+    EXPECT_GT(r.exposed(TimeBucket::kDp), Time(0)) << name;
+  }
+}
+
 // Parallelism features simulate to the end in representative and full mode.
 TEST(Features, EveryFeatureRunsToTheEnd) {
   struct Case {

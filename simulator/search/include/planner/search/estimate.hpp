@@ -127,6 +127,10 @@ class Estimator {
                                           sim::CollectivePlanner& planner) const;
 
   EstimatorInput input_;
+  // The step's model FLOPs and hardware FLOPs per recompute mode: the same for every plan (MFU and
+  // HFU divide them), so computed once, not per estimate.
+  Flops model_flops_{0};
+  std::array<Flops, 3> hardware_flops_{};
   mutable std::mutex mutex_;
   mutable std::unordered_map<Key, std::unique_ptr<Probe>, KeyHash> probes_;
   mutable std::unordered_map<std::string, std::unique_ptr<Groups>> groups_;
