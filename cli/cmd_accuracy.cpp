@@ -5,7 +5,8 @@
 // kind "accuracy").
 //   --cross-validate  fits the simulator's fitted parameters on every source but one and predicts
 //               the one left out, for every source (planner/fit/cross_validation.hpp); prints the
-//               MAPE and bias per source with the built-in, in-sample and left-out parameters.
+//               MAPE and bias per source with the built-in, in-sample and left-out parameters;
+//               --leave-out model leaves out each model instead.
 //   --ranking   also groups the configurations by (model, cluster, global batch) and reports per
 //               group the Spearman rank correlation of predicted and measured time and the top-1
 //               regret (planner/fit/ranking.hpp), with their means.
@@ -16,6 +17,7 @@
 #include "app.hpp"
 #include "db_options.hpp"
 #include "output.hpp"
+#include "plan_args.hpp"
 #include "planner/app/profiles.hpp"
 #include "planner/app/record.hpp"
 #include "planner/core/host_model.hpp"
@@ -43,6 +45,7 @@ struct AccuracyArgs {
   int threads = 0;
   bool ranking = false;
   bool cross_validate = false;
+  std::string leave_out = "source";
   DbOptions db;
 };
 
@@ -352,7 +355,8 @@ Json source_errors_json(const fit::SourceErrors& e) {
 }
 
 Json cross_validation_json(const std::string& file, const fit::CrossValidationReport& rep,
-                           const std::vector<fit::ParameterFamily>& families) {
+                           const std::vector<fit::ParameterFamily>& families,
+                           fit::LeaveOut leave_out) {
   Json fams = Json::array();
   for (const fit::ParameterFamily& f : families) {
     fams.push_back({{"name", f.name},
@@ -391,6 +395,7 @@ Json cross_validation_json(const std::string& file, const fit::CrossValidationRe
   return {{"schema_version", kSchemaVersion},
           {"kind", "cross-validation"},
           {"file", file},
+          {"leave_out", std::string(to_string(leave_out))},
           {"runs_modelled", rep.runs.size()},
           {"runs_skipped", skipped.size()},
           {"sources", rep.by_source.size()},
@@ -413,23 +418,26 @@ std::string mape_bias(double mape, double bias) {
 }
 
 void print_cross_validation(std::ostream& out, const std::string& file,
-                            const fit::CrossValidationReport& rep) {
+                            const fit::CrossValidationReport& rep, fit::LeaveOut leave_out) {
+  const bool by_model = leave_out == fit::LeaveOut::kModel;
+  const std::string unit = by_model ? "model" : "source";
   out << "cross-validation of " << file << ": " << rep.runs.size() << " runs modelled from "
-      << rep.by_source.size() << " sources, " << rep.insample.parameters.size() << " parameters, "
-      << rep.simulations << " simulations\n\n";
-  out << "parameters fitted on every source (multipliers of the built-in values; a parameter no "
-         "run uses stays 1)\n";
+      << rep.by_source.size() << " " << unit << "s, " << rep.insample.parameters.size()
+      << " parameters, " << rep.simulations << " simulations\n\n";
+  out << "parameters fitted on every " << unit
+      << " (multipliers of the built-in values; a parameter no run uses stays 1)\n";
   Table params({{"PARAMETER"}, {"KEY"}, {"RUNS", Align::kRight}, {"IN-SAMPLE", Align::kRight}});
   for (const fit::FittedParameter& p : rep.insample.parameters)
     params.add_row({p.family, p.key, std::to_string(p.runs), "x" + fmt(p.value, 3)});
   params.print(out);
-  out << "\nerror per source, MAPE / bias (mean signed error): built-in parameters, fitted on "
-         "every source, fitted on the other sources\n";
-  Table t({{"SOURCE"},
+  out << "\nerror per " << unit
+      << ", MAPE / bias (mean signed error): built-in parameters, fitted on every " << unit
+      << ", fitted on the other " << unit << "s\n";
+  Table t({{by_model ? "MODEL" : "SOURCE"},
            {"RUNS", Align::kRight},
            {"BUILT-IN", Align::kRight},
            {"IN-SAMPLE", Align::kRight},
-           {"LEAVE-ONE-SOURCE-OUT", Align::kRight}});
+           {by_model ? "LEAVE-ONE-MODEL-OUT" : "LEAVE-ONE-SOURCE-OUT", Align::kRight}});
   for (const fit::SourceErrors& e : rep.by_source) {
     t.add_row({e.source, std::to_string(e.runs), mape_bias(e.builtin_mape, e.builtin_bias),
                mape_bias(e.insample_mape, e.insample_bias), mape_bias(e.loso_mape, e.loso_bias)});
@@ -438,10 +446,10 @@ void print_cross_validation(std::ostream& out, const std::string& file,
   t.add_row({"all", std::to_string(o.runs), mape_bias(o.builtin_mape, o.builtin_bias),
              mape_bias(o.insample_mape, o.insample_bias), mape_bias(o.loso_mape, o.loso_bias)});
   t.print(out);
-  out << "\nleave-one-source-out MAPE " << fmt(o.loso_mape, 1) << "% beside in-sample "
+  out << "\nleave-one-" << unit << "-out MAPE " << fmt(o.loso_mape, 1) << "% beside in-sample "
       << fmt(o.insample_mape, 1) << "% (built-in parameters: " << fmt(o.builtin_mape, 1) << "%)";
   if (o.insample_mape < o.builtin_mape && o.loso_mape > o.builtin_mape) {
-    out << "; the fit improves in-sample and worsens leave-one-source-out: a regression";
+    out << "; the fit improves in-sample and worsens leave-one-" << unit << "-out: a regression";
   }
   out << "\n";
   const std::size_t skipped = static_cast<std::size_t>(rep.builtin.skipped);
@@ -482,13 +490,16 @@ Status accuracy_command(const CliContext& ctx, const AccuracyArgs& args) {
   if (args.cross_validate) {
     fit::CrossValidationOptions cv;
     cv.accuracy = options;
+    PLANNER_ASSIGN_OR_RETURN(cv.leave_out,
+                             parse_flag<fit::LeaveOut>("--leave-out", args.leave_out));
     cv.families = fit::builtin_families();
     PLANNER_ASSIGN_OR_RETURN(fit::CrossValidationReport report,
                              fit::cross_validate(runs, cv, *ctx.catalog));
     if (ctx.json) {
-      *ctx.out << cross_validation_json(args.file, report, cv.families).dump(2) << '\n';
+      *ctx.out << cross_validation_json(args.file, report, cv.families, cv.leave_out).dump(2)
+               << '\n';
     } else {
-      print_cross_validation(*ctx.out, args.file, report);
+      print_cross_validation(*ctx.out, args.file, report, cv.leave_out);
     }
     return record(args, report.builtin);
   }
@@ -528,6 +539,10 @@ void register_accuracy_command(CLI::App& app, CliContext& ctx) {
       "Leave one source out: fit the fitted parameters on every other source and "
       "predict the one left out, for every source; MAPE and bias per source beside the "
       "in-sample ones");
+  cmd->add_option("--leave-out", a->leave_out,
+                  "What --cross-validate leaves out of each fit: \"source\" (default) or "
+                  "\"model\" (how planner predicts a model it was not fitted on)")
+      ->needs(cv);
   cmd->add_flag("--ranking", a->ranking,
                 "Group the configurations by (model, cluster, global batch) and report per "
                 "group the Spearman rank correlation of predicted and measured step time and "

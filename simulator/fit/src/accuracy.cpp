@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -130,8 +131,23 @@ Result<const GpuSpec*> map_gpu(const std::string& text, const Catalog& catalog,
   for (const GpuRefusal& r : kGpuRefusals) {
     if (has_word(low, r.keyword)) return Status::not_found(std::string(r.reason));
   }
-  const std::string base = strip_remark(text);
+  std::string base = strip_remark(text);
   if (base.empty()) return Status::invalid_input("hardware.gpu is not published");
+  // "B200 in GB200 NVL72": the GPU as a system holds it, when a GPU preset has the system's name
+  // and holds that GPU (GB200-B200-186GB); else the GPU's own name.
+  if (const std::size_t in = lower(base).find(" in "); in != std::string::npos) {
+    const std::string part = trim(base.substr(0, in));
+    const std::string system = trim(base.substr(in + 4));
+    const std::string first = system.substr(0, system.find(' '));
+    const GpuSpec* g = catalog.find_gpu(first);
+    if (g != nullptr && !part.empty() && lower(g->name).find(lower(part)) != std::string::npos) {
+      notes.push_back(
+          {"gpu", g->name,
+           "the record's \"" + text + "\": the " + part + " of the " + first + " preset"});
+      return g;
+    }
+    base = part;
+  }
   if (const GpuSpec* g = catalog.find_gpu(base)) {
     if (g->name != text) notes.push_back({"gpu", g->name, "the record's \"" + text + "\""});
     return g;
@@ -306,9 +322,76 @@ constexpr Family kFamilies[] = {
 constexpr Family kGptFamily{
     "gpt", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kLearned, true, true};
 
+// A mixture-of-experts record takes the whole structure of the MoE preset of its shape (routed
+// and shared experts, dense first layers, MLA, Mamba mixers, layer pattern): the record's fields
+// cannot describe those, so a shape no preset has cannot be modelled.
+Result<ModelSpec> map_moe_model(const PublishedRun& run, const Catalog& catalog,
+                                std::vector<ChosenField>& notes) {
+  const PublishedModel& m = run.model;
+  const std::pair<const char*, bool> required[] = {
+      {"layers", m.layers.has_value()},   {"hidden", m.hidden.has_value()},
+      {"heads", m.heads.has_value()},     {"top_k", m.top_k.has_value()},
+      {"seq_len", m.seq_len.has_value()}, {"expert_ffn_hidden", m.expert_ffn_hidden.has_value()}};
+  for (const auto& [name, present] : required) {
+    if (!present) return Status::invalid_input(std::string("model.") + name + " is not published");
+  }
+  const std::int64_t shared_ffn = m.shared_experts.value_or(0) * *m.expert_ffn_hidden;
+  auto same_shape = [&](const ModelSpec& p) {
+    return p.is_moe() && p.num_layers == *m.layers && p.hidden == *m.hidden &&
+           p.heads == *m.heads && (!m.kv_heads || p.kv_heads == *m.kv_heads) &&
+           (!m.ffn_hidden || p.ffn_hidden == *m.ffn_hidden) && p.moe->num_experts == *m.experts &&
+           p.moe->top_k == *m.top_k && p.moe->expert_ffn_hidden == *m.expert_ffn_hidden &&
+           (!m.shared_experts || p.moe->shared_ffn() == shared_ffn) &&
+           (!m.vocab || p.vocab == *m.vocab);
+  };
+  const ModelSpec* preset = nullptr;
+  for (const ModelSpec& p : catalog.models()) {
+    if (same_shape(p)) {
+      preset = &p;
+      break;
+    }
+  }
+  if (preset == nullptr) {
+    return Status::not_found(
+        "no MoE model preset has the record's shape (" + std::to_string(*m.layers) +
+        " layers, hidden " + std::to_string(*m.hidden) + ", " + std::to_string(*m.heads) +
+        " heads, " + std::to_string(*m.experts) + " experts top-" + std::to_string(*m.top_k) +
+        " of ffn " + std::to_string(*m.expert_ffn_hidden) + ", shared ffn " +
+        std::to_string(shared_ffn) +
+        "): the record's fields do not describe an MoE layer fully (planner model list)");
+  }
+  ModelSpec out = *preset;
+  out.max_seq_len = std::max(out.max_seq_len, *m.seq_len);
+  if (out.mtp_layers > 0) {
+    // Multi-token prediction is a training option (Megatron's --mtp-num-layers): NVIDIA's tables
+    // label DeepSeek-V3 rows "w/ MTP" or "w/o MTP".
+    const std::string text = lower(run.notes);
+    if (has_word(text, "w/o mtp") || has_word(text, "no mtp") ||
+        text.find("no multi-token") != std::string::npos) {
+      out.mtp_layers = 0;
+      notes.push_back({"/model/mtp_layers", "0", "the record trains without the MTP module"});
+    } else if (text.find("w/ mtp") == std::string::npos &&
+               text.find("mtp depth") == std::string::npos) {
+      notes.push_back({"/model/mtp_layers", std::to_string(out.mtp_layers),
+                       "not stated: the model's MTP module as " + preset->name + " defines it"});
+    }
+  }
+  std::string what = "experts, top-k, expert and shared-expert FFN";
+  if (out.moe->first_dense_layers > 0) what += ", first dense layers";
+  if (out.mla) what += ", multi-head latent attention";
+  if (out.mamba) what += ", Mamba-2 mixers and layer pattern";
+  if (out.mtp_layers > 0) what += ", MTP layers";
+  what += ", MLP, norm, positions, embeddings";
+  if (!m.vocab) what += ", vocabulary";
+  notes.push_back(
+      {"model structure", preset->name, "the MoE model preset of the same shape (" + what + ")"});
+  return out;
+}
+
 Result<ModelSpec> map_model(const PublishedRun& run, const Catalog& catalog,
                             std::vector<ChosenField>& notes) {
   const PublishedModel& m = run.model;
+  if (m.is_moe()) return map_moe_model(run, catalog, notes);
   const std::pair<const char*, bool> required[] = {{"layers", m.layers.has_value()},
                                                    {"hidden", m.hidden.has_value()},
                                                    {"heads", m.heads.has_value()},
@@ -411,7 +494,36 @@ Result<Precision> map_precision(const std::string& text, std::vector<ChosenField
     return Status::invalid_input("precision \"" + text +
                                  "\" names no fp8, bf16, fp16, tf32 or fp32");
   }
-  notes.push_back({"precision", std::string(to_string(p)), "from \"" + text + "\""});
+  std::string why = "from \"" + text + "\"";
+  if (p == Precision::kFp8) {
+    // The scaling recipe (Transformer Engine's), the one the text names first: the simulator
+    // runs each at the FP8 GEMM rate.
+    struct Recipe {
+      std::string_view word, name;
+    };
+    constexpr Recipe kRecipes[] = {{"mxfp8", "MXFP8 (1×32 block scaling)"},
+                                   {"fp8-mx", "MXFP8 (1×32 block scaling)"},
+                                   {"1x32", "MXFP8 (1×32 block scaling)"},
+                                   {"32x32", "MXFP8-type (32×32 block scaling)"},
+                                   {"blockwise", "blockwise FP8 (1×128 / 128×128 scaling)"},
+                                   {"block-wise", "blockwise FP8 (1×128 / 128×128 scaling)"},
+                                   {"128x128", "blockwise FP8 (1×128 / 128×128 scaling)"},
+                                   {"fp8-cs", "FP8 per-tensor current scaling"},
+                                   {"current scaling", "FP8 per-tensor current scaling"}};
+    std::string recipe;
+    std::size_t first = std::string::npos;
+    for (const Recipe& r : kRecipes) {
+      const std::size_t at = t.find(r.word);
+      if (at < first) {
+        first = at;
+        recipe = r.name;
+      }
+    }
+    if (!recipe.empty()) {
+      why = recipe + ", " + why + "; every FP8 recipe runs at the profile's FP8 GEMM rate";
+    }
+  }
+  notes.push_back({"precision", std::string(to_string(p)), why});
   return p;
 }
 
@@ -432,6 +544,10 @@ std::pair<SoftwareStack, std::string> infer_stack(const PublishedRun& run) {
   };
   if (auto w = names({"megatron-deepspeed", "megatron deepspeed"}); !w.empty()) {
     return {SoftwareStack::kMegatronDeepSpeed, "the record's text names " + w};
+  }
+  if (auto w = names({"automodel"}); !w.empty()) {
+    return {SoftwareStack::kFsdp, "the record's text names " + w +
+                                      " (NeMo AutoModel: PyTorch-native FSDP2, not Megatron-core)"};
   }
   if (auto w = names({"megatron-bridge", "nemo"}); !w.empty()) {
     return {SoftwareStack::kNemo, "the record's text names " + w};
@@ -602,12 +718,126 @@ std::string show_recompute(const Recompute& r) {
 
 // ---- parallel
 
+// Phrases of benchmarks that force-balance MoE routing (Megatron's
+// --moe-router-force-load-balancing, AutoModel's fake balanced gate, NVIDIA's table footnotes).
+constexpr std::string_view kForceBalanced[] = {
+    "force-balance",        "forcedbalance",      "force_load_balancing",  "force-load-balancing",
+    "force load balancing", "fake balanced gate", "forced token balancing"};
+
+// ep and etp of an MoE record; tp, cp and dp are set.
+Status map_expert_parallel(const PublishedRun& run, RunSetup& s) {
+  const PublishedParallel& p = run.parallel;
+  ParallelConfig& c = s.plan.parallel;
+  const MoeSpec& moe = *s.plan.model.moe;
+  if (p.etp) {
+    c.etp = *p.etp;
+  } else {
+    c.etp = c.tp;
+    s.assumptions.push_back({"/parallel/etp", std::to_string(c.tp),
+                             "not published: tp, Megatron-core's default "
+                             "(--expert-tensor-parallel-size unset)"});
+  }
+  const std::int64_t stage = static_cast<std::int64_t>(c.tp) * c.cp * c.dp;
+  if (p.ep) {
+    c.ep = *p.ep;
+  } else {
+    // Chosen like the other null fields: every size the experts and the stage's ranks allow.
+    s.ep_null = true;
+    for (int e = 1; e <= moe.num_experts; ++e) {
+      if (moe.num_experts % e == 0 && stage % (static_cast<std::int64_t>(c.etp) * e) == 0) {
+        s.expert_parallel.push_back(e);
+      }
+    }
+    return Status::ok();
+  }
+  if (moe.num_experts % c.ep != 0) {
+    return Status::invalid_input("parallel.ep " + std::to_string(c.ep) + " does not divide the " +
+                                 std::to_string(moe.num_experts) + " experts");
+  }
+  if (stage % (static_cast<std::int64_t>(c.etp) * c.ep) != 0) {
+    return Status::invalid_input(
+        "parallel.etp × ep (" + std::to_string(c.etp) + " × " + std::to_string(c.ep) +
+        ") does not divide the " + std::to_string(stage) +
+        " ranks of a pipeline stage (tp·cp·dp): Megatron-core cannot form the expert groups, so "
+        "the record's parallel fields contradict each other");
+  }
+  return Status::ok();
+}
+
+// The first number after `key` in `text` ("capacity-factor 1.0" → 1.0), or nullopt.
+std::optional<double> number_after(std::string_view text, std::string_view key) {
+  const std::size_t at = text.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t i = at + key.size();
+  while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':'))
+    ++i;
+  std::size_t end = i;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) != 0 || text[end] == '.'))
+    ++end;
+  if (end == i) return std::nullopt;
+  const std::string digits(text.substr(i, end - i));
+  char* stop = nullptr;
+  const double v = std::strtod(digits.c_str(), &stop);
+  if (stop != digits.c_str() + digits.size()) return std::nullopt;
+  return v;
+}
+
+// True when `text` names token dropping: `word` not followed by "less" ("token-dropless").
+bool names_token_drop(std::string_view text) {
+  for (std::string_view word : {"tokendrop", "token drop", "token-drop"}) {
+    for (std::size_t at = text.find(word); at != std::string_view::npos;
+         at = text.find(word, at + 1)) {
+      if (text.substr(at + word.size(), 4) != "less") return true;
+    }
+  }
+  return false;
+}
+
+// Token routing of an MoE record (moe_routing.hpp) from its id and notes: token dropping with a
+// capacity factor or dropless, and whether the benchmark force-balanced the routing.
+void map_routing(const PublishedRun& run, RunSetup& s) {
+  ParallelConfig& c = s.plan.parallel;
+  const std::string text = lower(run.id + " " + run.notes);
+  if (names_token_drop(text)) {
+    const std::optional<double> factor = number_after(text, "capacity-factor");
+    const bool pad_stated = text.find("pad-expert-input-to-capacity") != std::string::npos;
+    c.moe_capacity_factor = factor.value_or(1.0);
+    c.moe_pad_to_capacity = pad_stated || !factor;
+    std::string why =
+        factor ? "the record's --moe-expert-capacity-factor" +
+                     std::string(pad_stated ? " and --moe-pad-expert-input-to-capacity" : "")
+               : "token dropping, capacity factor not stated: 1.0 padded to capacity, the "
+                 "defaults of NeMo's and Megatron-Bridge's token-drop setting "
+                 "(moe_expert_capacity_factor 1.0, moe_pad_expert_input_to_capacity)";
+    if (c.moe_pad_to_capacity) why += "; every expert computes its capacity, balanced or not";
+    s.assumptions.push_back({"routing",
+                             "capacity factor " + fmt_value(c.moe_capacity_factor) +
+                                 (c.moe_pad_to_capacity ? ", padded" : ""),
+                             why});
+    return;
+  }
+  c.moe_capacity_factor = 0;
+  const bool balanced =
+      std::any_of(std::begin(kForceBalanced), std::end(kForceBalanced),
+                  [&](std::string_view w) { return text.find(w) != std::string::npos; });
+  c.moe_imbalance = 1.0;
+  s.assumptions.push_back({"routing", "dropless, imbalance 1",
+                           std::string(text.find("dropless") != std::string::npos
+                                           ? "the record says dropless"
+                                           : "not stated: dropless, Megatron-core's default "
+                                             "(--moe-expert-capacity-factor unset)") +
+                               (balanced ? "; the benchmark force-balances the routing"
+                                         : "; routing balance not stated: balanced")});
+}
+
 Status map_parallel(const PublishedRun& run, RunSetup& s) {
   const PublishedParallel& p = run.parallel;
   if (!p.tp) return Status::invalid_input("parallel.tp is not published");
   if (!p.pp) return Status::invalid_input("parallel.pp is not published");
   if (!p.global_batch) return Status::invalid_input("parallel.global_batch is not published");
-  if (p.ep && *p.ep > 1) {
+  const bool moe = s.plan.model.is_moe();
+  if (!moe && p.ep && *p.ep > 1) {
     return Status::invalid_input("parallel.ep " + std::to_string(*p.ep) +
                                  " on a dense model (no model.experts)");
   }
@@ -643,6 +873,7 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
         {"/hardware/num_gpus", std::to_string(c.world_size()), "not published: tp·pp·dp·cp"});
   }
   c.ep = 1;
+  if (moe) PLANNER_RETURN_IF_ERROR(map_expert_parallel(run, s));
   s.plan.training.global_batch_size = *p.global_batch;
   const std::int64_t per_replica = *p.global_batch / c.dp;
   if (*p.global_batch % c.dp != 0) {
@@ -663,7 +894,30 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
   s.balanced_split = c.pp > 1 && s.plan.model.num_layers % c.pp != 0 && !p.first_stage_layers &&
                      !p.last_stage_layers;
   if (p.virtual_stages) {
-    s.virtual_stages = {*p.virtual_stages};
+    const int layers = s.plan.model.num_layers;
+    const bool stated_split = p.first_stage_layers || p.last_stage_layers;
+    auto splits = [&](int v) {
+      return layers % (c.pp * v) == 0 ||
+             (!stated_split && balanced_stage_split(layers, c.pp, v).has_value());
+    };
+    int v = *p.virtual_stages;
+    if (c.pp > 1 && v > 1 && !splits(v)) {
+      // Megatron-core's --pipeline-model-parallel-layout gives chunks of unequal size (NVIDIA's
+      // DeepSeek-V3 recipes: "Et|(tt|)*30L"); planner's chunks of a stage are equal and only the
+      // first and the last stage differ.
+      int w = v - 1;
+      while (w > 1 && !splits(w))
+        --w;
+      s.assumptions.push_back(
+          {"/parallel/virtual_stages", std::to_string(w),
+           "published " + std::to_string(v) + ", but pp " + std::to_string(c.pp) + " × " +
+               std::to_string(v) + " chunks cannot hold the " + std::to_string(layers) +
+               " layers in equal chunks, and planner models no chunks of unequal size "
+               "(Megatron-core's --pipeline-model-parallel-layout): the most that split"});
+      v = w;
+    }
+    if (c.pp > 1 && layers % (c.pp * v) != 0 && !stated_split) s.balanced_split = true;
+    s.virtual_stages = {v};
   } else if (c.pp == 1) {
     s.virtual_stages = {1};
   } else {
@@ -723,6 +977,7 @@ std::string candidates_text(const RunSetup& s, std::string_view field) {
   if (field == "virtual_stages") return join<int>(s.virtual_stages, show_int32);
   if (field == "sp") return join<bool>(s.sequence_parallel, show_bool);
   if (field == "zero_stage") return join<int>(s.zero_stages, show_int32);
+  if (field == "ep") return join<int>(s.expert_parallel, show_int32);
   return join<Recompute>(s.recomputes, show_recompute);
 }
 
@@ -737,6 +992,7 @@ void describe_choices(const RunSetup& s, const ParallelConfig& c, const std::str
   add(s.virtual_stages_null, "virtual_stages", std::to_string(c.virtual_stages));
   add(s.sp_null, "sp", c.sequence_parallel ? "true" : "false");
   add(s.zero_null, "zero_stage", std::to_string(c.zero_stage));
+  add(s.ep_null, "ep", std::to_string(c.ep));
   if (s.recompute_null && counts_recompute(s.convention)) {
     out.chosen.push_back({"/parallel/recompute", "full",
                           "not published: the record's FLOP convention (Megatron eq. (3)) counts "
@@ -750,15 +1006,35 @@ void describe_choices(const RunSetup& s, const ParallelConfig& c, const std::str
   }
 }
 
+// A job larger than one rack-scale NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is placed in
+// equal blocks of whole trays, one block per rack: the largest block of at most the rack's trays
+// that divides the job's trays, so that the power-of-two groups of a parallel layout do not
+// straddle racks (Slurm's --segment; NVIDIA's DeepSeek-V3 GB200 guide, reference data
+// moe_runs.json: "every 32 GPUs (8 nodes) in one NVL72 rack"). The topology's NVLink domain
+// shrinks to the block; its scale-out fabric is unchanged.
+void place_in_racks(RunSetup& s) {
+  topo::TopologySpec& t = s.topology;
+  if (!t.nvlink_domain || s.nodes <= t.nvlink_domain->nodes) return;
+  const int rack = t.nvlink_domain->nodes;
+  int block = rack;
+  while (block > 1 && s.nodes % block != 0)
+    --block;
+  if (block == rack) return;
+  t.nvlink_domain->nodes = block;
+  s.assumptions.push_back(
+      {"placement",
+       std::to_string(s.nodes / block) + " racks × " + std::to_string(block) + " of " +
+           std::to_string(rack) + " nodes",
+       "the job's " + std::to_string(s.nodes) +
+           " nodes in equal blocks, one per NVLink domain, so that parallel groups do not "
+           "straddle racks (Slurm --segment, as NVIDIA places GB200 NVL72 jobs)"});
+}
+
 }  // namespace
 
 Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catalog,
                                    const topo::TopologyCatalog& topologies,
                                    std::span<const HardwareProfile> profiles) {
-  if (run.model.is_moe()) {
-    return Status::invalid_input("a mixture-of-experts run (" + std::to_string(*run.model.experts) +
-                                 " experts): `planner accuracy` maps dense models only");
-  }
   RunSetup s;
   PLANNER_ASSIGN_OR_RETURN(const GpuSpec* gpu, map_gpu(run.hardware.gpu, catalog, s.assumptions));
   s.plan.gpu = *gpu;
@@ -780,6 +1056,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.convention = flop_convention_of(run.flops_convention);
   s.source = source_key(run);
   PLANNER_RETURN_IF_ERROR(map_parallel(run, s));
+  if (s.plan.model.is_moe()) map_routing(run, s);
   ModelSpec& model = s.plan.model;
   const std::int64_t tp = s.plan.parallel.tp;
   if (model.vocab % tp != 0) {
@@ -799,6 +1076,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   }
   const int per_node = s.topology.gpus_per_node();
   s.nodes = static_cast<int>((s.plan.parallel.world_size() + per_node - 1) / per_node);
+  place_in_racks(s);
   s.plan.cluster.gpu = gpu->name;
   s.plan.cluster.gpus_per_node = per_node;
   s.plan.cluster.nodes = s.nodes;
@@ -814,29 +1092,39 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   return s;
 }
 
-std::vector<ParallelConfig> candidate_configs(const RunSetup& s) {
+std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* first_problem) {
   std::vector<ParallelConfig> out;
-  for (std::int64_t mb : s.micro_batches) {
-    for (int v : s.virtual_stages) {
-      for (bool sp : s.sequence_parallel) {
-        for (int zero : s.zero_stages) {
-          for (Recompute r : s.recomputes) {
-            ParallelConfig c = s.plan.parallel;
-            c.micro_batch_size = mb;
-            c.virtual_stages = v;
-            c.schedule = v > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
-            if (s.balanced_split) {
-              const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, v);
-              if (!split) continue;
-              c.first_stage_layers = split->first;
-              c.last_stage_layers = split->second;
+  const std::vector<int> eps =
+      s.expert_parallel.empty() ? std::vector<int>{s.plan.parallel.ep} : s.expert_parallel;
+  for (int ep : eps) {
+    for (std::int64_t mb : s.micro_batches) {
+      for (int v : s.virtual_stages) {
+        for (bool sp : s.sequence_parallel) {
+          for (int zero : s.zero_stages) {
+            for (Recompute r : s.recomputes) {
+              ParallelConfig c = s.plan.parallel;
+              c.ep = ep;
+              c.micro_batch_size = mb;
+              c.virtual_stages = v;
+              c.schedule = v > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+              if (s.balanced_split) {
+                const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, v);
+                if (!split) continue;
+                c.first_stage_layers = split->first;
+                c.last_stage_layers = split->second;
+              }
+              c.sequence_parallel = sp;
+              c.zero_stage = zero;
+              c.recompute = r;
+              Diagnostics diag;
+              check_parallel(s.plan.model, s.plan.training, c, diag);
+              if (diag.empty()) {
+                out.push_back(std::move(c));
+              } else if (first_problem != nullptr && first_problem->empty()) {
+                const Diagnostic& d = diag.items().front();
+                *first_problem = d.pointer + ": " + d.message;
+              }
             }
-            c.sequence_parallel = sp;
-            c.zero_stage = zero;
-            c.recompute = r;
-            Diagnostics diag;
-            check_parallel(s.plan.model, s.plan.training, c, diag);
-            if (diag.empty()) out.push_back(std::move(c));
           }
         }
       }

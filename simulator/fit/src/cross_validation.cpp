@@ -432,11 +432,12 @@ Result<CrossValidationReport> cross_validate(std::span<const PublishedRun> runs,
                 chosen, threads);
   fitter.compute_jacobian();
 
-  // Folds: every modelled record in-sample, then each source left out.
+  // Folds: every modelled record in-sample, then each source (or model) left out.
   std::vector<std::string> sources;
   std::vector<std::size_t> source_of(modelled.size());
   for (std::size_t m = 0; m < modelled.size(); ++m) {
-    const std::string& s = report.builtin.runs[report_index[m]].source;
+    const RunAccuracy& run = report.builtin.runs[report_index[m]];
+    const std::string& s = options.leave_out == LeaveOut::kModel ? run.plan.model.name : run.source;
     auto it = std::find(sources.begin(), sources.end(), s);
     if (it == sources.end()) it = sources.insert(sources.end(), s);
     source_of[m] = static_cast<std::size_t>(it - sources.begin());

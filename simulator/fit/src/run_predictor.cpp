@@ -59,9 +59,11 @@ int resolve_threads(int threads) {
 
 Result<PreparedRun> prepare_run(RunSetup setup) {
   PreparedRun p;
-  p.candidates = candidate_configs(setup);
+  std::string problem;
+  p.candidates = candidate_configs(setup, &problem);
   if (p.candidates.empty()) {
-    return Status::invalid_input("no combination of the candidate values is a valid configuration");
+    return Status::invalid_input("no combination of the candidate values is a valid configuration" +
+                                 (problem.empty() ? std::string() : " (" + problem + ")"));
   }
   PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
                            topo::Cluster::build(setup.topology, setup.nodes));

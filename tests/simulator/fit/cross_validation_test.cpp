@@ -122,6 +122,39 @@ TEST(CrossValidation, ASourceWithOnlyItsOwnParametersIsPredictedWithTheBuiltInOn
   EXPECT_LT(rep->insample.objective, rep->insample.objective_initial);
 }
 
+TEST(CrossValidation, LeaveOneModelOutFoldsByTheSimulatedModel) {
+  const std::vector<PublishedRun> runs = reference();
+  CrossValidationOptions o = small_options();
+  for (ParameterFamily& f : builtin_families()) {
+    if (f.name == "gemm_rate") o.families.push_back(f);
+  }
+  o.leave_out = LeaveOut::kModel;
+  auto rep = cross_validate(runs, o);
+  ASSERT_TRUE(rep) << rep.status().message();
+  std::set<std::string> models;
+  for (const CrossValidatedRun& r : rep->runs)
+    models.insert(rep->builtin.runs[r.run].plan.model.name);
+  ASSERT_GT(models.size(), 3u);  // more models than the 3 sources
+  ASSERT_EQ(rep->folds.size(), models.size());
+  int runs_in_folds = 0;
+  for (const SourceErrors& e : rep->by_source) {
+    EXPECT_TRUE(models.count(e.source)) << e.source;
+    runs_in_folds += e.runs;
+  }
+  EXPECT_EQ(runs_in_folds, 6);
+  // Each fold trains on every record but its model's.
+  for (const FoldFit& f : rep->folds) {
+    int trained = 0;
+    for (const FittedParameter& p : f.fit.parameters)
+      trained += p.runs;
+    int held_out = 0;
+    for (const SourceErrors& e : rep->by_source) {
+      if (e.source == f.held_out) held_out = e.runs;
+    }
+    EXPECT_EQ(trained, 6 - held_out) << f.held_out;  // one GEMM rate per record
+  }
+}
+
 TEST(CrossValidation, FailsLikeAccuracyOnUnknownIds) {
   const std::vector<PublishedRun> runs = reference();
   CrossValidationOptions o;

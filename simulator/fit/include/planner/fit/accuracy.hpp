@@ -6,7 +6,9 @@
 //             or alias; a bare family name ("A100-SXM4", no memory size) takes the family's variant
 //             with the least HBM (every published batch fits it), and the report says so. Texts
 //             naming a part no preset describes (TPUs, V100-SXM3 in DGX-2H servers, which run it
-//             at 450 W and higher clocks) are skipped with the reason.
+//             at 450 W and higher clocks) are skipped with the reason. "B200 in GB200 NVL72" is the
+//             GPU as a system holds it: the GPU preset named after the system (GB200) when it
+//             holds that GPU (GB200-B200-186GB).
 //   topology  the built-in topology preset that best matches the record's GPU and interconnect
 //             text: presets with the record's GPU, or with a GPU of the same family (their GPU is
 //             then replaced by the record's, the node layout being the same), and the record's GPUs
@@ -22,8 +24,16 @@
 //             RoPE, untied, no biases; MPT: GeLU, LayerNorm, ALiBi, tied, no biases; otherwise
 //             GPT: GeLU, LayerNorm, learned positions, tied, biases). A vocabulary tp does not
 //             divide is padded to a multiple of 128·tp as Megatron-LM does.
+//             A mixture-of-experts record (experts > 1) takes the whole structure of the MoE
+//             preset of its shape (layers, hidden, heads, kv_heads, ffn_hidden and vocab when
+//             stated, experts, top_k, expert_ffn_hidden, shared_experts × expert_ffn_hidden as the
+//             shared FFN): dense first layers, MLA, Mamba-2 mixers and layer pattern, router;
+//             its MTP module unless the notes say "w/o MTP" / "no MTP". No preset of the shape:
+//             skipped (the record's fields cannot describe an MoE layer).
 //   training  global batch and sequence length from the record; precision from its text (fp8,
-//             bf16, fp16, tf32, fp32); Adam.
+//             bf16, fp16, tf32, fp32; the FP8 recipe it names first, MXFP8, blockwise or
+//             per-tensor current scaling, is reported: every recipe runs at the FP8 GEMM rate);
+//             Adam.
 //   parallel  published fields are kept. cp null is 1 and dp null is num_gpus / (tp·pp·cp) when
 //             the GPU count says so; tp, pp or the global batch missing skips the record. Null
 //             fields with a choice are chosen the way the planner chooses: every combination of
@@ -40,15 +50,33 @@
 //               zero_stage      0, 1 (the distributed optimizer)
 //               recompute       full when the FLOP convention counts a recompute forward
 //                               (Megatron eq. (3) assumes it), else none, selective, full
-//             ep null is 1 (dense models). Unknown keys in the model, hardware or parallel
-//             sections skip the record (planner cannot tell what they change).
+//             A stated virtual_stages whose pp·v chunks cannot hold the layers in equal chunks
+//             (Megatron-core's --pipeline-model-parallel-layout chunks of unequal size) becomes
+//             the largest v that splits, said in the assumptions.
+//             ep null is 1 for dense models. MoE records: ep null is chosen like the fields
+//             above (every divisor of the experts that etp·ep fits in the stage's tp·cp·dp
+//             ranks); etp null is tp (Megatron-core's default); etp·ep that does not divide
+//             tp·cp·dp skips the record (the fields contradict each other). Unknown keys in the
+//             model, hardware or parallel sections skip the record (planner cannot tell what they
+//             change).
+//   routing   MoE records, from the id and notes: token dropping ("tokendrop", "token drop", not
+//             "token-dropless") takes the stated --moe-expert-capacity-factor (padded when
+//             --moe-pad-expert-input-to-capacity is stated), else 1.0 padded (NeMo's and
+//             Megatron-Bridge's token-drop defaults); otherwise dropless. Imbalance 1 (balanced):
+//             the report says whether the benchmark force-balanced the routing
+//             (--moe-router-force-load-balancing, "fake balanced gate", NVIDIA's footnotes).
+//   placement a job larger than the topology's rack-scale NVLink domain (GB200 / GB300 NVL72) is
+//             placed in equal blocks of whole nodes, one per rack: the largest block of at most
+//             the rack's nodes that divides the job's nodes (Slurm --segment), so that
+//             power-of-two parallel groups do not straddle racks.
 //   software  stack, attention kernel and overlaps as the record states them (`stack`,
 //             `attention`, `overlap`); only a field the record leaves out is inferred, and the
 //             report marks it inferred with the reason:
 //               stack      the text (source, notes, precision) names Megatron-DeepSpeed, NeMo or
-//                          Megatron-Bridge, DeepSpeed, FSDP / TorchTitan / Composer /
-//                          llm-foundry; Megatron before 2023 is megatron-lm, later
-//                          megatron-core; nothing named: megatron-core (the default stack)
+//                          Megatron-Bridge (NeMo AutoModel: fsdp), DeepSpeed, FSDP /
+//                          TorchTitan / Composer / llm-foundry; Megatron before 2023 is
+//                          megatron-lm, later megatron-core; nothing named: megatron-core
+//                          (the default stack)
 //               attention  the text names FlashAttention: flash; megatron-lm and
 //                          megatron-deepspeed: fused-softmax (flash attention was opt-in);
 //                          other records dated (run_year()) before 2022, when FlashAttention
@@ -154,8 +182,9 @@ struct RunSetup {
   std::vector<bool> sequence_parallel;
   std::vector<int> zero_stages;
   std::vector<Recompute> recomputes;
+  std::vector<int> expert_parallel;  // empty: plan.parallel.ep
   bool micro_batch_null = false, virtual_stages_null = false, sp_null = false, zero_null = false,
-       recompute_null = false;
+       recompute_null = false, ep_null = false;
   // pp does not divide the layers and the record states no split: each candidate takes the
   // balanced uneven split for its virtual stages (balanced_stage_split).
   bool balanced_split = false;
@@ -169,8 +198,10 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
                                    std::span<const HardwareProfile> profiles = {});
 
 // Every combination of the setup's candidates that check_parallel() accepts, in a fixed order
-// (micro-batch, virtual stages, sp, ZeRO, recompute, each in candidate order).
-std::vector<ParallelConfig> candidate_configs(const RunSetup& setup);
+// (ep, micro-batch, virtual stages, sp, ZeRO, recompute, each in candidate order). `first_problem`,
+// when given and empty, receives the first problem check_parallel() finds in a rejected one.
+std::vector<ParallelConfig> candidate_configs(const RunSetup& setup,
+                                              std::string* first_problem = nullptr);
 
 // The published FLOPs of one step under `convention` for the plan's model and batch: Megatron
 // eq. (3), Megatron model FLOPs, MosaicML or PaLM.

@@ -35,11 +35,13 @@
 // record uses keeps its initial value). Reported per source and overall: the MAPE and the bias
 // (mean signed error) with the built-in parameters (what `planner accuracy` prints), fitted on all
 // records (in-sample) and leave-one-source-out. A fit that improves the in-sample error and
-// worsens the leave-one-source-out error is a regression.
+// worsens the leave-one-source-out error is a regression. With LeaveOut::kModel the folds leave
+// out a model instead (the model simulated: an MoE record's preset), the same report per model.
 //
 // Deterministic: simulations run on `threads` threads, results are gathered in a fixed order.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <span>
@@ -95,7 +97,7 @@ struct CrossValidatedRun {
 };
 
 struct SourceErrors {
-  std::string source;
+  std::string source;  // the source, or the model under LeaveOut::kModel
   int runs = 0;
   double builtin_mape = 0, builtin_bias = 0;
   double insample_mape = 0, insample_bias = 0;
@@ -112,14 +114,20 @@ struct CrossValidationReport {
   FitResult insample;                   // fitted on every modelled record
   std::vector<FoldFit> folds;           // one per source, by first appearance
   std::vector<CrossValidatedRun> runs;  // the modelled records, file order
-  std::vector<SourceErrors> by_source;  // by first appearance
+  std::vector<SourceErrors> by_source;  // by first appearance (by model under LeaveOut::kModel)
   SourceErrors overall;                 // source "all"
   int simulations = 0;
 };
 
+// What a fold leaves out: a source (source_key()), or a model (the simulated model's name: the
+// preset of an MoE record, the record's model name otherwise), to ask how planner predicts a model
+// it was not fitted on.
+enum class LeaveOut { kSource, kModel };
+
 struct CrossValidationOptions {
   AccuracyOptions accuracy;
   std::vector<ParameterFamily> families;  // empty: builtin_families()
+  LeaveOut leave_out = LeaveOut::kSource;
 };
 
 // Fails like evaluate_accuracy(); a record that cannot be modelled is skipped in every fold.
@@ -129,3 +137,16 @@ Result<CrossValidationReport> cross_validate(
     const topo::TopologyCatalog& topologies = topo::builtin_topologies());
 
 }  // namespace planner::fit
+
+namespace planner {
+
+template <>
+struct EnumTraits<fit::LeaveOut> {
+  static constexpr std::string_view kWhat = "cross-validation fold";
+  static constexpr std::array<std::pair<fit::LeaveOut, std::string_view>, 2> kNames{{
+      {fit::LeaveOut::kSource, "source"},
+      {fit::LeaveOut::kModel, "model"},
+  }};
+};
+
+}  // namespace planner

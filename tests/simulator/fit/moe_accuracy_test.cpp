@@ -1,0 +1,177 @@
+// Mixture-of-experts records (the reference data's moe_runs.json, a sample of it in
+// tests/data/reference/moe_runs_sample.json): the MoE preset of the record's shape, ep and etp as
+// published (chosen or assumed when null), the precision's FP8 recipe, token routing (dropless or
+// token dropping with a capacity factor, force-balanced or not), NVL72 GPUs and topologies, and
+// every record of the sample modelled within bounds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "planner/core/model_partition.hpp"
+#include "planner/core/published_run.hpp"
+#include "planner/fit/accuracy.hpp"
+
+namespace planner::fit {
+namespace {
+
+const std::string kSample = std::string(PLANNER_TEST_DATA_DIR) + "/reference/moe_runs_sample.json";
+
+std::vector<PublishedRun> sample() {
+  auto runs = load_published_runs_file(kSample);
+  EXPECT_TRUE(runs) << runs.status().message();
+  return runs ? *runs : std::vector<PublishedRun>{};
+}
+
+const PublishedRun& by_id(const std::vector<PublishedRun>& runs, const std::string& id) {
+  auto it =
+      std::find_if(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == id; });
+  EXPECT_NE(it, runs.end()) << id;
+  return *it;
+}
+
+const ChosenField* assumption(const RunSetup& s, const std::string& field) {
+  for (const ChosenField& a : s.assumptions) {
+    if (a.field == field) return &a;
+  }
+  return nullptr;
+}
+
+Result<RunSetup> map(const PublishedRun& run) {
+  return map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+}
+
+// DeepSeek-V3 on 256 GB200 (Megatron-Bridge 25.09, "(tokendrop)"): the deepseek-v3 preset with its
+// MLA and dense first layers, GB200 in its NVL72 rack, ep 64 / etp 1, FP8, capacity factor 1
+// padded; pp 4 × 4 virtual stages cannot hold 61 layers in equal chunks.
+TEST(MapMoeRun, DeepSeekV3OnGb200) {
+  const auto runs = sample();
+  auto s = map(by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g"));
+  ASSERT_TRUE(s) << s.status().message();
+  const ModelSpec& m = s->plan.model;
+  ASSERT_TRUE(m.is_moe());
+  EXPECT_EQ(m.moe->num_experts, 256);
+  EXPECT_EQ(m.moe->first_dense_layers, 3);
+  EXPECT_EQ(m.moe->shared_experts, 1);
+  EXPECT_TRUE(m.mla.has_value());
+  const ChosenField* structure = assumption(*s, "model structure");
+  ASSERT_NE(structure, nullptr);
+  EXPECT_EQ(structure->value, "deepseek-v3");
+  EXPECT_EQ(s->plan.gpu.name, "GB200-B200-186GB");
+  EXPECT_EQ(s->topology.name, "gb200-nvl72");
+  EXPECT_EQ(s->topology.gpus_per_node(), 4);
+  EXPECT_EQ(s->nodes, 64);
+  EXPECT_EQ(s->plan.parallel.ep, 64);
+  EXPECT_EQ(s->plan.parallel.etp, 1);
+  EXPECT_EQ(s->plan.training.precision, Precision::kFp8);
+  EXPECT_DOUBLE_EQ(s->plan.parallel.moe_capacity_factor, 1.0);
+  EXPECT_TRUE(s->plan.parallel.moe_pad_to_capacity);
+  EXPECT_EQ(s->software.stack, SoftwareStack::kNemo);
+  const ChosenField* vs = assumption(*s, "/parallel/virtual_stages");
+  ASSERT_NE(vs, nullptr);
+  EXPECT_EQ(vs->value, "1");
+  const std::vector<ParallelConfig> configs = candidate_configs(*s);
+  ASSERT_FALSE(configs.empty());
+  for (const ParallelConfig& c : configs) {
+    EXPECT_EQ(c.ep, 64);
+    EXPECT_EQ(c.virtual_stages, 1);
+    EXPECT_TRUE(stage_layer_counts(61, c)) << short_label(c);
+  }
+}
+
+// Mixtral 8x22B on 128 H100 (Megatron-MoE model zoo): dropless, not force-balanced; its pair
+// with --moe-router-force-load-balancing says so; token dropping takes the stated capacity factor.
+TEST(MapMoeRun, MixtralRoutingFromTheRecordsText) {
+  const auto runs = sample();
+  PublishedRun run = by_id(runs, "mz_h100_mixtral_8x22b_128g_dropless");
+  auto s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(assumption(*s, "model structure")->value, "mixtral-8x22b");
+  EXPECT_EQ(s->plan.model.vocab, 32000);  // null in the record: the preset's
+  EXPECT_EQ(s->plan.parallel.ep, 8);
+  EXPECT_EQ(s->plan.parallel.etp, 1);
+  EXPECT_EQ(s->plan.training.precision, Precision::kBf16);
+  EXPECT_EQ(s->software.stack, SoftwareStack::kMegatronCore);
+  EXPECT_DOUBLE_EQ(s->plan.parallel.moe_capacity_factor, 0.0);  // dropless
+  const ChosenField* routing = assumption(*s, "routing");
+  ASSERT_NE(routing, nullptr);
+  EXPECT_NE(routing->reason.find("the record says dropless"), std::string::npos) << routing->reason;
+  EXPECT_EQ(routing->reason.find("force-balances"), std::string::npos) << routing->reason;
+
+  run.id = "mz_h100_mixtral_8x22b_128g_dropless_forcedbalance";
+  s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_NE(assumption(*s, "routing")->reason.find("force-balances"), std::string::npos);
+
+  run.id = "mz_h100_mixtral_8x22b_128g_tokendrop_cf1";
+  run.notes = "Token Drop training. Flags: --moe-expert-capacity-factor 1.5";
+  s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_DOUBLE_EQ(s->plan.parallel.moe_capacity_factor, 1.5);
+  EXPECT_FALSE(s->plan.parallel.moe_pad_to_capacity);
+
+  run.precision = "FP8 blockwise (PR=fp8: \"block-wise FP8 training\")";
+  s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(s->plan.training.precision, Precision::kFp8);
+  EXPECT_NE(assumption(*s, "precision")->reason.find("blockwise FP8"), std::string::npos);
+}
+
+// Null ep is chosen like the other null fields; null etp is Megatron-core's default (tp); fields
+// that contradict each other and shapes no preset has are skipped with the reason.
+TEST(MapMoeRun, NullAndImpossibleExpertFields) {
+  const auto runs = sample();
+  PublishedRun run = by_id(runs, "mz_h100_mixtral_8x22b_128g_dropless");
+  run.parallel.ep.reset();
+  run.parallel.etp.reset();
+  auto s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_TRUE(s->ep_null);
+  EXPECT_EQ(s->expert_parallel, (std::vector<int>{1, 2, 4, 8}));  // tp 2 x dp 8 ranks, etp 2
+  EXPECT_EQ(s->plan.parallel.etp, 2);
+  EXPECT_EQ(assumption(*s, "/parallel/etp")->value, "2");
+  std::vector<int> tried;
+  for (const ParallelConfig& c : candidate_configs(*s))
+    tried.push_back(c.ep);
+  EXPECT_NE(std::find(tried.begin(), tried.end(), 8), tried.end());
+
+  run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
+  run.parallel.pp = 8;
+  run.parallel.dp = 32;  // 32 ranks per stage cannot hold ep 64
+  auto contradiction = map(run);
+  ASSERT_FALSE(contradiction);
+  EXPECT_NE(contradiction.status().message().find("etp × ep (1 × 64) does not divide the 32"),
+            std::string::npos)
+      << contradiction.status().message();
+
+  run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
+  run.model.experts = 160;
+  auto unknown = map(run);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.status().message().find("no MoE model preset has the record's shape"),
+            std::string::npos)
+      << unknown.status().message();
+}
+
+// Every record of the sample is modelled (none skipped), each within a bound that a broken
+// mapping (a dense model, experts not split, no all-to-all) exceeds.
+TEST(MoeAccuracy, SampleIsModelled) {
+  const auto runs = sample();
+  ASSERT_FALSE(runs.empty());
+  AccuracyOptions options;
+  options.threads = 2;
+  auto report = evaluate_accuracy(runs, options);
+  ASSERT_TRUE(report) << report.status().message();
+  EXPECT_EQ(report->skipped, 0);
+  EXPECT_EQ(report->modelled, static_cast<int>(runs.size()));
+  for (const RunAccuracy& r : report->runs) {
+    EXPECT_TRUE(r.modelled) << r.id << ": " << r.skip_reason;
+    EXPECT_LT(std::abs(r.error_percent), 50.0) << r.id;
+    EXPECT_TRUE(r.plan.model.is_moe()) << r.id;
+  }
+  EXPECT_LT(report->mape_percent, 35.0);
+}
+
+}  // namespace
+}  // namespace planner::fit
