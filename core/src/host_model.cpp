@@ -11,6 +11,7 @@ struct Entry {
   SoftwareStack stack;
   double gemm_us, attention_us, memory_us, collective_us, p2p_us, backward, micro_batch_us, step_us;
   const char* source;
+  double gather_member_us = 0;
 };
 
 // The current stacks on PyTorch 2: measured on one H200 machine's host (Intel Xeon, PyTorch
@@ -34,12 +35,18 @@ constexpr double kGemm = 33, kAttention = 37, kMemory = 28, kBackward = 1.47;
 constexpr double kDeepSpeedScale = 2.5;
 
 // The measured PyTorch 2 costs, and the fitted costs of the Megatron-DeepSpeed years.
-constexpr Entry pytorch2(SoftwareStack stack, const char* source) {
-  return {stack, kGemm, kAttention, kMemory, 11.8, 50, kBackward, 1000, 1000, source};
+constexpr Entry pytorch2(SoftwareStack stack, const char* source, double gather_member_us = 0) {
+  return {stack, kGemm, kAttention, kMemory,         11.8, 50, kBackward,
+          1000,  1000,  source,     gather_member_us};
 }
+
+// DeepSpeed's ZeRO-3 gathers parameter by parameter into a list of one view per rank (see
+// host_model.hpp): per member, a view built in a Python loop and a copy out of the gathered
+// buffer, assumed one single-kernel PyTorch op (GeLU measured 6.8 us on the same host).
+constexpr double kGatherMember = 6.8;
 constexpr Entry fitted_on_vtrain(SoftwareStack stack, const char* source) {
   const double s = kDeepSpeedScale;
-  return {stack, s * kGemm, s * kAttention, s * kMemory, 0, 500, kBackward, 7000, 0, source};
+  return {stack, s * kGemm, s * kAttention, s * kMemory, 0, 500, kBackward, 7000, 0, source, 0};
 }
 
 // Microseconds per op of the step program (see host_model.hpp).
@@ -63,7 +70,10 @@ constexpr Entry kBuiltIn[] = {
              "H200 machine's host (bench/gpu/README.md, 2026-11-26)"),
     pytorch2(SoftwareStack::kDeepSpeed,
              "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
-             "2026-11-26); DeepSpeed's own engine costs not measured"),
+             "2026-11-26); DeepSpeed's own engine costs not measured; ZeRO-3 gathers tensor by "
+             "tensor into one view per rank (partition_parameters.py _allgather_param of its 2021 "
+             "releases), 6.8 us per rank per tensor assumed: one single-kernel op",
+             kGatherMember),
     pytorch2(SoftwareStack::kFsdp,
              "measured PyTorch 2.11 per-op costs on an H200 machine's host (bench/gpu/README.md, "
              "2026-11-26); FSDP's per-module hooks not measured"),
@@ -84,7 +94,7 @@ std::string fmt_us(Time t) {
 bool HostCosts::enabled() const {
   const Time zero(0);
   return gemm != zero || attention != zero || memory_bound != zero || collective != zero ||
-         p2p != zero || per_micro_batch != zero || per_step != zero;
+         p2p != zero || per_micro_batch != zero || per_step != zero || gather_member != zero;
 }
 
 HostCosts host_costs(SoftwareStack stack) {
@@ -102,14 +112,19 @@ HostCosts host_costs(SoftwareStack stack) {
   c.backward_factor = e->backward;
   c.per_micro_batch = us(e->micro_batch_us);
   c.per_step = us(e->step_us);
+  c.gather_member = us(e->gather_member_us);
   c.source = e->source;
   return c;
 }
 
-Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase) {
+Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t members) {
   if (d.stream == Stream::kHost) return Time(0);
   if (is_p2p(d.kind)) return c.p2p;
-  if (is_collective(d.kind)) return c.collective;
+  if (is_collective(d.kind)) {
+    // A ZeRO-3 gather (aux: its parameter tensors) issued tensor by tensor, one view per member.
+    if (d.aux <= 0 || c.gather_member == Time(0)) return c.collective;
+    return Time(d.aux * (c.collective.raw() + members * c.gather_member.raw()));
+  }
   // Copies cost nothing here; the optimizer step is covered by per_step.
   if (!is_compute(d.kind) || d.kind == OpKind::kOptimizerStep) return Time(0);
   const Time t = d.kind == OpKind::kGemm        ? c.gemm
@@ -139,7 +154,8 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
     if (eq == std::string_view::npos) {
       return Status::invalid_input("host costs: \"" + std::string(item) +
                                    "\" is not KEY=VALUE (keys: gemm, attention, memory, "
-                                   "collective, p2p, backward, micro_batch, step; or \"none\")");
+                                   "collective, p2p, backward, micro_batch, step, gather_member; "
+                                   "or \"none\")");
     }
     const std::string_view value = item.substr(eq + 1);
     double v = 0;
@@ -167,10 +183,12 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
       base.per_micro_batch = us(v);
     } else if (key == "step") {
       base.per_step = us(v);
+    } else if (key == "gather_member") {
+      base.gather_member = us(v);
     } else {
       return Status::invalid_input("host costs: unknown key \"" + std::string(key) +
                                    "\" (keys: gemm, attention, memory, collective, p2p, backward, "
-                                   "micro_batch, step)");
+                                   "micro_batch, step, gather_member)");
     }
     base.source = "set by the user";
   }
@@ -184,7 +202,10 @@ std::string describe(const HostCosts& c) {
   return "gemm " + fmt_us(c.gemm) + " us, attention " + fmt_us(c.attention) + " us, memory-bound " +
          fmt_us(c.memory_bound) + " us, collective " + fmt_us(c.collective) + " us, p2p " +
          fmt_us(c.p2p) + " us per op; backward x" + factor + "; " + fmt_us(c.per_micro_batch) +
-         " us per micro-batch, " + fmt_us(c.per_step) + " us per step";
+         " us per micro-batch, " + fmt_us(c.per_step) + " us per step" +
+         (c.gather_member == Time(0) ? ""
+                                     : "; ZeRO-3 gathers tensor by tensor, " +
+                                           fmt_us(c.gather_member) + " us per rank per tensor");
 }
 
 }  // namespace planner

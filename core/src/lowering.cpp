@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/memory.hpp"
@@ -190,8 +192,20 @@ class Lowerer {
   std::uint32_t attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv,
                               std::uint32_t q = kNoOp);
   AttentionGrad attention_bwd(RankState& r, int layer, int mb, std::uint32_t dout);
+  // A ZeRO-3 all-gather of `elements` parameters held in `tensors` parameter tensors.
   std::uint32_t zero3_gather(RankState& r, int layer, int mb, Phase ph, int slot,
-                             std::int64_t elements, bool expert, std::uint32_t after);
+                             std::int64_t elements, bool expert, std::uint32_t after,
+                             std::int64_t tensors = 1);
+  // One layer's parameters held by a rank: elements and tensors, dense [0] and expert [1].
+  struct LayerParams {
+    std::array<std::int64_t, 2> elements{};
+    std::array<std::int64_t, 2> tensors{};
+  };
+  static LayerParams layer_params(const RankState& r, int layer);
+  // The ZeRO-3 gathers of one layer's dense and expert weights (kNoOp where it has none).
+  std::pair<std::uint32_t, std::uint32_t> zero3_layer_gathers(RankState& r, int layer, int mb,
+                                                              Phase ph, std::uint32_t after,
+                                                              const LayerParams& lp);
   void zero3_reduce(RankState& r, int layer, int mb, int slot, std::int64_t elements, bool expert,
                     const std::vector<std::uint32_t>& grads);
   // Forward (or recompute) of one layer. ZeRO-3 gathers its weights in forward (prefetched after
@@ -810,7 +824,8 @@ AttentionGrad Lowerer::attention_bwd(RankState& r, int layer, int mb, std::uint3
 }
 
 std::uint32_t Lowerer::zero3_gather(RankState& r, int layer, int mb, Phase ph, int slot,
-                                    std::int64_t elements, bool expert, std::uint32_t after) {
+                                    std::int64_t elements, bool expert, std::uint32_t after,
+                                    std::int64_t tensors) {
   const std::int32_t group = expert ? r.g_edp : r.g_dp;
   if (group < 0 || elements == 0) return kNoOp;
   std::uint32_t dep = after;
@@ -821,10 +836,29 @@ std::uint32_t Lowerer::zero3_gather(RankState& r, int layer, int mb, Phase ph, i
                                 act_prec_)),
               {after});
   }
-  return add(
-      r, OpId::make(layer, mb, ph, OpRole::kDpParamGather, slot),
-      prog_.intern(comm(OpKind::kAllGather, Stream::kDpComm, elements * bytes_.param, act_prec_)),
-      {dep}, group);
+  OpDesc d = comm(OpKind::kAllGather, Stream::kDpComm, elements * bytes_.param, act_prec_);
+  d.aux = tensors;
+  return add(r, OpId::make(layer, mb, ph, OpRole::kDpParamGather, slot), prog_.intern(d), {dep},
+             group);
+}
+
+Lowerer::LayerParams Lowerer::layer_params(const RankState& r, int layer) {
+  LayerParams lp;
+  for (const ParamTensor& pt : r.layout->tensors) {
+    if (pt.layer != layer) continue;
+    lp.elements[pt.expert ? 1 : 0] += pt.elements;
+    lp.tensors[pt.expert ? 1 : 0] += 1;
+  }
+  return lp;
+}
+
+std::pair<std::uint32_t, std::uint32_t> Lowerer::zero3_layer_gathers(RankState& r, int layer,
+                                                                     int mb, Phase ph,
+                                                                     std::uint32_t after,
+                                                                     const LayerParams& lp) {
+  return {
+      zero3_gather(r, layer, mb, ph, kSlotLayerDense, lp.elements[0], false, after, lp.tensors[0]),
+      zero3_gather(r, layer, mb, ph, kSlotLayerExpert, lp.elements[1], true, after, lp.tensors[1])};
 }
 
 void Lowerer::zero3_reduce(RankState& r, int layer, int mb, int slot, std::int64_t elements,
@@ -860,12 +894,8 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
   const LayerKind kind = m_.layer_kind(layer);
   std::uint32_t gather = weights, egather = expert_weights;
   if (p_.zero_stage == 3 && ph == Phase::kForward) {
-    std::int64_t dense = 0, expert = 0;
-    for (const ParamTensor& pt : r.layout->tensors) {
-      if (pt.layer == layer) (pt.expert ? expert : dense) += pt.elements;
-    }
-    gather = zero3_gather(r, layer, mb, ph, kSlotLayerDense, dense, false, prefetch_after);
-    egather = zero3_gather(r, layer, mb, ph, kSlotLayerExpert, expert, true, prefetch_after);
+    std::tie(gather, egather) =
+        zero3_layer_gathers(r, layer, mb, ph, prefetch_after, layer_params(r, layer));
   }
   const std::uint32_t ready = ph == Phase::kForward ? param_dep(r, layer) : kNoOp;
   auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
@@ -1128,13 +1158,10 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
   const LayerKind kind = m_.layer_kind(layer);
   const Phase B = Phase::kBackwardInput;
   std::uint32_t gather = kNoOp, egather = kNoOp;
-  std::int64_t dense_elems = 0, expert_elems = 0;
+  LayerParams lp;
   if (p_.zero_stage == 3) {
-    for (const ParamTensor& pt : r.layout->tensors) {
-      if (pt.layer == layer) (pt.expert ? expert_elems : dense_elems) += pt.elements;
-    }
-    gather = zero3_gather(r, layer, mb, B, kSlotLayerDense, dense_elems, false, prefetch_after);
-    egather = zero3_gather(r, layer, mb, B, kSlotLayerExpert, expert_elems, true, prefetch_after);
+    lp = layer_params(r, layer);
+    std::tie(gather, egather) = zero3_layer_gathers(r, layer, mb, B, prefetch_after, lp);
   }
   if (p_.recompute == Recompute::kFull) {
     // The layer forward again from its stored input, once its output gradient has arrived.
@@ -1186,8 +1213,8 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
   }
   r.last_bwd = out;
   if (p_.zero_stage == 3) {
-    zero3_reduce(r, layer, mb, kSlotLayerDense, dense_elems, false, grads.dense);
-    zero3_reduce(r, layer, mb, kSlotLayerExpert, expert_elems, true, grads.expert);
+    zero3_reduce(r, layer, mb, kSlotLayerDense, lp.elements[0], false, grads.dense);
+    zero3_reduce(r, layer, mb, kSlotLayerExpert, lp.elements[1], true, grads.expert);
   }
   return out;
 }

@@ -69,12 +69,16 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
     {SimModel::kHostIssue, "engine", "host-issue",
      "one host thread per rank walks its step program in order and issues op i at h_i = h_(i-1) + "
      "cost(op i) (per op kind and pass, plus per micro-batch and per step); an op starts at "
-     "max(h_i, when its stream and dependencies allow), so short kernels wait for the host",
-     "the host never waits for the GPU within a step (launches are asynchronous, no host "
-     "synchronisation before the optimizer); costs are per op of the step program (what the "
+     "max(h_i, when its stream and dependencies allow), so short kernels wait for the host; a "
+     "stack that gathers ZeRO-3 parameters tensor by tensor (deepspeed) synchronises with the GPU "
+     "before each layer's gather and then pays, per parameter tensor, a launch and a cost per "
+     "data-parallel rank, so its gathers are not overlapped and grow with dp",
+     "the host otherwise never waits for the GPU within a step (launches are asynchronous, no "
+     "host synchronisation before the optimizer); costs are per op of the step program (what the "
      "framework runs for it), per software stack",
      "core/host_model.hpp: costs per stack (planner sim-models --stacks), fitted on measured runs "
-     "of that stack (vTrain's A100 sweep for megatron-deepspeed)"},
+     "of that stack (vTrain's A100 sweep for megatron-deepspeed); the gather loop from DeepSpeed's "
+     "partition_parameters.py (_allgather_param, 2021 releases)"},
     {SimModel::kRing, "collective", "ring",
      "C rings (C = members per island) each moving 2(n-1)/n S/C (all-reduce) or (n-1)/n S/C "
      "(all-gather, reduce-scatter) per hop in 2(n-1) or n-1 steps",

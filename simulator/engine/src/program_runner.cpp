@@ -34,6 +34,16 @@ struct RankState {
   std::vector<Time> issue;  // when op times or a trace are kept
   std::vector<Time> host;   // per op, when the host issues it (empty without a host model)
   Time host_wait;           // compute-stream time spent waiting for the host
+  // Host synchronisations (a ZeRO-3 gather issued tensor by tensor, host_model.hpp): before op
+  // syncs[k] the host waits until every op it issued earlier has finished on the GPU (sends and
+  // receives aside). host_shift: what the resolved ones delayed the host clock by; ops at or
+  // after the first unresolved one wait in `blocked`.
+  std::vector<std::uint32_t> syncs;
+  std::vector<std::uint32_t> synced_before;  // per op, the ops before it a sync waits for
+  std::size_t next_sync = 0;
+  std::uint32_t sync_waits = 0;  // ops the next sync still waits for
+  std::vector<std::uint32_t> blocked;
+  Time host_shift;
   std::size_t done = 0;
   Time finish;
 };
@@ -69,6 +79,8 @@ class Runner {
   Status index_ranks(std::vector<int>& lowered);
   void init_rank(std::uint32_t ri);
   void init_host(RankState& s);
+  // Resolves the rank's next host synchronisations whose ops have all finished.
+  void resolve_syncs(std::uint32_t ri);
   void try_issue(std::uint32_t ri, std::uint32_t i);
   void issue(std::uint32_t ri, std::uint32_t i);
   void issue_comm(std::uint32_t ri, std::uint32_t i);
@@ -142,8 +154,10 @@ Status Runner::setup() {
   duration_cache_.assign(program_.descs().size() * 2, Time(-1));
   matcher_ = std::make_unique<CommMatcher>(program_, rank_index_);
   ranks_.resize(program_.ranks().size());
-  for (std::uint32_t ri = 0; ri < ranks_.size(); ++ri)
+  for (std::uint32_t ri = 0; ri < ranks_.size(); ++ri) {
     init_rank(ri);
+    if (!ranks_[ri].syncs.empty() && ranks_[ri].sync_waits == 0) resolve_syncs(ri);
+  }
   CommPlanContext plan_ctx;
   plan_ctx.cluster = ctx_.cluster;
   plan_ctx.profile = ctx_.profile;
@@ -209,9 +223,43 @@ void Runner::init_host(RankState& s) {
       stepped = true;
       h += c.per_step;
     }
-    h += host_cost(c, program_.desc(r.op(i)), id.phase());
+    const Op& op = r.op(i);
+    const OpDesc& d = program_.desc(op);
+    const std::int64_t members =
+        op.group >= 0 ? static_cast<std::int64_t>(program_.group(op.group).ranks.size()) : 1;
+    if (id.role() == OpRole::kDpParamGather && d.aux > 0 && host_syncs_before_gather(c)) {
+      s.syncs.push_back(static_cast<std::uint32_t>(i));
+    }
+    h += host_cost(c, d, id.phase(), members);
     s.host[i] = h;
   }
+  if (s.syncs.empty()) return;
+  s.synced_before.assign(r.size() + 1, 0);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    s.synced_before[i + 1] = s.synced_before[i] + (is_p2p(program_.desc(r.op(i)).kind) ? 0 : 1);
+  }
+  s.sync_waits = s.synced_before[s.syncs[0]];
+}
+
+void Runner::resolve_syncs(std::uint32_t ri) {
+  RankState& s = ranks_[ri];
+  const Time now = engine_.now();
+  while (s.next_sync < s.syncs.size() && s.sync_waits == 0) {
+    const std::uint32_t k = s.syncs[s.next_sync];
+    // The host reaches the sync after the op before it, then waits for the GPU.
+    const Time arrives = (k > 0 ? s.host[k - 1] : Time(0)) + s.host_shift;
+    if (now > arrives) s.host_shift += now - arrives;
+    // The GPU, drained, waits while the host issues the gather.
+    s.host_wait += s.host[k] + s.host_shift - std::max(now, arrives);
+    ++s.next_sync;
+    if (s.next_sync < s.syncs.size()) {
+      // Nothing at or after k has been issued yet: the next sync waits for all of [k, next).
+      s.sync_waits = s.synced_before[s.syncs[s.next_sync]] - s.synced_before[k];
+    }
+  }
+  for (std::uint32_t i : s.blocked)
+    ready_.emplace_back(ri, i);
+  s.blocked.clear();
 }
 
 Time Runner::compute_time(const Op& op) {
@@ -230,12 +278,17 @@ void Runner::try_issue(std::uint32_t ri, std::uint32_t i) {
   const auto stream = static_cast<std::size_t>(program_.desc(s.times.program->op(i)).stream);
   const auto& ops = s.times.stream_ops[stream];
   if (s.head[stream] >= ops.size() || ops[s.head[stream]] != i) return;
+  if (s.next_sync < s.syncs.size() && i >= s.syncs[s.next_sync]) {
+    s.blocked.push_back(i);  // the host has not got past the sync before it
+    return;
+  }
   const Time now = engine_.now();
-  if (!s.host.empty() && s.host[i] > now) {
+  if (!s.host.empty() && s.host[i] + s.host_shift > now) {
     // Ready on the GPU, not yet issued by the host.
+    const Time at = s.host[i] + s.host_shift;
     s.state[i] = OpState::kHostWait;
-    if (stream == static_cast<std::size_t>(Stream::kCompute)) s.host_wait += s.host[i] - now;
-    engine_.schedule(s.host[i], kHostIssued, ri, i);
+    if (stream == static_cast<std::size_t>(Stream::kCompute)) s.host_wait += at - now;
+    engine_.schedule(at, kHostIssued, ri, i);
     return;
   }
   issue(ri, i);
@@ -282,6 +335,10 @@ void Runner::complete(std::uint32_t ri, std::uint32_t i) {
   s.times.end[i] = now;
   ++s.done;
   s.finish = std::max(s.finish, now);
+  if (s.next_sync < s.syncs.size() && i < s.syncs[s.next_sync] &&
+      !is_p2p(program_.desc(s.times.program->op(i)).kind) && --s.sync_waits == 0) {
+    resolve_syncs(ri);
+  }
   const auto stream = static_cast<std::size_t>(program_.desc(s.times.program->op(i)).stream);
   const auto& ops = s.times.stream_ops[stream];
   if (++s.head[stream] < ops.size()) ready_.emplace_back(ri, ops[s.head[stream]]);

@@ -164,6 +164,8 @@ struct Estimator::Partition {
     int moe_layers = 0;
     std::int64_t dense_layer_elements = 0;   // one dense layer's parameters (ZeRO-3 gathers)
     std::int64_t expert_layer_elements = 0;  // one MoE layer's expert parameters
+    std::int64_t dense_layer_tensors = 0;    // the parameter tensors of those (ZeRO-3 host cost)
+    std::int64_t expert_layer_tensors = 0;
     std::vector<std::int64_t> dense_buckets;
     std::vector<std::int64_t> expert_buckets;
     int bucket_class = 0;  // stages with equal bucket lists share a class
@@ -580,9 +582,11 @@ Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p
     st.params = part.rank_params(s);
     const StageParams sp = part.stage_params(s, bucket);
     std::int64_t dense_layer_total = 0, expert_total = 0;
+    std::int64_t dense_tensors = 0, expert_tensors = 0;
     for (const ParamTensor& t : sp.tensors) {
       if (t.layer == OpId::kNone) continue;
       (t.expert ? expert_total : dense_layer_total) += t.elements;
+      (t.expert ? expert_tensors : dense_tensors) += 1;
     }
     for (int c = 0; c < part.chunks(); ++c) {
       const int first = part.first_layer(s, c);
@@ -592,6 +596,8 @@ Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p
     const int layers = st.dense_layers + st.moe_layers;
     st.dense_layer_elements = layers > 0 ? dense_layer_total / layers : 0;
     st.expert_layer_elements = st.moe_layers > 0 ? expert_total / st.moe_layers : 0;
+    st.dense_layer_tensors = layers > 0 ? dense_tensors / layers : 0;
+    st.expert_layer_tensors = st.moe_layers > 0 ? expert_tensors / st.moe_layers : 0;
     for (const GradBucket& b : sp.buckets)
       (b.expert ? st.expert_buckets : st.dense_buckets).push_back(b.elements);
     st.bucket_class = static_cast<int>(out->stages.size());
@@ -895,16 +901,31 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
       const double ee = static_cast<double>(st.expert_layer_elements);
       const double layers = nd + nm;
       if (layers > 0) {
+        // The host issues a gather before it runs (tensor by tensor under some stacks,
+        // host_model.hpp), so its cost delays the gather.
+        const auto issue = [&](std::int64_t tensors, GroupKind g) {
+          OpDesc d;
+          d.kind = OpKind::kAllGather;
+          d.aux = tensors;
+          const auto members =
+              static_cast<std::int64_t>(groups->gpus[static_cast<std::size_t>(g)].size());
+          return secs(host_cost(in.host, d, Phase::kForward, members));
+        };
+        const double hf = issue(st.dense_layer_tensors, GroupKind::kDp) +
+                          nm / layers * issue(st.expert_layer_tensors, GroupKind::kEdp);
         const double gf =
-            line_s(dp_ag, de * pb.param) + nm / layers * line_s(edp_ag, ee * pb.param);
+            hf + line_s(dp_ag, de * pb.param) + nm / layers * line_s(edp_ag, ee * pb.param);
         const double gb =
             gf + line_s(dp_rs, de * pb.grad) + nm / layers * line_s(edp_rs, ee * pb.grad);
         const double lf = (nd * dense[kF].compute + nm * moe[kF].compute) / layers;
         const double lb = (nd * dense[kB].compute + nm * moe[kB].compute) / layers;
-        const double xf = layers * std::max(0.0, gf - lf);
-        const double xb = layers * std::max(0.0, gb - lb);
-        fs += xf + slow * layers * std::min(gf, lf);
-        bs += xb + slow * layers * std::min(gb, lb);
+        // A host that synchronises before each gather (host_model.hpp) neither prefetches nor
+        // overlaps it: the gathers add to the compute.
+        const bool sync = host_syncs_before_gather(in.host);
+        const double xf = layers * (sync ? gf : std::max(0.0, gf - lf));
+        const double xb = layers * (sync ? gb : std::max(0.0, gb - lb));
+        fs += xf + (sync ? 0.0 : slow * layers * std::min(gf, lf));
+        bs += xb + (sync ? 0.0 : slow * layers * std::min(gb, lb));
         bk[static_cast<std::size_t>(sim::TimeBucket::kDp)] += xf + xb;
       }
     }

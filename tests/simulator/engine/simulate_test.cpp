@@ -163,6 +163,58 @@ TEST(HostModel, ShortKernelsWaitForTheHost) {
   EXPECT_EQ(step(0.5).second, microseconds(0.5));
 }
 
+// DeepSpeed's ZeRO-3 gather of 2021 (host_model.hpp, gather_member): the host synchronises with
+// the GPU before the gather and then issues it tensor by tensor, one view per rank. Two ranks run
+// five 10 us ops, a gather of 3 tensors (host cost 3 x (2 us + 2 ranks x 1 us) = 12 us) and a
+// 10 us op that needs it. The sync waits for the five ops (50 us), the host then takes 12 us, so
+// the last op starts at 62 us: 72 us, where a host that ran ahead would hide the gather (60 us).
+// The GPU's 12 us wait for the host is reported.
+TEST(HostModel, DeepSpeedGathersSynchroniseAndLoopOverTheRanks) {
+  StepProgram prog(ProgramInfo{2, 0, 1, 1, 1, 6, Schedule::k1F1B});
+  const std::uint32_t work = prog.intern(testing::elementwise(10'000'000));
+  OpDesc gather = testing::collective(OpKind::kAllGather, Stream::kDpComm, 2);
+  gather.aux = 3;
+  const std::uint32_t g = prog.intern(gather);
+  const std::int32_t group = prog.intern_group("dp", {0, 1});
+  for (int rank = 0; rank < 2; ++rank) {
+    RankProgram& r = prog.add_rank(rank, RankKind::kWorker, 0);
+    for (int i = 0; i < 5; ++i) {
+      Op o;
+      o.id = OpId::make(i, 0, Phase::kForward, OpRole::kAttnResidual);
+      o.desc = work;
+      r.add(o, {});
+    }
+    Op o;
+    o.id = OpId::make(5, 0, Phase::kForward, OpRole::kDpParamGather);
+    o.desc = g;
+    o.group = group;
+    const std::uint32_t gathered = r.add(o, {});
+    o.id = OpId::make(5, 0, Phase::kForward, OpRole::kAttnResidual);
+    o.desc = work;
+    o.group = -1;
+    r.add(o, {gathered});
+  }
+  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
+  auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
+  const std::vector<int> gpus{0, 1};
+  auto step = [&](double member_us) {
+    RunContext ctx;
+    ctx.cluster = cluster.get();
+    ctx.gpu_of_rank = gpus;
+    ctx.profile = &profile;
+    ctx.options.host.collective = microseconds(2);
+    ctx.options.host.gather_member = microseconds(member_us);
+    auto run = run_program(prog, ctx);
+    EXPECT_TRUE(run) << run.status().message();
+    return run ? std::pair{run->makespan, run->ranks[0].host_wait} : std::pair{Time(0), Time(0)};
+  };
+  const auto [synced, waited] = step(1);
+  EXPECT_NEAR(to_microseconds(synced), 72, 0.01);
+  EXPECT_NEAR(to_microseconds(waited), 12, 0.01);
+  // A stack that gathers one flat buffer: one 2 us launch, hidden under the five ops.
+  EXPECT_NEAR(to_microseconds(step(0).first), 60, 0.01);
+}
+
 ModelSpec small_llama(int layers = 4) {
   ModelSpec m = *builtin_catalog().find_model("llama2-7b");
   m.num_layers = layers;

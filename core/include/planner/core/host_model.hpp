@@ -16,6 +16,7 @@
 // and never per run; host_costs() gives the built-in ones with their sources.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -32,7 +33,16 @@ struct HostCosts {
   Time attention;     // the attention core
   Time memory_bound;  // norms, activations, residual/dropout adds, embedding, loss, router
   Time collective;    // launching a collective (torch.distributed, NCCL enqueue)
-  Time p2p;           // a pipeline send or receive
+  // ZeRO-3 parameter all-gathers issued tensor by tensor into a list of one view per rank of the
+  // data-parallel group, as DeepSpeed's ZeRO-3 of 2021 did (partition_parameters.py
+  // _allgather_param: torch.cuda.synchronize(), a Python loop over the ranks building the views,
+  // torch.distributed.all_gather on the list, whose NCCL process group copies the result out view
+  // by view): host time per
+  // parameter tensor and per member of the group, and one collective launch per tensor. Zero for
+  // stacks that gather one flat buffer per layer or module (FSDP, Megatron-core, DeepSpeed since
+  // its coalesced gathers): their gather costs one collective launch.
+  Time gather_member;
+  Time p2p;  // a pipeline send or receive
   // Backward ops cost this times their forward kind (autograd runs them from C++).
   double backward_factor = 1.0;
   Time per_micro_batch;  // per micro-batch: data loading, loss bookkeeping, pipeline engine
@@ -45,15 +55,23 @@ struct HostCosts {
   bool operator==(const HostCosts&) const = default;
 };
 
+// True when the host synchronises with the GPU (torch.cuda.synchronize) before each ZeRO-3
+// parameter gather: DeepSpeed's tensor-by-tensor gather of 2021 does (gather_member above), so its
+// gathers are neither prefetched nor overlapped, and their host work leaves the GPU idle.
+inline bool host_syncs_before_gather(const HostCosts& c) {
+  return c.gather_member != Time(0);
+}
+
 // The built-in host costs of a software stack, with their source in `source`.
 HostCosts host_costs(SoftwareStack stack);
 
-// The host time to issue `d` in `phase` (zero for host-stream work, which is the host's own).
-Time host_cost(const HostCosts& costs, const OpDesc& d, Phase phase);
+// The host time to issue `d` in `phase` (zero for host-stream work, which is the host's own);
+// `members`: the size of a collective's group.
+Time host_cost(const HostCosts& costs, const OpDesc& d, Phase phase, std::int64_t members = 1);
 
 // Overrides costs from text "gemm=30,attention=120,memory=20,collective=25,p2p=30,backward=0.5,
-// micro_batch=200,step=3000" (microseconds; backward a factor), any subset, or "none" (all zero).
-// Errors name the key and say what was expected.
+// micro_batch=200,step=3000,gather_member=6" (microseconds; backward a factor), any subset, or
+// "none" (all zero). Errors name the key and say what was expected.
 Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base);
 
 // "gemm 30 µs, attention 120 µs, ..." for reports.

@@ -56,6 +56,8 @@
 //                    all-reduce or broadcast, the whole output of an all-gather, the whole input
 //                    of a reduce-scatter, everything this rank sends in an all-to-all (its own
 //                    share included), the message of a send/recv, the bytes of a copy.
+//                    A ZeRO-3 parameter all-gather's aux is the number of parameter tensors
+//                    it gathers (a framework may gather them one by one, host_model.hpp).
 //
 // FLOPs follow flops.hpp: GEMMs 2·m·n·k·batch; attention 4·batch·m·n·k (× 1/2 for causal or half
 // blocks) forward and twice that backward; other kinds 0 (they are memory-bound; bytes_read and
