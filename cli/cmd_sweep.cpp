@@ -26,6 +26,7 @@
 #include "output.hpp"
 #include "plan_args.hpp"
 #include "planner/app/defaults.hpp"
+#include "planner/app/explain.hpp"
 #include "planner/app/profiles.hpp"
 #include "planner/app/record.hpp"
 #include "planner/app/sweep.hpp"
@@ -567,9 +568,147 @@ std::vector<InstanceBest> best_per_instance(const search::SweepResult& res,
   return out;
 }
 
+// The best plan explained (app::explain_plan()) as JSON.
+Json explanation_json(const search::RankedPlan& best, const app::PlanExplanation& x) {
+  const ParallelConfig& p = x.parallel;
+  Json j = {{"position", best.position},
+            {"label", plan_label(best)},
+            {"tp", p.tp},
+            {"pp", p.pp},
+            {"dp", p.dp},
+            {"cp", p.cp},
+            {"ep", p.ep},
+            {"sequence_parallel", p.sequence_parallel},
+            {"micro_batch_size", p.micro_batch_size},
+            {"num_microbatches", x.microbatches},
+            {"schedule", std::string(to_string(p.schedule))},
+            {"virtual_stages", p.virtual_stages},
+            {"schedule_bubble", x.schedule_bubble},
+            {"bubble_fraction", x.bubble},
+            {"recompute", std::string(to_string(p.recompute))},
+            {"zero_stage", p.zero_stage},
+            {"step_time_s", to_seconds(x.step_time)},
+            {"simulated", x.simulated},
+            {"peak_stage", x.peak_stage},
+            {"hbm_bytes", x.capacity.raw()}};
+  if (x.experts) {
+    const app::ExpertParallelExplanation& e = *x.experts;
+    j["experts"] = {{"experts", e.experts},
+                    {"etp", e.etp},
+                    {"expert_dp", e.edp},
+                    {"top_k", e.top_k},
+                    {"local_experts", e.local_experts},
+                    {"tokens_per_expert", e.tokens_per_expert},
+                    {"routing", e.routing},
+                    {"fp8_dispatch", e.fp8_dispatch},
+                    {"group_gpus", e.group_gpus},
+                    {"group_nodes", e.group_nodes},
+                    {"group_nvlink_domains", e.group_nvlink_domains},
+                    {"over_network", e.group_nvlink_domains > 1},
+                    {"all_to_all_algorithm", e.algorithm},
+                    {"all_to_all_protocol", e.protocol},
+                    {"all_to_all_calls", e.calls},
+                    {"all_to_all_mb_per_call", e.mb_per_call},
+                    {"all_to_all_ms_per_call", e.ms_per_call},
+                    {"all_to_all_exposed_s", to_seconds(e.exposed)}};
+  } else {
+    j["experts"] = nullptr;
+  }
+  Json stages = Json::array();
+  for (const app::StageExplanation& s : x.stages) {
+    const StageMemory& m = s.memory;
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"weights_bytes", m.weights.raw()},
+                      {"gradients_bytes", m.gradients.raw()},
+                      {"optimizer_bytes", m.optimizer.raw()},
+                      {"activations_bytes", m.activations.raw()},
+                      {"microbatches_in_flight", m.microbatches_in_flight},
+                      {"comm_buffers_bytes", m.comm_buffers.raw()},
+                      {"overhead_bytes", m.overhead.raw()},
+                      {"host_bytes", m.host.raw()},
+                      {"total_bytes", m.total().raw()}});
+  }
+  j["memory_per_stage"] = stages;
+  return j;
+}
+
+void print_explanation(std::ostream& out, const search::RankedPlan& best,
+                       const app::PlanExplanation& x) {
+  const ParallelConfig& p = x.parallel;
+  out << "\nbest plan explained (#" << best.position << " " << plan_label(best) << ")\n";
+  out << "  parallelism: tp " << p.tp << " · pp " << p.pp << " · dp " << p.dp << " · cp " << p.cp;
+  if (p.ep > 1 || x.experts) {
+    out << " · ep " << p.ep << " (expert tp " << p.expert_tp() << ", expert dp " << p.expert_dp()
+        << ")";
+  }
+  out << (p.sequence_parallel ? " · sequence parallel" : "") << "; micro-batch "
+      << p.micro_batch_size << ", " << x.microbatches << " micro-batches per step; ZeRO "
+      << p.zero_stage << "; recompute " << to_string(p.recompute) << "\n";
+  out << "  schedule: ";
+  if (p.pp == 1) {
+    out << "no pipeline (pp 1)";
+  } else {
+    out << to_string(p.schedule);
+    if (p.virtual_stages > 1) out << " with " << p.virtual_stages << " virtual stages per GPU";
+    out << " over " << p.pp << " stages; bubble " << pct(x.schedule_bubble)
+        << " of the step in closed form, " << pct(x.bubble)
+        << (x.simulated ? " simulated (with waits)" : " estimated");
+  }
+  out << "\n";
+  if (x.experts) {
+    const app::ExpertParallelExplanation& e = *x.experts;
+    out << "  experts: " << e.experts << " routed, top-" << e.top_k << "; " << e.local_experts
+        << " per GPU, " << fmt_int(e.tokens_per_expert)
+        << " tokens per expert per micro-batch on the busiest GPU (" << e.routing << ")\n";
+    out << "  all-to-all: each expert-parallel group of " << e.group_gpus << " GPUs spans "
+        << e.group_nodes << (e.group_nodes == 1 ? " node" : " nodes") << " and "
+        << e.group_nvlink_domains
+        << (e.group_nvlink_domains == 1 ? " NVLink domain (NVLink only)"
+                                        : " NVLink domains (NVLink and the scale-out network)");
+    if (!e.algorithm.empty()) {
+      out << "; NCCL all-to-all, " << e.algorithm << " algorithm, " << e.protocol << " protocol"
+          << (e.fp8_dispatch ? ", FP8 dispatch" : "") << ": " << fmt_int(e.calls)
+          << " calls per step of " << fmt(e.mb_per_call, 1) << " MB per GPU, "
+          << fmt(e.ms_per_call, 2) << " ms each; " << fmt(to_seconds(e.exposed), 3) << " s exposed";
+    } else {
+      out << "; the plan was not simulated (--top-k), so no all-to-all figures";
+    }
+    out << "\n";
+  }
+  out << "  memory per GPU of each pipeline stage (GiB; ZeRO shards and offload applied)\n";
+  Table t({{"STAGE", Align::kRight},
+           {"LAYERS", Align::kRight},
+           {"WEIGHTS", Align::kRight},
+           {"GRADS", Align::kRight},
+           {"OPTIMIZER", Align::kRight},
+           {"ACTIVATIONS", Align::kRight},
+           {"IN FLIGHT", Align::kRight},
+           {"BUFFERS", Align::kRight},
+           {"OTHER", Align::kRight},
+           {"TOTAL", Align::kRight}});
+  for (const app::StageExplanation& s : x.stages) {
+    const StageMemory& m = s.memory;
+    std::string total = fmt(to_GiB(m.total()), 1);
+    if (s.stage == x.peak_stage) total += " (peak)";
+    t.add_row({std::to_string(s.stage), std::to_string(s.layers), fmt(to_GiB(m.weights), 1),
+               fmt(to_GiB(m.gradients), 1), fmt(to_GiB(m.optimizer), 1),
+               fmt(to_GiB(m.activations), 1), std::to_string(m.microbatches_in_flight),
+               fmt(to_GiB(m.comm_buffers), 1), fmt(to_GiB(m.overhead), 1), total});
+  }
+  std::ostringstream table;
+  t.print(table);
+  std::istringstream lines(table.str());
+  for (std::string line; std::getline(lines, line);)
+    out << "  " << line << "\n";
+  out << "  of " << fmt(to_GiB(x.capacity), 1)
+      << " GiB HBM; IN FLIGHT: micro-batches whose activations a GPU of the stage holds at its "
+         "peak; OTHER: framework overhead\n";
+}
+
 // `no_plan`: why nothing was ranked (search::explain_empty()), empty when plans were.
 Json result_json(const search::SweepSetup& setup, const search::SweepResult& res, double seconds,
-                 const std::string& no_plan) {
+                 const std::string& no_plan, const std::optional<app::PlanExplanation>& explained) {
   Json scenarios = Json::array();
   for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
     const search::ScenarioInfo& s = res.scenarios[i];
@@ -652,6 +791,9 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
       best.push_back(std::move(j));
     }
     out["best_per_instance"] = best;
+  }
+  if (explained && !res.ranking.empty()) {
+    out["best_plan"] = explanation_json(res.ranking.front(), *explained);
   }
   if (!no_plan.empty()) out["no_plan"] = no_plan;
   out["stack"] = std::string(to_string(setup.request().options.stack));
@@ -804,7 +946,8 @@ void print_best_per_instance(std::ostream& out, const search::SweepResult& res,
 }
 
 void print_report(std::ostream& out, const search::SweepSetup& setup,
-                  const search::SweepResult& res, double seconds, int rows) {
+                  const search::SweepResult& res, double seconds, int rows,
+                  const std::optional<app::PlanExplanation>& explained) {
   const bool several = res.scenarios.size() > 1;
   const std::vector<std::string> instances = instance_labels(res);
   for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
@@ -880,6 +1023,7 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
       << fmt(to_GB(g.checkpoint_bytes), 0) << " GB in " << fmt(g.checkpoint_s, 0) << " s every "
       << fmt(g.interval_s / 60, 0) << " min (Young/Daly), restart " << fmt(g.restart_s / 60, 0)
       << " min: " << pct(g.useful_fraction) << " useful\n";
+  if (explained) print_explanation(out, best, *explained);
   if (!res.pareto.empty()) {
     out << "\nPareto frontier, time to train vs cost (" << res.pareto.size()
         << " plans; # counts along the frontier, fastest first; WHY compares with #1 of the "
@@ -984,12 +1128,22 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
   const search::SweepResult& res = *run.result;
   const std::string no_plan = res.ranking.empty() ? search::explain_empty(setup, res) : "";
   std::ostream& out = *ctx.out;
+  // The best plan explained; a plan the simulator could not run is ranked but not explained.
+  std::optional<app::PlanExplanation> explained;
+  if (!res.ranking.empty() && !a.csv) {
+    auto x = app::explain_plan(setup, res.ranking.front());
+    if (x) {
+      explained = std::move(x).value();
+    } else {
+      *ctx.err << "note: the best plan is not explained: " << x.status().message() << "\n";
+    }
+  }
   if (ctx.json) {
-    out << result_json(setup, res, run.seconds, no_plan).dump(2) << '\n';
+    out << result_json(setup, res, run.seconds, no_plan, explained).dump(2) << '\n';
   } else if (a.csv) {
     print_csv(out, setup, res);
   } else {
-    print_report(out, setup, res, run.seconds, a.top);
+    print_report(out, setup, res, run.seconds, a.top, explained);
   }
   if (!a.emit_plan.empty()) {
     if (res.ranking.empty()) return Status::runtime("--emit-plan: no plan was found");

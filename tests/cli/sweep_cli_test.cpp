@@ -2,6 +2,8 @@
 // (validated and simulated), the CI gate, sweep documents and the database record.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -386,6 +388,79 @@ TEST(SweepCli, HeaderShowsSequenceAndBatchAndOrderVariantsFold) {
   ASSERT_EQ(big.exit_code, 0) << big.err;
   EXPECT_TRUE(contains(big.out, "(+1)")) << big.out;
   EXPECT_TRUE(contains(big.out, "folded into it")) << big.out;
+}
+
+// The best plan is explained as Megatron-core users read a plan: ep and its groups on the fabric,
+// pp and the schedule, the all-to-all the simulator chose, and the memory of each pipeline stage
+// (issue 18's DeepSeek-V3 on 2,048 H800s). The explanation describes #1 of the ranking and its
+// memory adds up to the peak the ranking shows.
+TEST(SweepCli, BestMoePlanIsExplained) {
+  const CommandResult r = run_planner({"sweep", "--model", "deepseek-v3", "--gpu", "h800", "--gpus",
+                                       "2048", "--no-db", "--json", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& first = j["ranking"][0];
+  const auto& best = j["best_plan"];
+  ASSERT_TRUE(best.is_object()) << r.out.substr(0, 2000);
+  EXPECT_EQ(best["label"], first["label"]);
+  EXPECT_EQ(best["position"], 1);
+  for (const char* axis : {"tp", "pp", "dp", "cp", "ep"})
+    EXPECT_EQ(best[axis], first["parallel"][axis]) << axis;
+  EXPECT_EQ(best["simulated"], true);
+  EXPECT_NEAR(best["step_time_s"].get<double>(), first["simulated"]["step_time_s"].get<double>(),
+              1e-9);
+  EXPECT_EQ(best["schedule"], first["parallel"]["schedule"]);
+  const int ep = best["ep"];
+  ASSERT_GT(ep, 1);
+  const auto& e = best["experts"];
+  EXPECT_EQ(e["experts"], 256);
+  EXPECT_EQ(e["top_k"], 8);
+  EXPECT_EQ(e["local_experts"], 256 / ep);
+  EXPECT_EQ(e["group_gpus"], ep);
+  // h800-ib: NVLink inside the 8-GPU node only.
+  EXPECT_EQ(e["group_nodes"], std::max(1, ep * e["etp"].get<int>() / 8));
+  EXPECT_EQ(e["group_nvlink_domains"], e["group_nodes"]);
+  EXPECT_EQ(e["over_network"], e["group_nodes"].get<int>() > 1);
+  EXPECT_EQ(e["all_to_all_algorithm"], "direct");
+  EXPECT_FALSE(e["all_to_all_protocol"].get<std::string>().empty());
+  EXPECT_GT(e["all_to_all_calls"].get<int>(), 0);
+  EXPECT_GT(e["all_to_all_ms_per_call"].get<double>(), 0);
+  EXPECT_NEAR(e["all_to_all_exposed_s"].get<double>(),
+              first["simulated"]["exposed_comm"]["ep_s"].get<double>(), 1e-9);
+  const auto& stages = best["memory_per_stage"];
+  ASSERT_EQ(stages.size(), static_cast<std::size_t>(best["pp"].get<int>()));
+  int layers = 0;
+  std::int64_t peak = 0;
+  for (const auto& s : stages) {
+    layers += s["layers"].get<int>();
+    const std::int64_t parts =
+        s["weights_bytes"].get<std::int64_t>() + s["gradients_bytes"].get<std::int64_t>() +
+        s["optimizer_bytes"].get<std::int64_t>() + s["activations_bytes"].get<std::int64_t>() +
+        s["comm_buffers_bytes"].get<std::int64_t>() + s["overhead_bytes"].get<std::int64_t>();
+    EXPECT_EQ(s["total_bytes"].get<std::int64_t>(), parts);
+    EXPECT_GT(s["optimizer_bytes"].get<std::int64_t>(), 0);
+    peak = std::max(peak, parts);
+  }
+  EXPECT_EQ(layers, 61);
+  EXPECT_EQ(peak, first["simulated"]["peak_memory_bytes"].get<std::int64_t>());
+  EXPECT_EQ(j["counts"]["simulation_failures"], 0);
+
+  // A pipeline plan in text: one memory row per stage. Rank orders that put a rank on different
+  // stages in the dense and the expert grid (pp inside dp with ep > 1) are not plans: none is
+  // ranked, and every simulated one runs.
+  const CommandResult t =
+      run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--pp", "2", "--ep", "8",
+                   "--top-k", "2", "--no-db", "--threads", "2", "--no-progress"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  for (const char* what :
+       {"best plan explained (#1 ", "· pp 2 ·", "· ep 8 (expert tp 1, expert dp 1)", "16 per GPU",
+        "spans 1 node and 1 NVLink domain (NVLink only)", "NCCL all-to-all, direct algorithm",
+        "memory per GPU of each pipeline stage", "OPTIMIZER", "(peak)"}) {
+    EXPECT_TRUE(contains(t.out, what)) << what << "\n" << t.out;
+  }
+  EXPECT_FALSE(contains(t.out, "tp-cp-ep-pp-dp")) << t.out;
+  EXPECT_FALSE(contains(t.out, "simulations failed")) << t.out;
+  EXPECT_TRUE(t.err.empty()) << t.err;
 }
 
 // A price older than 12 months (AWS's H100 capacity block of 2024-Q4) is printed with a warning,

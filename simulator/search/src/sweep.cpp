@@ -639,19 +639,21 @@ Result<AnalyticPartial> run_analytic(const SweepSetup& setup, SweepShard shard, 
       const SweepUnit& unit = sc.units[static_cast<std::size_t>(u)];
       const SweepSetup::Scenario::Inner inner = sc.inner(unit, req.space);
       const std::int64_t size = inner.size();
-      // Validity depends on (schedule, sp); memory also on recompute and ZeRO; orders and overlap
-      // only change time. Index digits: schedule, sp, recompute, zero, order, overlap.
+      // Validity depends on (schedule, sp) and, for MoE models, the order (the dense and the
+      // expert grid must agree on every rank's stage); memory also on recompute and ZeRO; orders
+      // and overlap only change time. Index digits: schedule, sp, recompute, zero, order, overlap.
       const std::int64_t ns = static_cast<std::int64_t>(inner.schedules.size());
       const std::int64_t nsp = static_cast<std::int64_t>(inner.sp.size());
       const std::int64_t nrc = static_cast<std::int64_t>(inner.recompute.size());
       const std::int64_t nz = static_cast<std::int64_t>(inner.zero.size());
+      const std::int64_t no = static_cast<std::int64_t>(inner.orders.size());
       const std::int64_t memory_block = ns * nsp * nrc * nz;
-      std::vector<signed char> valid(static_cast<std::size_t>(ns * nsp), -1);
+      std::vector<signed char> valid(static_cast<std::size_t>(ns * nsp * no), -1);
       std::vector<std::optional<MemoryPeak>> memory(static_cast<std::size_t>(memory_block));
       std::int64_t unit_evaluated = 0, unit_pruned = 0;
       for (std::int64_t i = 0; i < size; ++i) {
         const ParallelConfig p = sc.config(unit, inner, i);
-        const std::int64_t vi = i % (ns * nsp);
+        const std::int64_t vi = i % (ns * nsp) + ns * nsp * ((i / memory_block) % no);
         auto& v = valid[static_cast<std::size_t>(vi)];
         if (v < 0) {
           Diagnostics diag;
@@ -891,18 +893,7 @@ Candidate candidate_of(const RankedPlan& r) {
 
 Result<std::optional<PlanMetrics>> simulate_one(const SweepSetup& setup, int scenario,
                                                 const ParallelConfig& parallel) {
-  const SweepSetup::Scenario& sc = setup.scenarios()[static_cast<std::size_t>(scenario)];
-  sim::SimInput in;
-  in.plan = setup.plan_of(scenario, parallel);
-  in.cluster = sc.cluster;
-  in.profile = sc.profile;
-  in.fabric = sc.fabric;
-  in.plan_memo = sc.plan_memo;
-  in.options = setup.request().options.sim;
-  in.options.run.keep_op_times = false;
-  in.options.run.trace = false;
-  in.options.run.critical_path = false;  // the ranking reads step time and buckets only
-  auto r = simulate(in);
+  auto r = setup.simulate(scenario, parallel);
   if (!r) return r.status();
   if (!r->simulated) return std::optional<PlanMetrics>();
   return std::optional<PlanMetrics>(metrics_of(*r));
@@ -1204,6 +1195,24 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, ProgressSink* sink,
     sink->on_progress(p);
   }
   return SweepOutcome{std::move(setup), std::move(result)};
+}
+
+Result<sim::SimResult> SweepSetup::simulate(int scenario, const ParallelConfig& parallel) const {
+  if (scenario < 0 || scenario >= static_cast<int>(scenarios_.size())) {
+    return Status::invalid_input("sweep: no scenario " + std::to_string(scenario));
+  }
+  const Scenario& sc = scenarios_[static_cast<std::size_t>(scenario)];
+  sim::SimInput in;
+  in.plan = plan_of(scenario, parallel);
+  in.cluster = sc.cluster;
+  in.profile = sc.profile;
+  in.fabric = sc.fabric;
+  in.plan_memo = sc.plan_memo;
+  in.options = request_.options.sim;
+  in.options.run.keep_op_times = false;
+  in.options.run.trace = false;
+  in.options.run.critical_path = false;  // the ranking reads step time and buckets only
+  return sim::simulate(in);
 }
 
 Result<RankedPlan> SweepSetup::evaluate(int scenario, const ParallelConfig& parallel) const {

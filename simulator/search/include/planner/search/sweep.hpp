@@ -281,6 +281,10 @@ class SweepSetup {
   // A plan's estimate, simulation and economics in a scenario (for --check); kInvalidInput when
   // check_parallel() rejects it. A plan that does not fit has objective 0 and no simulation.
   Result<RankedPlan> evaluate(int scenario, const ParallelConfig& parallel) const;
+  // One step of `parallel` simulated exactly as the sweep simulates its plans (the scenario's
+  // cluster, profile, fabric and collective plans, the request's options), the whole result kept
+  // (memory per stage, collectives chosen; no op times, trace or critical path).
+  Result<sim::SimResult> simulate(int scenario, const ParallelConfig& parallel) const;
 
  private:
   SweepSetup() = default;
