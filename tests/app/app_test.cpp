@@ -2,16 +2,20 @@
 // sweep with its setup kept, where a plan runs, and profiles by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "planner/app/defaults.hpp"
+#include "planner/app/explain.hpp"
 #include "planner/app/profiles.hpp"
 #include "planner/app/simulate.hpp"
 #include "planner/app/sweep.hpp"
 #include "planner/core/catalog.hpp"
+#include "planner/core/diagnostics.hpp"
 #include "planner/core/loaders.hpp"
+#include "planner/core/plan.hpp"
 #include "planner/search/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
 #include "support/command.hpp"
@@ -89,6 +93,69 @@ TEST(RunSweep, KeepsTheSetupAndUsesEveryCoreByDefault) {
   ASSERT_EQ(again->result->ranking.size(), run->result->ranking.size());
   for (std::size_t i = 0; i < run->result->ranking.size(); ++i)
     EXPECT_EQ(again->result->ranking[i].id, run->result->ranking[i].id);
+}
+
+// The best plan of an MoE sweep explained: the ep group on the fabric, the all-to-all the
+// simulator chose, and per pipeline stage the memory the plan was pruned with. Rank orders that put
+// a rank on different stages in the dense and the expert grid are not ranked.
+TEST(ExplainPlan, MoePlanWithPipeline) {
+  search::SweepRequest req = default_request();
+  auto& sc = req.scenarios[0];
+  sc.model = *builtin_catalog().model("qwen3-30b-a3b");
+  sc.max_gpus = 16;
+  sc.min_gpus = 16;
+  sc.training.seq_length = 4096;
+  sc.training.global_batch_size = 256;
+  req.space.pp = {2};
+  req.space.ep = {8};
+  req.options.top_k = 2;
+  req.options.keep = 40;
+  auto run = app::run_sweep(req);
+  ASSERT_TRUE(run) << run.status().message();
+  ASSERT_FALSE(run->result->ranking.empty());
+  EXPECT_EQ(run->result->counts.simulation_failures, 0);
+  for (const search::RankedPlan& r : run->result->ranking) {
+    Diagnostics diag("plan");
+    check_parallel(sc.model, sc.training, r.parallel, diag);
+    EXPECT_TRUE(diag.empty()) << short_label(r.parallel) << " " << r.parallel.order;
+  }
+  const search::RankedPlan& best = run->result->ranking.front();
+  ASSERT_TRUE(best.simulated);
+  auto x = app::explain_plan(*run->setup, best);
+  ASSERT_TRUE(x) << x.status().message();
+  EXPECT_TRUE(x->simulated);
+  EXPECT_EQ(x->parallel, best.parallel);
+  EXPECT_EQ(x->step_time, best.simulated->step_time);
+  EXPECT_EQ(x->microbatches, 256 / (best.parallel.dp * best.parallel.micro_batch_size));
+  ASSERT_EQ(x->stages.size(), 2u);
+  EXPECT_EQ(x->stages[0].layers + x->stages[1].layers, 48);
+  Bytes peak;
+  for (const StageExplanation& s : x->stages)
+    peak = std::max(peak, s.memory.total());
+  EXPECT_EQ(peak, best.simulated->peak_memory);
+  ASSERT_TRUE(x->experts);
+  const ExpertParallelExplanation& e = *x->experts;
+  EXPECT_EQ(e.ep, 8);
+  EXPECT_EQ(e.local_experts, 128 / 8);
+  EXPECT_EQ(e.group_gpus, 8);
+  EXPECT_EQ(e.group_nodes, 1);  // aws-p5: 8 GPUs per NVLink node
+  EXPECT_EQ(e.group_nvlink_domains, 1);
+  EXPECT_EQ(e.algorithm, "direct");
+  EXPECT_GT(e.calls, 0);
+  EXPECT_GT(e.ms_per_call, 0);
+  EXPECT_GT(e.mb_per_call, 0);
+  EXPECT_EQ(e.routing, "dropless");
+
+  // A plan only estimated (beyond top_k) is explained without all-to-all figures.
+  const auto estimated = std::find_if(run->result->ranking.begin(), run->result->ranking.end(),
+                                      [](const search::RankedPlan& r) { return !r.simulated; });
+  ASSERT_NE(estimated, run->result->ranking.end());
+  auto y = app::explain_plan(*run->setup, *estimated);
+  ASSERT_TRUE(y) << y.status().message();
+  EXPECT_FALSE(y->simulated);
+  ASSERT_TRUE(y->experts);
+  EXPECT_TRUE(y->experts->algorithm.empty());
+  EXPECT_EQ(y->stages.size(), static_cast<std::size_t>(estimated->parallel.pp));
 }
 
 TEST(RunSweep, HandsTheStepsToADistributedRunner) {
