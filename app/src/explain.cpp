@@ -98,12 +98,14 @@ Result<PlanExplanation> explain_plan(const search::SweepSetup& setup,
   int calls = 0;
   Bytes bytes;
   Time busy;
-  for (const sim::CollectiveUse& c : sim ? sim->collectives : std::vector<sim::CollectiveUse>{}) {
-    if (c.axis != sim::TimeBucket::kEp || c.kind != OpKind::kAllToAll || c.count == 0) continue;
-    calls += c.count;
-    bytes = bytes + c.bytes;
-    busy = busy + c.busy;
-    if (main == nullptr || c.count > main->count) main = &c;
+  if (sim) {
+    for (const sim::CollectiveUse& c : sim->collectives) {
+      if (c.axis != sim::TimeBucket::kEp || c.kind != OpKind::kAllToAll || c.count == 0) continue;
+      calls += c.count;
+      bytes = bytes + c.bytes;
+      busy = busy + c.busy;
+      if (main == nullptr || c.count > main->count) main = &c;
+    }
   }
   if (main != nullptr) {
     e.algorithm = std::string(to_string(main->algorithm));
