@@ -173,6 +173,33 @@ TEST(Sweep, UnevenStagesAreSearchedAndEstimated) {
   EXPECT_GT(uneven->result.counts.candidates, even->result.counts.candidates);
 }
 
+// Megatron-core runs the interleaved schedule with a number of micro-batches that pp does not
+// divide: 20 sequences over dp 1 and micro-batch 4 are 5 micro-batches on pp 4, searched,
+// estimated and simulated like any other plan; fewer micro-batches than stages are not.
+TEST(Sweep, InterleavedPlansNeedNoMultipleOfPpMicroBatches) {
+  SweepRequest req = small_request();
+  req.scenarios[0].training.global_batch_size = 20;
+  req.scenarios[0].min_gpus = 16;
+  req.space.tp = {4};
+  req.space.pp = {4};
+  req.space.schedules = {Schedule::kInterleaved};
+  req.options.top_k = 2;
+  req.options.keep = 200;
+  auto run = run_sweep(req);
+  ASSERT_TRUE(run) << run.status().message();
+  const SweepResult& r = run->result;
+  ASSERT_FALSE(r.ranking.empty());
+  bool remainder = false;
+  for (const RankedPlan& p : r.ranking) {
+    const std::int64_t m = 20 / (p.parallel.dp * p.parallel.micro_batch_size);
+    EXPECT_GE(m, 4) << short_label(p.parallel);
+    remainder = remainder || m % 4 != 0;
+  }
+  EXPECT_TRUE(remainder) << "no plan with 5 or 10 micro-batches on pp 4 was searched";
+  EXPECT_EQ(r.counts.simulation_failures, 0);
+  EXPECT_EQ(r.error.plans, 2);
+}
+
 // A DeepSeek-V3-shaped MoE (its first 3 layers dense, then MoE; 8 layers to keep the test small)
 // on up to 64 H100s: the estimate's probe must time an MoE layer too. Before it did, every MoE
 // layer cost nothing in the estimate (the 2-layer probe held DeepSeek's dense layers only) and
