@@ -896,7 +896,10 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     }
     if (p.zero_stage == 3) {
       // Per layer and micro-batch: gather before forward and before backward, reduce-scatter
-      // after; prefetched one layer ahead on the dp stream, so exposed beyond the layer's compute.
+      // after, all on the dp stream in program order (core/lowering.cpp). Forward, the gathers
+      // run ahead one layer, exposed beyond the layer's compute. Backward, layer L − 1's gather
+      // queues behind layer L's reduce-scatter, which waits for L's gradients: both are exposed
+      // between the two layers' backward passes.
       const double de = static_cast<double>(st.dense_layer_elements);
       const double ee = static_cast<double>(st.expert_layer_elements);
       const double layers = nd + nm;
@@ -918,14 +921,13 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
         const double gb =
             gf + line_s(dp_rs, de * pb.grad) + nm / layers * line_s(edp_rs, ee * pb.grad);
         const double lf = (nd * dense[kF].compute + nm * moe[kF].compute) / layers;
-        const double lb = (nd * dense[kB].compute + nm * moe[kB].compute) / layers;
         // A host that synchronises before each gather (host_model.hpp) neither prefetches nor
-        // overlaps it: the gathers add to the compute.
+        // overlaps it in the forward pass either: the gathers add to the compute.
         const bool sync = host_syncs_before_gather(in.host);
         const double xf = layers * (sync ? gf : std::max(0.0, gf - lf));
-        const double xb = layers * (sync ? gb : std::max(0.0, gb - lb));
+        const double xb = layers * gb;
         fs += xf + (sync ? 0.0 : slow * layers * std::min(gf, lf));
-        bs += xb + (sync ? 0.0 : slow * layers * std::min(gb, lb));
+        bs += xb;
         bk[static_cast<std::size_t>(sim::TimeBucket::kDp)] += xf + xb;
       }
     }

@@ -164,7 +164,7 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
       }
       continue;
     }
-    if (u.pp < 2 || micro % u.pp != 0) continue;
+    if (u.pp < 2 || micro < u.pp) continue;
     if (even) {
       for (std::int64_t v : divisors(m.num_layers / u.pp)) {
         if (v < 2 || !allowed(space.virtual_stages, static_cast<int>(v))) continue;

@@ -16,7 +16,8 @@
 //          between the scenario's min and max GPUs
 //   micro-batch size   divisors of global batch / dp
 //   schedule           gpipe, 1f1b, interleaved with every virtual stage count v ≥ 2 that divides
-//                      layers / pp (needs pp ≥ 2 and micro-batches a multiple of pp), zb-h1
+//                      layers / pp (needs pp ≥ 2 and at least pp micro-batches; Megatron-core
+//                      runs a number that pp does not divide), zb-h1
 //   sequence parallel  off, and on when tp > 1 (MoE with tp > 1 requires it)
 //   recompute          none, selective, full
 //   ZeRO stage         0-3 (only 0 when dp × cp = 1: sharding over one rank changes nothing)
