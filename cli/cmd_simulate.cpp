@@ -332,8 +332,7 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   if (!args.attention.empty()) {
     PLANNER_ASSIGN_OR_RETURN(attention, parse_flag<AttentionImpl>("--attention", args.attention));
   }
-  o.run.attention =
-      is_flash_style(attention) ? sim::AttentionKernel::kFlash : sim::AttentionKernel::kUnfused;
+  o.run.attention = sim::attention_kernel(attention);
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;

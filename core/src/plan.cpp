@@ -229,9 +229,9 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
     }
     if (p.pp < 2) diag.add("/parallel/schedule", "the interleaved schedule needs pp >= 2");
     const std::int64_t mb = t.global_batch_size / per_step;
-    if (p.pp > 1 && mb > 0 && mb % p.pp != 0) {
+    if (p.pp > 1 && mb > 0 && mb < p.pp) {
       diag.add("/parallel/schedule", "the interleaved schedule needs num_microbatches (" + str(mb) +
-                                         ") to be a multiple of pp (" + str(p.pp) + ")");
+                                         ") to be at least pp (" + str(p.pp) + ")");
     }
   } else if (p.virtual_stages != 1) {
     diag.add("/parallel/virtual_stages", "only the interleaved schedule uses virtual stages; got " +

@@ -43,25 +43,51 @@ Order one_f_one_b(int p, int m, int s) {
   return o;
 }
 
+// Megatron-core's schedule table (pipeline_parallel/schedules.py, get_schedule_table): the
+// micro-batches in groups of p (microbatch_group_size_per_vp_stage), the last group taking the
+// m mod p left over (p + m mod p of them); within a group every chunk runs over the group's
+// micro-batches in turn. Entry k is the k-th forward (micro-batch, chunk) of every stage.
+std::vector<std::pair<int, int>> interleaved_table(int p, int m, int v) {
+  std::vector<std::pair<int, int>> table;
+  table.reserve(static_cast<std::size_t>(m) * static_cast<std::size_t>(v));
+  for (int first = 0; first < m; first += p) {
+    const int end = m - first < 2 * p ? m : first + p;
+    for (int c = 0; c < v; ++c) {
+      for (int i = first; i < end; ++i)
+        table.emplace_back(i, c);
+    }
+    if (end == m) break;
+  }
+  return table;
+}
+
 Order interleaved(int p, int m, int v, int s) {
+  const std::vector<std::pair<int, int>> table = interleaved_table(p, m, v);
   const int total = m * v;
-  // Megatron-LM runs everything as warm-up when there are exactly p micro-batches.
-  const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
-  auto chunk = [&](int k, bool forward) {
-    const int c = (k % (p * v)) / p;
-    return forward ? c : v - 1 - c;
+  // Megatron-LM runs everything as warm-up when there are exactly p micro-batches. The warm-up
+  // runs (v − 1) groups' worth of chunk-passes ahead; with a larger last group, as many as it
+  // holds, so that every backward comes after its forward and the stages never wait on each other
+  // forever (checked over p ≤ 8, m ≤ 4p, v ≤ 4 in tests/core/schedule_test.cpp).
+  const int group = m % p == 0 ? p : p + m % p;
+  const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * group, total);
+  auto forward = [&](int k) {
+    const auto [i, c] = table[static_cast<std::size_t>(k)];
+    return fwd(i, c);
   };
-  auto micro = [&](int k) { return (k / (p * v)) * p + k % p; };
+  auto backward = [&](int k) {
+    const auto [i, c] = table[static_cast<std::size_t>(k)];
+    return bwd(i, v - 1 - c);
+  };
   Order o;
   for (int k = 0; k < warmup; ++k)
-    o.push_back(fwd(micro(k), chunk(k, true)));
+    o.push_back(forward(k));
   const int steady = total - warmup;
   for (int k = 0; k < steady; ++k) {
-    o.push_back(fwd(micro(warmup + k), chunk(warmup + k, true)));
-    o.push_back(bwd(micro(k), chunk(k, false)));
+    o.push_back(forward(warmup + k));
+    o.push_back(backward(k));
   }
   for (int k = steady; k < total; ++k)
-    o.push_back(bwd(micro(k), chunk(k, false)));
+    o.push_back(backward(k));
   return o;
 }
 
@@ -105,10 +131,9 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
       return Status::invalid_input("the interleaved schedule needs >= 2 chunks per stage, got " +
                                    std::to_string(v));
     }
-    if (m % p != 0) {
-      return Status::invalid_input("the interleaved schedule needs micro-batches (" +
-                                   std::to_string(m) + ") to be a multiple of stages (" +
-                                   std::to_string(p) + ")");
+    if (m < p) {
+      return Status::invalid_input("the interleaved schedule needs at least as many micro-batches (" +
+                                   std::to_string(m) + ") as stages (" + std::to_string(p) + ")");
     }
   } else if (v != 1) {
     return Status::invalid_input(std::string(to_string(kind)) +

@@ -38,7 +38,11 @@ TEST(AccuracyCli, ReferenceRunsMeetTheTargets) {
   for (const nlohmann::json& run : runs) {
     const std::string id = run["id"];
     if (run["status"] == "skipped") {
-      EXPECT_FALSE(run["reason"].get<std::string>().empty()) << id;
+      // Only TPU runs and runs that leave out what fixes their step (the batch) are skipped.
+      const std::string reason = run["reason"];
+      EXPECT_TRUE(reason.find("TPU") != std::string::npos ||
+                  reason.find("global_batch is not published") != std::string::npos)
+          << id << ": " << reason;
       continue;
     }
     ++modelled;

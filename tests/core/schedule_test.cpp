@@ -17,15 +17,15 @@ PipelineSchedule make(Schedule kind, int p, int m, int v = 1) {
 // and the stages' orders run to the end without waiting on each other forever.
 TEST(Schedule, CheckerPassesEveryScheduleOverAGrid) {
   int checked = 0;
-  for (int p : {1, 2, 3, 4, 5, 8}) {
-    for (int m : {1, 2, 3, 4, 7, 8, 16, 24}) {
+  for (int p : {1, 2, 3, 4, 5, 6, 8}) {
+    for (int m : {1, 2, 3, 4, 7, 8, 13, 16, 21, 24, 31}) {
       for (Schedule kind : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kZeroBubbleH1}) {
         const PipelineSchedule s = make(kind, p, m);
         EXPECT_TRUE(check_schedule(s).is_ok())
             << to_string(kind) << " p" << p << " m" << m << ": " << check_schedule(s).message();
         ++checked;
       }
-      if (p < 2 || m % p != 0) continue;
+      if (p < 2 || m < p) continue;
       for (int v : {2, 3, 4}) {
         const PipelineSchedule s = make(Schedule::kInterleaved, p, m, v);
         EXPECT_TRUE(check_schedule(s).is_ok()) << "interleaved p" << p << " m" << m << " v" << v
@@ -62,6 +62,53 @@ TEST(Schedule, InterleavedBubbleShrinksByTheNumberOfChunks) {
         EXPECT_NEAR(run->idle_fraction, double(p - 1) / (v * m + p - 1), 1e-12)
             << "p" << p << " m" << m << " v" << v;
         EXPECT_NEAR(bubble_fraction(Schedule::kInterleaved, p, m, v), run->idle_fraction, 1e-12);
+      }
+    }
+  }
+}
+
+// p = 2, m = 5, v = 2, Megatron-core's schedule table (get_schedule_table's docstring example:
+// groups of p micro-batches, the last one taking the remainder): micro-batches 0 1 0 1 2 3 4 2 3 4
+// on chunks 0 0 1 1 0 0 0 1 1 1; the backward passes run the same micro-batches on the chunks in
+// reverse.
+TEST(Schedule, InterleavedWithARemainderFollowsMegatronCoresTable) {
+  const PipelineSchedule s = make(Schedule::kInterleaved, 2, 5, 2);
+  const std::vector<std::pair<int, int>> table{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {2, 0},
+                                               {3, 0}, {4, 0}, {2, 1}, {3, 1}, {4, 1}};
+  for (int stage = 0; stage < 2; ++stage) {
+    std::vector<std::pair<int, int>> forwards, backwards;
+    for (const PassItem& it : s.stage(stage)) {
+      (it.pass == Pass::kForward ? forwards : backwards).emplace_back(it.microbatch, it.chunk);
+    }
+    EXPECT_EQ(forwards, table) << "stage " << stage;
+    ASSERT_EQ(backwards.size(), table.size());
+    for (std::size_t k = 0; k < table.size(); ++k) {
+      EXPECT_EQ(backwards[k], std::make_pair(table[k].first, 1 - table[k].second))
+          << "stage " << stage << " backward " << k;
+    }
+  }
+  // Stage 0 warms up with (p − 1)·2 + (v − 1)·3 = 5 forwards (the last group holds 3), then
+  // alternates.
+  const std::vector<PassItem>& first = s.stage(0);
+  for (int k = 0; k < 6; ++k)
+    EXPECT_EQ(first[static_cast<std::size_t>(k)].pass, Pass::kForward) << k;
+  EXPECT_EQ(first[6].pass, Pass::kBackward);
+}
+
+// With a remainder the bubble stays within one chunk-pass per stage of the closed form's
+// (p − 1) / (v·m + p − 1): the larger last group delays some backward passes.
+TEST(Schedule, InterleavedWithARemainderKeepsTheShrunkBubble) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int m = p + 1; m < 3 * p; ++m) {
+      if (m % p == 0) continue;
+      for (int v : {2, 3, 4}) {
+        auto run = run_schedule(make(Schedule::kInterleaved, p, m, v), PassTimes{1, 1, 0});
+        ASSERT_TRUE(run) << run.status().message();
+        const double closed = bubble_fraction(Schedule::kInterleaved, p, m, v);
+        const double one_pass = 1.0 / (2.0 * (v * m + p - 1) / v);
+        EXPECT_NEAR(run->idle_fraction, closed, one_pass) << "p" << p << " m" << m << " v" << v;
+        EXPECT_LT(run->idle_fraction, bubble_fraction(Schedule::k1F1B, p, m))
+            << "p" << p << " m" << m << " v" << v;
       }
     }
   }
@@ -138,7 +185,7 @@ TEST(Schedule, CheckerRejectsBrokenOrders) {
 }
 
 TEST(Schedule, ImpossibleShapesAreErrors) {
-  EXPECT_FALSE(PipelineSchedule::create(Schedule::kInterleaved, 4, 6, 2));  // m % p != 0
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kInterleaved, 4, 3, 2));  // m < p
   EXPECT_FALSE(PipelineSchedule::create(Schedule::kInterleaved, 4, 8, 1));
   EXPECT_FALSE(PipelineSchedule::create(Schedule::k1F1B, 4, 8, 2));
   EXPECT_FALSE(PipelineSchedule::create(Schedule::kGpipe, 0, 8));

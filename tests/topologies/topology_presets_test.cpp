@@ -16,7 +16,7 @@ namespace {
 TEST(TopologyPresets, AllLoadAndBuild) {
   auto catalog = TopologyCatalog::load_builtin();
   ASSERT_TRUE(catalog) << catalog.status().message();
-  ASSERT_EQ(catalog->all().size(), 25u);
+  ASSERT_EQ(catalog->all().size(), 26u);
   for (const TopologySpec& spec : catalog->all()) {
     SCOPED_TRACE(spec.name);
     EXPECT_FALSE(spec.sources.empty());
@@ -176,13 +176,21 @@ TEST(TopologyPresets, EveryGpuTypeOfAPresetHasADefaultTopology) {
 // defaults of the GPUs that had one before (H100: aws-p5, which the default sweep runs on).
 TEST(TopologyPresets, EveryGpuPresetHasItsDefaultTopology) {
   const std::map<std::string, std::string> expected{
-      {"A100-SXM4-40GB", "aws-p4d"},       {"A100-SXM4-80GB", "dgx-a100-superpod"},
-      {"H100-SXM5-80GB", "aws-p5"},        {"H200-SXM-141GB", "hgx-h200-roce"},
-      {"H800-SXM5-80GB", "h800-ib"},       {"B200-SXM-180GB", "dgx-b200"},
-      {"B300-SXM-288GB", "dgx-b300"},      {"GB200-B200-186GB", "gb200-nvl72"},
-      {"GB300-B300-288GB", "gb300-nvl72"}, {"MI300X", "mi300x-platform"},
-      {"L40S", "l40s-pcie-100gbe"},        {"V100-SXM2-32GB", "dgx1-v100"},
-      {"V100-SXM3-32GB", "dgx2-v100"},     {"cpu-host", "cpu-host"},
+      {"A100-SXM4-40GB", "aws-p4d"},
+      {"A100-SXM4-80GB", "dgx-a100-superpod"},
+      {"H100-SXM5-80GB", "aws-p5"},
+      {"H200-SXM-141GB", "hgx-h200-roce"},
+      {"H800-SXM5-80GB", "h800-ib"},
+      {"B200-SXM-180GB", "dgx-b200"},
+      {"B300-SXM-288GB", "dgx-b300"},
+      {"GB200-B200-186GB", "gb200-nvl72"},
+      {"GB300-B300-288GB", "gb300-nvl72"},
+      {"MI300X", "mi300x-platform"},
+      {"L40S", "l40s-pcie-100gbe"},
+      {"V100-SXM2-32GB", "dgx1-v100"},
+      {"V100-SXM3-32GB", "dgx2-v100"},
+      {"V100-SXM3-32GB-H", "dgx2h-v100"},
+      {"cpu-host", "cpu-host"},
   };
   EXPECT_EQ(builtin_catalog().gpus().size(), expected.size());
   for (const GpuSpec& gpu : builtin_catalog().gpus()) {

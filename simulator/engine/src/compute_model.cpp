@@ -48,8 +48,8 @@ Time ComputeModel::gemm_time(const OpDesc& d) const {
 }
 
 Time ComputeModel::attention_time(const OpDesc& d, bool backward) const {
-  return attention_ == AttentionKernel::kUnfused ? unfused_attention_time(d, backward)
-                                                 : flash_attention_time(d, backward);
+  return attention_ == AttentionKernel::kFlash ? flash_attention_time(d, backward)
+                                               : unfused_attention_time(d, backward);
 }
 
 Time ComputeModel::unfused_attention_time(const OpDesc& d, bool backward) const {
@@ -74,19 +74,21 @@ Time ComputeModel::unfused_attention_time(const OpDesc& d, bool backward) const 
   const double scores =
       static_cast<double>(d.batch) * static_cast<double>(s_q) * static_cast<double>(s_kv);
   Time t(0);
-  double per_score = 0;
+  const bool fused = attention_ == AttentionKernel::kFusedSoftmax;
+  ScorePasses passes{};
   if (!backward) {
     t = gemm(s_q, s_kv, dim) + gemm(s_q, dim, s_kv);  // QKᵀ, PV
-    per_score = kUnfusedForwardScorePasses * e + kDropoutMaskBytes;
+    passes = fused ? kFusedSoftmaxForward : kUnfusedForward;
   } else {
     t = gemm(s_kv, dim, s_q) + gemm(s_q, s_kv, dim) + gemm(s_q, dim, s_kv) +
         gemm(s_kv, dim, s_q);  // dV, dP, dQ, dK
-    per_score = kUnfusedBackwardScorePasses * e + kDropoutMaskBytes;
+    passes = fused ? kFusedSoftmaxBackward : kUnfusedBackward;
   }
-  // The GEMMs' own score traffic is inside their roofline; the softmax and dropout kernels stream
-  // the rest.
+  // The GEMMs' own score traffic is inside their roofline; the softmax and dropout kernels (and,
+  // unfused, the scale and mask kernels) stream the rest.
+  const double per_score = passes.elements * e + kDropoutMaskBytes;
   return t + memory_time(Bytes(std::llround(scores * per_score))) +
-         c.kernel_overhead * kUnfusedExtraKernels;
+         c.kernel_overhead * passes.kernels;
 }
 
 Time ComputeModel::flash_attention_time(const OpDesc& d, bool backward) const {

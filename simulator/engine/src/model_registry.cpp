@@ -29,13 +29,16 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "flash-style kernels (no s x s tensor); causal blocks count half the FLOPs",
      "profile attention rates (FlashAttention-2 measurement, reference data); Dao 2023"},
     {SimModel::kUnfusedAttention, "compute", "unfused-attention",
-     "--attention unfused: QK^T and PV (backward: dV, dP, dQ, dK) as batched GEMMs of the tile "
-     "model over the whole block, plus the s x s scores streamed through HBM by the "
-     "scale-mask-softmax and dropout kernels (and their gradients)",
+     "--attention fused-softmax or unfused: QK^T and PV (backward: dV, dP, dQ, dK) as batched "
+     "GEMMs of the tile model over the whole block, plus the s x s scores streamed through HBM: "
+     "by Megatron's fused scale-mask-softmax and the dropout kernel (4 reads and writes of a "
+     "score forward, 5 backward), or unfused by separate scale, mask, softmax and dropout kernels "
+     "(10 forward, 9 backward)",
      "the scores are materialised in HBM and counted in the memory check; the causal mask is "
      "applied to the scores, not skipped",
-     "Megatron-LM's core attention before FlashAttention; Dao et al. 2022 (the HBM traffic it "
-     "removes)"},
+     "Megatron-LM's core attention before FlashAttention (mpu/transformer.py of 2019: scale, "
+     "mask and softmax as PyTorch ops; fused_kernels' scaled_masked_softmax from 2020); Dao et "
+     "al. 2022 (the HBM traffic it removes)"},
     {SimModel::kMemoryBound, "compute", "memory-bound",
      "norms, activations, residual adds, embedding, loss, router and the GPU optimizer: HBM "
      "bytes / achievable bandwidth + kernel overhead",

@@ -58,7 +58,7 @@ Result<SimResult> simulate(const SimInput& input) {
 
   implements(SimModel::kStepAccounting);
   MemoryOptions memory = options.memory;
-  if (options.run.attention == AttentionKernel::kUnfused) memory.flash_attention = false;
+  if (options.run.attention != AttentionKernel::kFlash) memory.flash_attention = false;
   PLANNER_ASSIGN_OR_RETURN(
       out.memory, estimate_memory(plan.model, plan.training, plan.parallel, plan.gpu, memory));
   if (!out.memory.fits && options.check_memory) {

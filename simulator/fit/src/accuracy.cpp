@@ -112,9 +112,6 @@ struct GpuRefusal {
 // Hardware texts that name parts no preset describes, with the reason planner refuses them.
 constexpr GpuRefusal kGpuRefusals[] = {
     {"tpu", "TPUs are not modelled: planner's profiles and topologies describe GPUs"},
-    {"dgx-2h",
-     "V100-SXM3 in DGX-2H servers runs at 450 W and higher clocks (about 130 TFLOP/s fp16 peak, "
-     "reference data hardware_specs.json V100 notes), which no GPU preset or profile describes"},
 };
 
 // The GPU family: the name without its memory size ("A100-SXM4-80GB" → "A100-SXM4").
@@ -147,6 +144,24 @@ Result<const GpuSpec*> map_gpu(const std::string& text, const Catalog& catalog,
       return g;
     }
     base = part;
+  }
+  // "V100-SXM3-32GB (DGX-2H)": a variant of the named part (a preset whose name extends it) that
+  // the remark names by one of the variant's aliases, e.g. the DGX-2H's higher-clocked module; an
+  // alias the part's own name holds ("A100" of "A100-SXM4") names no variant.
+  if (const std::size_t open = low.find('('); open != std::string::npos) {
+    const std::string_view remark = std::string_view(low).substr(open);
+    const std::string part = lower(base);
+    for (const GpuSpec& g : catalog.gpus()) {
+      const std::string name = lower(g.name);
+      if (name.size() <= part.size() || !name.starts_with(part)) continue;
+      for (const std::string& alias : g.aliases) {
+        if (has_word(part, lower(alias)) || !has_word(remark, lower(alias))) continue;
+        notes.push_back({"gpu", g.name,
+                         "the record's \"" + text + "\": its remark names the " + g.name +
+                             " variant (alias \"" + alias + "\")"});
+        return &g;
+      }
+    }
   }
   if (const GpuSpec* g = catalog.find_gpu(base)) {
     if (g->name != text) notes.push_back({"gpu", g->name, "the record's \"" + text + "\""});
@@ -1084,8 +1099,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.plan.name = run.id;
   PLANNER_ASSIGN_OR_RETURN(s.published, published_step(run, s.plan, s.convention));
   s.software = resolve_software(run);
-  s.attention = is_flash_style(s.software.attention) ? sim::AttentionKernel::kFlash
-                                                     : sim::AttentionKernel::kUnfused;
+  s.attention = sim::attention_kernel(s.software.attention);
   s.host = host_costs(s.software.stack);
   s.plan.parallel.overlap_grad_reduce = *s.software.overlap.grad_reduce;
   s.plan.parallel.overlap_param_gather = *s.software.overlap.param_gather;

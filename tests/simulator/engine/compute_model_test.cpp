@@ -114,5 +114,31 @@ TEST(ComputeModel, AttentionSaturatesWithSequenceLength) {
   EXPECT_LT(rate(8192, true), rate(8192, false));
 }
 
+// Materialised scores (batch·heads 32, 2,048 × 2,048, fp16, on V100): the same GEMMs under both
+// kernels; the 2019 unfused scale, mask and softmax stream the scores 6 more times forward and 4
+// more backward than Megatron's fused scale-mask-softmax, with 3 and 2 more kernels.
+TEST(ComputeModel, UnfusedSoftmaxStreamsTheScoresMoreOftenThanTheFusedKernel) {
+  const HardwareProfile& p = preset("V100-SXM2-32GB");
+  const ComputeModel fused(p, AttentionKernel::kFusedSoftmax);
+  const ComputeModel unfused(p, AttentionKernel::kUnfused);
+  OpDesc d;
+  d.kind = OpKind::kAttention;
+  d.precision = Precision::kFp16;
+  d.batch = 32;
+  d.m = 2048;
+  d.n = 2048;
+  d.k = 128;
+  const double scores = 32.0 * 2048 * 2048;
+  const Time forward = unfused.op_time(d, false) - fused.op_time(d, false);
+  const Time backward = unfused.op_time(d, true) - fused.op_time(d, true);
+  const double bandwidth = to_GBps(p.compute.memory_bandwidth) * 1e9;
+  const double overhead = to_seconds(p.compute.kernel_overhead);
+  EXPECT_NEAR(to_seconds(forward), scores * 6 * 2 / bandwidth + 3 * overhead, 1e-9);
+  EXPECT_NEAR(to_seconds(backward), scores * 4 * 2 / bandwidth + 2 * overhead, 1e-9);
+  EXPECT_EQ(attention_kernel(AttentionImpl::kUnfused), AttentionKernel::kUnfused);
+  EXPECT_EQ(attention_kernel(AttentionImpl::kFusedSoftmax), AttentionKernel::kFusedSoftmax);
+  EXPECT_EQ(attention_kernel(AttentionImpl::kCudnn), AttentionKernel::kFlash);
+}
+
 }  // namespace
 }  // namespace planner::sim

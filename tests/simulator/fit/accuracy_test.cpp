@@ -153,7 +153,7 @@ TEST(MapPublishedRun, VtrainRowsBecomePlansInVtrainsSetting) {
   EXPECT_EQ(s->plan.model.vocab, 50688);  // 50257 padded to a multiple of 128 · tp (512)
   EXPECT_EQ(s->plan.model.mlp, MlpKind::kGelu);
   EXPECT_EQ(s->plan.model.position_embedding, PositionEmbedding::kLearned);
-  EXPECT_EQ(s->attention, sim::AttentionKernel::kUnfused);
+  EXPECT_EQ(s->attention, sim::AttentionKernel::kFusedSoftmax);
   EXPECT_EQ(s->software.stack, SoftwareStack::kMegatronDeepSpeed);
   EXPECT_EQ(s->nodes, 1);
   EXPECT_EQ(s->source, "VIA-Research/vTrain/data/ground_truth_single.csv");
@@ -191,6 +191,44 @@ TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.status().message().find("nics_per_node"), std::string::npos)
       << missing.status().message();
+}
+
+// "V100-SXM3-32GB (DGX-2H)": the remark names the DGX-2H's higher-clocked module, which runs on
+// its own preset, profile and topology; without the remark the DGX-2's module stays.
+TEST(MapPublishedRun, ARemarkNamingAGpuVariantSelectsIt) {
+  auto runs = parse_vtrain_csv(
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+      "8,8,8,1024,16,12,1024,8,1,1,100\n",
+      "v.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  PublishedRun run = runs->at(0);
+  run.hardware.gpu = "V100-SXM3-32GB (DGX-2H)";
+  run.hardware.num_gpus = 16;
+  run.parallel.dp = 2;
+  run.parallel.global_batch = 16;
+  run.hardware.gpus_per_node = 16;
+  run.attention = AttentionImpl::kUnfused;
+  auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(s->plan.gpu.name, "V100-SXM3-32GB-H");
+  EXPECT_EQ(s->topology.name, "dgx2h-v100");
+  EXPECT_EQ(s->attention, sim::AttentionKernel::kUnfused);
+  ASSERT_NE(s->profile, nullptr);
+  EXPECT_EQ(s->profile->name, "v100-sxm3-32gb-h");
+  EXPECT_NEAR(to_tflops_per_s(s->plan.gpu.peak_for(Precision::kFp16)), 130, 1e-9);
+
+  run.hardware.gpu = "V100-SXM3-32GB (DGX-2)";
+  auto plain = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(plain) << plain.status().message();
+  EXPECT_EQ(plain->plan.gpu.name, "V100-SXM3-32GB");
+  EXPECT_EQ(plain->topology.name, "dgx2-v100");
+  // "A100" is an alias of A100-SXM4-80GB, but the part's own name holds it.
+  run.hardware.gpu = "A100-SXM4 (DGX A100; 40GB vs 80GB not stated)";
+  run.hardware.gpus_per_node = 8;
+  auto a100 = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(a100) << a100.status().message();
+  EXPECT_EQ(a100->plan.gpu.name, "A100-SXM4-40GB");
 }
 
 // A pp that does not divide the layers (126 layers, Llama 3 405B's depth, on pp 8) is modelled

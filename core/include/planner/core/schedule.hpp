@@ -14,8 +14,11 @@
 //   interleaved  Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21 §2.2;
 //                forward_backward_pipelining_with_interleaving): warm-up (p − s − 1)·2 + (v − 1)·p
 //                chunk-passes (all of them when m = p), forward k runs chunk (k mod pv) div p of
-//                micro-batch (k div pv)·p + k mod p, backward k the chunk v − 1 − that; needs
-//                m a multiple of p.
+//                micro-batch (k div pv)·p + k mod p, backward k the chunk v − 1 − that. When p
+//                does not divide m (Megatron-core's get_schedule_table), the last group of
+//                micro-batches also holds the m mod p left over (p + m mod p of them), each chunk
+//                runs over all of them in turn and the warm-up grows to (v − 1) times that group;
+//                needs m ≥ p.
 //   zb-h1        Zero Bubble H1 (Qi et al., ICLR 2024, arXiv:2401.10241 §3.1): backward split into
 //                B (input gradient) and W (weight gradient); 1F1B's order of F and B, each W right
 //                after its B except that stage s keeps up to s weight-gradient passes deferred and
@@ -54,7 +57,7 @@ struct PassItem {
 class PipelineSchedule {
  public:
   // Fails when a size is < 1, chunks > 1 for a schedule other than interleaved, or interleaved with
-  // chunks < 2 or m not a multiple of p.
+  // chunks < 2 or m < p.
   static Result<PipelineSchedule> create(Schedule kind, int stages, int microbatches,
                                          int chunks = 1);
   // A schedule from explicit per-stage orders (for tests and custom schedules); check it with

@@ -12,13 +12,15 @@
 //               profile's forward or backward attention rate (16-bit; fp32 attention scales it by
 //               the fp32/16-bit GEMM ratio), n the key/value length of the block; max with the HBM
 //               time; + overhead.
-//               unfused (kUnfused, Megatron-LM's core attention before FlashAttention): the s×s
-//               scores are materialised. Forward: QKᵀ and PV as batched GEMMs of the tile model
-//               (batch·heads of m×n×d and m×d×n; the whole block is computed and the causal mask
-//               applied to the scores), and the scores streamed through HBM by the fused
-//               scale-mask-softmax and the attention dropout (kUnfusedForwardScorePasses per
-//               score element). Backward: the four GEMMs (dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
-//               dK = dSᵀ·Q) and the dropout and softmax gradients (kUnfusedBackwardScorePasses).
+//               fused softmax (kFusedSoftmax, Megatron-LM's core attention before
+//               FlashAttention): the s×s scores are materialised. Forward: QKᵀ and PV as batched
+//               GEMMs of the tile model (batch·heads of m×n×d and m×d×n; the whole block is
+//               computed and the causal mask applied to the scores), and the scores streamed
+//               through HBM by the fused scale-mask-softmax and the attention dropout
+//               (kFusedSoftmaxPasses per score element). Backward: the four GEMMs (dV = Pᵀ·dO,
+//               dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q) and the dropout and softmax gradients.
+//               unfused (kUnfused, Megatron-LM of 2019): the same GEMMs, with the scale, the
+//               mask and the softmax as separate PyTorch kernels (kUnfusedPasses).
 //   memory-bound norms, activations, residual adds, embedding, loss, router top-k and the
 //               optimizer on the GPU: (bytes read + written) / HBM bandwidth + overhead; a
 //               calibrated profile's bandwidth for the op kind (memory_bound_GBps) replaces the
@@ -34,28 +36,47 @@
 
 #include "planner/core/hardware_profile.hpp"
 #include "planner/core/program.hpp"
+#include "planner/core/software_stack.hpp"
 #include "planner/core/status.hpp"
 #include "planner/core/units.hpp"
 
 namespace planner::sim {
 
-// How attention runs: flash-style (no s×s tensor, FlashAttention and its successors) or unfused
-// (the scores materialised in HBM, as frameworks did before FlashAttention, Dao et al. 2022).
-enum class AttentionKernel : std::uint8_t { kFlash, kUnfused };
+// How attention runs: flash-style (no s×s tensor, FlashAttention and its successors), or with the
+// scores materialised in HBM, as frameworks did before FlashAttention (Dao et al. 2022): through
+// Megatron's fused scale-mask-softmax kernel (2020-), or through separate PyTorch kernels for the
+// scale, the mask and the softmax (Megatron-LM of 2019).
+enum class AttentionKernel : std::uint8_t { kFlash, kFusedSoftmax, kUnfused };
 
-// Unfused attention's softmax and dropout kernels, in HBM passes over the score matrix of
+// The kernel the simulator runs for a stated attention implementation.
+constexpr AttentionKernel attention_kernel(AttentionImpl a) {
+  if (is_flash_style(a)) return AttentionKernel::kFlash;
+  return a == AttentionImpl::kUnfused ? AttentionKernel::kUnfused : AttentionKernel::kFusedSoftmax;
+}
+
+// A materialised-scores pass's kernels besides its GEMMs, in HBM passes over the score matrix of
 // 16-bit elements of e bytes (the GEMMs' own reads and writes of the scores are in their
-// rooflines). Forward: the fused scale-mask-softmax reads and writes the scores (2e), dropout reads
-// them and writes its output (2e) and a 1-byte mask: 4e + 1. Backward: the dropout gradient reads
-// dP and the mask and writes (2e + 1), the softmax gradient reads the saved softmax output and the
-// gradient and writes dS (3e): 5e + 1. The saved tensors are Korthikanti et al.'s 5·a·s/h term
-// (softmax output, mask, dropout output; arXiv:2205.05198 §4.1).
-inline constexpr double kUnfusedForwardScorePasses = 4;
-inline constexpr double kUnfusedBackwardScorePasses = 5;
+// rooflines) plus the 1-byte dropout mask, and in kernels.
+struct ScorePasses {
+  double elements;  // reads and writes of e-byte score elements per score
+  int kernels;
+};
+// Fused softmax, forward: the scale-mask-softmax reads and writes the scores (2e), dropout reads
+// them and writes its output (2e) and the mask: 4e + 1, two kernels. Backward: the dropout
+// gradient reads dP and the mask and writes (2e + 1), the softmax gradient reads the saved softmax
+// output and the gradient and writes dS (3e): 5e + 1, two kernels. The saved tensors are
+// Korthikanti et al.'s 5·a·s/h term (softmax output, mask, dropout output; arXiv:2205.05198 §4.1).
+inline constexpr ScorePasses kFusedSoftmaxForward{4, 2};
+inline constexpr ScorePasses kFusedSoftmaxBackward{5, 2};
+// Unfused (Megatron-LM 2019, mpu/transformer.py: scores / sqrt(d), then scores · mask −
+// 10000 · (1 − mask), then torch.nn.Softmax, then dropout), forward: the scale, the mask's
+// multiply and subtract and the softmax each read and write the scores (8e), dropout as above
+// (2e): 10e + 1, five kernels. Backward: dropout (2e + 1) and softmax (3e) gradients as above, the
+// mask's and the scale's gradients each read and write (4e; the subtract's is the identity):
+// 9e + 1, four kernels. The saved tensors are the same (the mask multiply keeps only the mask).
+inline constexpr ScorePasses kUnfusedForward{10, 5};
+inline constexpr ScorePasses kUnfusedBackward{9, 4};
 inline constexpr double kDropoutMaskBytes = 1;
-// Kernels per unfused attention pass besides its GEMMs: softmax and dropout (forward); dropout
-// and softmax gradients (backward).
-inline constexpr int kUnfusedExtraKernels = 2;
 
 class ComputeModel {
  public:

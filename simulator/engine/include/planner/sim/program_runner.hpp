@@ -133,8 +133,9 @@ namespace planner {
 template <>
 struct EnumTraits<sim::AttentionKernel> {
   static constexpr std::string_view kWhat = "attention kernel";
-  static constexpr std::array<std::pair<sim::AttentionKernel, std::string_view>, 2> kNames{{
+  static constexpr std::array<std::pair<sim::AttentionKernel, std::string_view>, 3> kNames{{
       {sim::AttentionKernel::kFlash, "flash"},
+      {sim::AttentionKernel::kFusedSoftmax, "fused-softmax"},
       {sim::AttentionKernel::kUnfused, "unfused"},
   }};
 };

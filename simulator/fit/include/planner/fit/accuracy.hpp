@@ -88,7 +88,7 @@
 //                          true for the others. tp_comm and p2p are reported when stated; the
 //                          simulator does not model those overlaps yet.
 //             The simulator runs flash-style kernels (flash, flash2, flash3, cudnn) as
-//             AttentionKernel::kFlash and the others as kUnfused.
+//             AttentionKernel::kFlash, fused-softmax as kFusedSoftmax and unfused as kUnfused.
 //   published the step time the comparison is made on (PublishedBasis): measured.step_time_s;
 //             else derived.step_time_s; else the global batch's tokens over tokens/s (measured,
 //             or tokens/s per GPU × GPUs); else the record's FLOPs per step under its convention
