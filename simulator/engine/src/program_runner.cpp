@@ -350,8 +350,7 @@ void Runner::complete(std::uint32_t ri, std::uint32_t i) {
   s.times.end[i] = now;
   ++s.done;
   s.finish = std::max(s.finish, now);
-  if (s.next_sync < s.syncs.size() && i < s.syncs[s.next_sync] && !t.p2p &&
-      --s.sync_waits == 0) {
+  if (s.next_sync < s.syncs.size() && i < s.syncs[s.next_sync] && !t.p2p && --s.sync_waits == 0) {
     resolve_syncs(ri);
   }
   const auto stream = static_cast<std::size_t>(t.stream);
@@ -486,10 +485,10 @@ Status Runner::stalled() const {
     for (std::size_t k = 0; k < kNumStreams && shown < 6; ++k) {
       if (s.head[k] >= s.times.stream_ops[k].size()) continue;
       const std::uint32_t i = s.times.stream_ops[k][s.head[k]];
-      heads +=
-          "\n  rank " + std::to_string(r.rank()) + " op " + std::to_string(i) + " (" +
-          to_string(r.op(i).id) + ") " +
-          (s.track[i].state == OpState::kIssued ? "waits for its peers" : "waits for its dependencies");
+      heads += "\n  rank " + std::to_string(r.rank()) + " op " + std::to_string(i) + " (" +
+               to_string(r.op(i).id) + ") " +
+               (s.track[i].state == OpState::kIssued ? "waits for its peers"
+                                                     : "waits for its dependencies");
       ++shown;
     }
   }
