@@ -10,8 +10,10 @@ using detail::to_float;
 constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;              // GPT-2 / Megatron-LM tanh-GeLU coefficient
 
-__device__ __forceinline__ float gelu_tanh(float v) {
-  return tanhf(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+// s = 0.5 (1 + tanh(u)) = 1 / (1 + e^{-2u}) without the cancellation of 1 + tanh(u) below x = -2
+// (cpu/activation.cpp gives the identities).
+__device__ __forceinline__ float gelu_half_one_plus_tanh(float v) {
+  return 1.0f / (1.0f + expf(-2.0f * kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
 }
 
 __device__ __forceinline__ float sigmoid(float g) {
@@ -33,7 +35,7 @@ Status gelu_forward(const T* x, std::int64_t n, T* y, cudaStream_t stream) {
       n,
       [=] __device__(std::int64_t i) {
         const float v = to_float(x[i]);
-        y[i] = from_float<T>(0.5f * v * (1.0f + gelu_tanh(v)));
+        y[i] = from_float<T>(v * gelu_half_one_plus_tanh(v));
       },
       stream, "gelu_forward", kDTypeOf<T>);
 }
@@ -45,10 +47,9 @@ Status gelu_backward(const T* x, const T* dy, std::int64_t n, T* dx, cudaStream_
       n,
       [=] __device__(std::int64_t i) {
         const float v = to_float(x[i]);
-        const float t = gelu_tanh(v);
+        const float s = gelu_half_one_plus_tanh(v);
         const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
-        dx[i] =
-            from_float<T>(to_float(dy[i]) * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du));
+        dx[i] = from_float<T>(to_float(dy[i]) * (s + 2.0f * v * s * (1.0f - s) * du));
       },
       stream, "gelu_backward", kDTypeOf<T>);
 }
