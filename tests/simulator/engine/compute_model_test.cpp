@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "planner/core/catalog.hpp"
 
 namespace planner::sim {
@@ -138,6 +143,72 @@ TEST(ComputeModel, UnfusedSoftmaxStreamsTheScoresMoreOftenThanTheFusedKernel) {
   EXPECT_EQ(attention_kernel(AttentionImpl::kUnfused), AttentionKernel::kUnfused);
   EXPECT_EQ(attention_kernel(AttentionImpl::kFusedSoftmax), AttentionKernel::kFusedSoftmax);
   EXPECT_EQ(attention_kernel(AttentionImpl::kCudnn), AttentionKernel::kFlash);
+}
+
+// The tile model against GEMMs measured on one H200 (tests/data/gpu, bench/gpu/README.md): cuBLAS
+// through PyTorch, back-to-back calls timed in a CUDA graph, 126 bf16 GEMMs (64-16,384 tokens over
+// 14 layer shapes), 42 fp8 ones, and the experts' GEMMs of six MoE models as 69 batched GEMMs (4-16
+// experts of 128-2,048 tokens; forward, and the weight gradient, whose inner dimension is the
+// tokens). The profile's rates are set to the measured benchmark rates its sustained rates are
+// 0.82 of. Measured on 2026-11-26: bf16 MAPE 13.0 % (bias +10.4 %: mid-sized GEMMs, where cuBLAS
+// splits k over more SMs than the model's tiles use, run faster), fp8 5.8 % (+0.2 %), batched
+// forward 8.0 % (-1.1 %), batched weight gradient 16.9 % (-15.7 %: a few hundred tokens deep, the
+// tiles' fixed cost is larger than gemm_k_overhead). Refitting the tile efficiencies and the k
+// overhead on these points lowered the joint error to 8.1 % but did not carry from the dense
+// GEMMs to the batched ones or back (fitted on one family, the other's error rose), so the
+// profiles keep their parameters; these bounds hold them to what was measured.
+TEST(ComputeModel, TileModelMatchesGemmsMeasuredOnAnH200) {
+  std::ifstream in(std::string(PLANNER_TEST_DATA_DIR) + "/gpu/h200-2026-11-26-moe-microbench.json");
+  ASSERT_TRUE(in) << "missing the H200 measurements";
+  const nlohmann::json data = nlohmann::json::parse(in);
+  HardwareProfile profile = preset("H200");
+  profile.compute.gemm[static_cast<std::size_t>(Precision::kBf16)].rate = tflops_per_s(772.6);
+  profile.compute.gemm[static_cast<std::size_t>(Precision::kFp8)].rate = tflops_per_s(1398.4);
+  const ComputeModel model(profile);
+  struct Error {
+    double abs = 0, signed_ = 0;
+    int n = 0;
+    void add(double predicted_s, double measured_s) {
+      const double e = predicted_s / measured_s - 1;
+      abs += std::abs(e);
+      signed_ += e;
+      ++n;
+    }
+    double mape() const { return 100 * abs / n; }
+    double bias() const { return 100 * signed_ / n; }
+  };
+  Error bf16, fp8, batched_fwd, batched_wgrad;
+  for (const nlohmann::json& r : data.at("results")) {
+    const std::string bench = r.at("bench");
+    if (bench == "gemm") {
+      ASSERT_EQ(r.at("timing"), "graph");
+      const bool is_fp8 = r.at("dtype") == "fp8_e4m3";
+      const OpDesc d =
+          gemm(r.at("m"), r.at("n"), r.at("k"), is_fp8 ? Precision::kFp8 : Precision::kBf16);
+      (is_fp8 ? fp8 : bf16).add(to_seconds(model.op_time(d, false)), r.at("best_s"));
+    } else if (bench == "grouped") {
+      const std::int64_t g = r.at("groups"), m = r.at("m"), n = r.at("n"), k = r.at("k");
+      batched_fwd.add(to_seconds(model.op_time(gemm(m, n, k, Precision::kBf16, g), false)),
+                      r.at("bmm_fwd_s"));
+      batched_wgrad.add(to_seconds(model.op_time(gemm(n, k, m, Precision::kBf16, g), false)),
+                        r.at("bmm_wgrad_s"));
+    }
+  }
+  ASSERT_EQ(bf16.n, 126);
+  ASSERT_EQ(fp8.n, 42);
+  ASSERT_EQ(batched_fwd.n, 69);
+  EXPECT_LT(bf16.mape(), 15.0);
+  EXPECT_LT(std::abs(bf16.bias()), 12.0);
+  EXPECT_LT(fp8.mape(), 8.0);
+  EXPECT_LT(std::abs(fp8.bias()), 5.0);
+  EXPECT_LT(batched_fwd.mape(), 10.0);
+  EXPECT_LT(batched_wgrad.mape(), 20.0);
+  EXPECT_LT(batched_wgrad.bias(), 0.0);  // too fast: the known shortfall above
+  std::printf(
+      "H200 GEMMs: bf16 %.1f %% (%+.1f), fp8 %.1f %% (%+.1f), batched forward %.1f %% (%+.1f), "
+      "batched weight gradient %.1f %% (%+.1f)\n",
+      bf16.mape(), bf16.bias(), fp8.mape(), fp8.bias(), batched_fwd.mape(), batched_fwd.bias(),
+      batched_wgrad.mape(), batched_wgrad.bias());
 }
 
 }  // namespace
