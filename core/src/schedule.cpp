@@ -67,7 +67,7 @@ Order interleaved(int p, int m, int v, int s) {
   // Megatron-LM runs everything as warm-up when there are exactly p micro-batches. The warm-up
   // runs (v − 1) groups' worth of chunk-passes ahead; with a larger last group, as many as it
   // holds, so that every backward comes after its forward and the stages never wait on each other
-  // forever (checked over p ≤ 8, m ≤ 4p, v ≤ 4 in tests/core/schedule_test.cpp).
+  // forever (the checker over p ≤ 8, p ≤ m ≤ 31, v ≤ 4 in tests/core/schedule_test.cpp).
   const int group = m % p == 0 ? p : p + m % p;
   const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * group, total);
   auto forward = [&](int k) {
@@ -132,8 +132,9 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
                                    std::to_string(v));
     }
     if (m < p) {
-      return Status::invalid_input("the interleaved schedule needs at least as many micro-batches (" +
-                                   std::to_string(m) + ") as stages (" + std::to_string(p) + ")");
+      return Status::invalid_input(
+          "the interleaved schedule needs at least as many micro-batches (" + std::to_string(m) +
+          ") as stages (" + std::to_string(p) + ")");
     }
   } else if (v != 1) {
     return Status::invalid_input(std::string(to_string(kind)) +

@@ -11,8 +11,6 @@
 namespace planner::sim {
 namespace {
 
-constexpr int kClasses = 3;  // LinkClassLatency: nvlink, pcie, network
-
 // splitmix64 finaliser: spreads (src, dst, channel) over the ECMP choices.
 std::uint64_t flow_hash(int src, int dst, std::uint64_t channel) {
   std::uint64_t x = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) ^
@@ -91,19 +89,6 @@ int ceil_log2(std::size_t n) {
 }
 
 }  // namespace
-
-// Steps sharing one latency: `count` steps, each as slow as its slowest hop.
-struct StepGroup {
-  int count = 0;
-  std::array<Time, kClasses> max_latency{Time(-1), Time(-1), Time(-1)};
-};
-
-struct CollectivePlanner::Shape {
-  std::vector<LinkUse> uses;
-  double fraction = 0;  // bytes per flow as a fraction of S
-  std::vector<StepGroup> steps = std::vector<StepGroup>(1);
-  int group = 0;  // the step group add_path() records hops into
-};
 
 CollectivePlanner::CollectivePlanner(const topo::Cluster& cluster, const HardwareProfile& profile,
                                      const Fabric& fabric, std::optional<Algorithm> forced)
@@ -211,21 +196,44 @@ bool CollectivePlanner::applicable(Algorithm a, OpKind kind, std::span<const int
   return false;
 }
 
+void CollectivePlanner::ring_counts(OpKind kind, int n, std::size_t channels, Shape& s) {
+  const double dn = n;
+  const bool ar = kind == OpKind::kAllReduce;
+  s.fraction = (ar ? 2.0 * (dn - 1) / dn : (dn - 1) / dn) / static_cast<double>(channels);
+  s.steps[0].count = ar ? 2 * (n - 1) : n - 1;
+}
+
 std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpKind kind,
                                                                 std::span<const int> gpus,
                                                                 bool aggregated) {
   const int n = static_cast<int>(gpus.size());
   const double dn = n;
+  const bool memo = aggregated && timed_;
+  if (memo) {
+    if (!std::ranges::equal(gpus, shapes_memo_gpus_)) {
+      shapes_memo_gpus_.assign(gpus.begin(), gpus.end());
+      shapes_memo_.clear();
+    }
+    for (const ShapesMemo& m : shapes_memo_) {
+      if (m.algorithm != a) continue;
+      if (m.kind == kind) return m.parts;
+      if (a == Algorithm::kRing) {
+        std::vector<Shape> out = m.parts;
+        ring_counts(kind, n, m.channels, out[0]);
+        return out;
+      }
+    }
+  }
+  std::size_t ring_channels = 0;
   std::vector<Shape> out;
   switch (a) {
     case Algorithm::kRing: {
       implements(SimModel::kRing);
       const auto islands = by_island(*cluster_, gpus);
       const std::size_t channels = islands.size() > 1 ? largest(islands) : 1;
-      const bool ar = kind == OpKind::kAllReduce;
+      ring_channels = channels;
       Shape s;
-      s.fraction = (ar ? 2.0 * (dn - 1) / dn : (dn - 1) / dn) / static_cast<double>(channels);
-      s.steps[0].count = ar ? 2 * (n - 1) : n - 1;
+      ring_counts(kind, n, channels, s);
       std::vector<int> order;
       for (std::size_t c = 0; c < channels; ++c) {
         ring_order(islands, c, order);
@@ -339,6 +347,7 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
     for (Shape& s : out)
       aggregate(s.uses);
   }
+  if (memo) shapes_memo_.push_back({a, kind, ring_channels, out});
   return out;
 }
 

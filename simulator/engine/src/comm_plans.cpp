@@ -35,28 +35,36 @@ CachedPlan& CommPlans::collective_plan(const Op& op) {
   const std::pair<std::uint64_t, std::uint64_t> key{static_cast<std::uint64_t>(op.group), op.desc};
   auto& slot = plans_[key];
   if (slot) return *slot;
-  const CommGroup& group = program_.group(op.group);
   const OpDesc& d = program_.desc(op);
-  std::vector<int> gpus;
-  for (int r : group.ranks)
-    gpus.push_back(ctx_.gpu_of_rank[static_cast<std::size_t>(r)]);
-  std::vector<std::vector<int>> copies;
-  if (ctx_.symmetry != nullptr) {
-    copies = ctx_.symmetry->group_copies(group);
-    for (auto& c : copies) {
-      for (int& r : c)
-        r = ctx_.gpu_of_rank[static_cast<std::size_t>(r)];
+  // A group's GPUs and copies are the same for each of its collectives: found once.
+  GroupGpus& group_gpus = groups_[static_cast<std::size_t>(op.group)];
+  if (!group_gpus.ready) {
+    const CommGroup& group = program_.group(op.group);
+    for (int r : group.ranks)
+      group_gpus.gpus.push_back(ctx_.gpu_of_rank[static_cast<std::size_t>(r)]);
+    if (ctx_.symmetry != nullptr) {
+      group_gpus.copies = ctx_.symmetry->group_copies(group);
+      for (auto& c : group_gpus.copies) {
+        for (int& r : c)
+          r = ctx_.gpu_of_rank[static_cast<std::size_t>(r)];
+      }
     }
+    if (ctx_.memo != nullptr) {
+      for (const auto& c : group_gpus.copies) {
+        put_int(group_gpus.copies_key, -1);
+        for (int g : c)
+          put_int(group_gpus.copies_key, g);
+      }
+    }
+    group_gpus.ready = true;
   }
+  const std::vector<int>& gpus = group_gpus.gpus;
+  const std::vector<std::vector<int>>& copies = group_gpus.copies;
   slot = std::make_unique<CachedPlan>();
   std::string memo_key;
   if (ctx_.memo != nullptr) {
     memo_key = plan_key('c', d.kind, d.comm_bytes, gpus, ctx_.algorithm);
-    for (const auto& c : copies) {
-      put_int(memo_key, -1);
-      for (int g : c)
-        put_int(memo_key, g);
-    }
+    memo_key += group_gpus.copies_key;
     if (const auto memo = ctx_.memo->find(memo_key)) {
       slot->plan = *memo;
       return *slot;
@@ -104,6 +112,7 @@ CachedPlan& CommPlans::p2p_plan(int src, int dst, const OpDesc& d) {
 
 void CommPlans::build() {
   last_.assign(program_.groups().size(), {0, nullptr});
+  groups_.assign(program_.groups().size(), GroupGpus{});
   of_op_.resize(program_.ranks().size());
   for (std::uint32_t ri = 0; ri < program_.ranks().size(); ++ri)
     build_rank(ri);

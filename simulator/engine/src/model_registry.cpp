@@ -7,7 +7,7 @@ namespace {
 
 constexpr std::array<ModelInfo, kNumSimModels> kModels{{
     {SimModel::kDiscreteEvent, "engine", "discrete-event",
-     "integer-picosecond clock; binary-heap event queue ordered by (time, insertion sequence); "
+     "integer-picosecond clock; 4-ary heap event queue ordered by (time, insertion sequence); "
      "lazy cancel; one engine per simulation",
      "deterministic: same inputs give the same result and trace on any thread",
      "ns-3 EventKey{ts, uid}; htsim integer picoseconds"},

@@ -1,7 +1,6 @@
 #include "planner/sim/program_runner.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <memory>
 
 #include "planner/sim/comm_matcher.hpp"
@@ -23,14 +22,22 @@ enum EventKind : std::uint32_t { kComputeDone, kFixedDone, kTransferDone, kPhase
 // An op's progress through the runner.
 enum class OpState : std::uint8_t { kPending, kHostWait, kIssued, kDone };
 
+// What the issue loop reads of an op, side by side (8 bytes), so that trying an op touches one
+// cache line instead of the op, its descriptor and two vectors.
+struct OpTrack {
+  std::uint32_t waiting = 0;  // dependencies not yet done
+  OpState state = OpState::kPending;
+  std::uint8_t stream = 0;  // its descriptor's stream
+  bool p2p = false;         // a send or receive (host synchronisations do not wait for them)
+};
+
 // A simulated rank: its program's streams and dependencies, and what its ops did.
 struct RankState {
   RankOpTimes times;  // the program, its ops per stream, and their timings
   std::array<std::uint32_t, kNumStreams> head{};  // per stream, the next op to issue
-  std::vector<std::uint32_t> waiting;             // per op, dependencies not yet done
+  std::vector<OpTrack> track;                     // per op
   std::vector<std::uint32_t> rdep_offsets;        // per op, its dependents (CSR)
   std::vector<std::uint32_t> rdeps;
-  std::vector<OpState> state;
   std::vector<Time> issue;  // when op times or a trace are kept
   std::vector<Time> host;   // per op, when the host issues it (empty without a host model)
   Time host_wait;           // compute-stream time spent waiting for the host
@@ -111,7 +118,10 @@ class Runner {
   std::unique_ptr<CommMatcher> matcher_;
   std::vector<RankState> ranks_;
   std::vector<std::int32_t> rank_index_;  // global rank -> index in ranks_, or -1
-  std::deque<std::pair<std::uint32_t, std::uint32_t>> ready_;
+  // Ops to try, first in first out: ready_[ready_head_..] are pending (a vector, emptied when
+  // drained, rather than a deque's chunks allocated and freed as it moves).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ready_;
+  std::size_t ready_head_ = 0;
   std::vector<MatchId> starting_;     // scratch: the matches an arrival started
   std::vector<Time> duration_cache_;  // per (desc, backward); -1 when not computed
   std::vector<Flight> flights_;       // by match id
@@ -179,8 +189,7 @@ void Runner::init_rank(std::uint32_t ri) {
   const int gpu = ctx_.gpu_of_rank[static_cast<std::size_t>(r.rank())];
   units_.add(ctx_.cluster->node_of(gpu));
   const std::size_t n = r.size();
-  s.waiting.resize(n);
-  s.state.assign(n, OpState::kPending);
+  s.track.resize(n);
   if (keep_) s.issue.assign(n, Time(0));
   s.times.start.assign(n, Time(0));
   s.times.end.assign(n, Time(0));
@@ -188,9 +197,13 @@ void Runner::init_rank(std::uint32_t ri) {
   if (ctx_.options.host.enabled()) init_host(s);
   std::vector<std::uint32_t> counts(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    s.times.stream_ops[static_cast<std::size_t>(program_.desc(r.op(i)).stream)].push_back(
+    const OpDesc& desc = program_.desc(r.op(i));
+    s.times.stream_ops[static_cast<std::size_t>(desc.stream)].push_back(
         static_cast<std::uint32_t>(i));
-    s.waiting[i] = static_cast<std::uint32_t>(r.deps(i).size());
+    OpTrack& t = s.track[i];
+    t.waiting = static_cast<std::uint32_t>(r.deps(i).size());
+    t.stream = static_cast<std::uint8_t>(desc.stream);
+    t.p2p = is_p2p(desc.kind);
     for (std::uint32_t d : r.deps(i))
       ++counts[d + 1];
   }
@@ -274,8 +287,9 @@ Time Runner::compute_time(const Op& op) {
 void Runner::try_issue(std::uint32_t ri, std::uint32_t i) {
   implements(SimModel::kStreams);
   RankState& s = ranks_[ri];
-  if (s.state[i] != OpState::kPending || s.waiting[i] != 0) return;
-  const auto stream = static_cast<std::size_t>(program_.desc(s.times.program->op(i)).stream);
+  OpTrack& t = s.track[i];
+  if (t.state != OpState::kPending || t.waiting != 0) return;
+  const auto stream = static_cast<std::size_t>(t.stream);
   const auto& ops = s.times.stream_ops[stream];
   if (s.head[stream] >= ops.size() || ops[s.head[stream]] != i) return;
   if (s.next_sync < s.syncs.size() && i >= s.syncs[s.next_sync]) {
@@ -286,7 +300,7 @@ void Runner::try_issue(std::uint32_t ri, std::uint32_t i) {
   if (!s.host.empty() && s.host[i] + s.host_shift > now) {
     // Ready on the GPU, not yet issued by the host.
     const Time at = s.host[i] + s.host_shift;
-    s.state[i] = OpState::kHostWait;
+    t.state = OpState::kHostWait;
     if (stream == static_cast<std::size_t>(Stream::kCompute)) s.host_wait += at - now;
     engine_.schedule(at, kHostIssued, ri, i);
     return;
@@ -299,7 +313,7 @@ void Runner::issue(std::uint32_t ri, std::uint32_t i) {
   const Op& op = s.times.program->op(i);
   const OpDesc& d = program_.desc(op);
   const Time now = engine_.now();
-  s.state[i] = OpState::kIssued;
+  s.track[i].state = OpState::kIssued;
   if (keep_) s.issue[i] = now;
   if (is_collective(d.kind) || is_p2p(d.kind)) {
     issue_comm(ri, i);
@@ -331,20 +345,20 @@ void Runner::issue_comm(std::uint32_t ri, std::uint32_t i) {
 void Runner::complete(std::uint32_t ri, std::uint32_t i) {
   RankState& s = ranks_[ri];
   const Time now = engine_.now();
-  s.state[i] = OpState::kDone;
+  OpTrack& t = s.track[i];
+  t.state = OpState::kDone;
   s.times.end[i] = now;
   ++s.done;
   s.finish = std::max(s.finish, now);
-  if (s.next_sync < s.syncs.size() && i < s.syncs[s.next_sync] &&
-      !is_p2p(program_.desc(s.times.program->op(i)).kind) && --s.sync_waits == 0) {
+  if (s.next_sync < s.syncs.size() && i < s.syncs[s.next_sync] && !t.p2p && --s.sync_waits == 0) {
     resolve_syncs(ri);
   }
-  const auto stream = static_cast<std::size_t>(program_.desc(s.times.program->op(i)).stream);
+  const auto stream = static_cast<std::size_t>(t.stream);
   const auto& ops = s.times.stream_ops[stream];
   if (++s.head[stream] < ops.size()) ready_.emplace_back(ri, ops[s.head[stream]]);
   for (std::uint32_t k = s.rdep_offsets[i]; k < s.rdep_offsets[i + 1]; ++k) {
     const std::uint32_t j = s.rdeps[k];
-    if (--s.waiting[j] == 0) ready_.emplace_back(ri, j);
+    if (--s.track[j].waiting == 0) ready_.emplace_back(ri, j);
   }
 }
 
@@ -426,11 +440,12 @@ void Runner::finish_match(MatchId id) {
 }
 
 void Runner::drain() {
-  while (!ready_.empty()) {
-    const auto [ri, i] = ready_.front();
-    ready_.pop_front();
+  while (ready_head_ < ready_.size()) {
+    const auto [ri, i] = ready_[ready_head_++];
     try_issue(ri, i);
   }
+  ready_.clear();
+  ready_head_ = 0;
 }
 
 void Runner::dispatch(const Event& e) {
@@ -470,10 +485,10 @@ Status Runner::stalled() const {
     for (std::size_t k = 0; k < kNumStreams && shown < 6; ++k) {
       if (s.head[k] >= s.times.stream_ops[k].size()) continue;
       const std::uint32_t i = s.times.stream_ops[k][s.head[k]];
-      heads +=
-          "\n  rank " + std::to_string(r.rank()) + " op " + std::to_string(i) + " (" +
-          to_string(r.op(i).id) + ") " +
-          (s.state[i] == OpState::kIssued ? "waits for its peers" : "waits for its dependencies");
+      heads += "\n  rank " + std::to_string(r.rank()) + " op " + std::to_string(i) + " (" +
+               to_string(r.op(i).id) + ") " +
+               (s.track[i].state == OpState::kIssued ? "waits for its peers"
+                                                     : "waits for its dependencies");
       ++shown;
     }
   }

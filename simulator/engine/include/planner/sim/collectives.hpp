@@ -115,7 +115,21 @@ class CollectivePlanner {
                                        std::span<const std::pair<int, int>> images = {});
 
  private:
-  struct Shape;  // a phase's uses before bytes and latency
+  static constexpr int kClasses = 3;  // LinkClassLatency: nvlink, pcie, network
+  // Steps sharing one latency: `count` steps, each as slow as its slowest hop.
+  struct StepGroup {
+    int count = 0;
+    std::array<Time, kClasses> max_latency{Time(-1), Time(-1), Time(-1)};
+  };
+  // A phase's uses before bytes and latency.
+  struct Shape {
+    std::vector<LinkUse> uses;
+    double fraction = 0;  // bytes per flow as a fraction of S
+    std::vector<StepGroup> steps = std::vector<StepGroup>(1);
+    int group = 0;  // the step group add_path() records hops into
+  };
+  // The fraction and step count of a ring of `n` members over `channels` channels for `kind`.
+  static void ring_counts(OpKind kind, int n, std::size_t channels, Shape& s);
   static Time phase_latency(const Shape& s, const ProtocolProfile& proto, bool first);
   double bottleneck_share(std::span<const LinkUse> uses) const;
   std::vector<Shape> p2p_shapes(int src, int dst);
@@ -156,6 +170,18 @@ class CollectivePlanner {
   int simple_protocol_ = 0;
   std::vector<std::vector<int>> memo_images_;                             // image_uses()' memo
   std::deque<std::pair<Algorithm, std::vector<ImageUses>>> memo_shapes_;  // stable references
+  // shapes()' memo of its timed, aggregated shapes over the GPUs asked about last, per algorithm
+  // and kind: collective() builds each algorithm once per protocol and cost_lines() a ring once
+  // per kind. A ring's paths are the same for every kind it applies to; only its fraction and
+  // step count differ (ring_counts()).
+  struct ShapesMemo {
+    Algorithm algorithm = Algorithm::kRing;
+    OpKind kind = OpKind::kAllReduce;
+    std::size_t channels = 0;  // a ring's
+    std::vector<Shape> parts;
+  };
+  std::vector<int> shapes_memo_gpus_;
+  std::vector<ShapesMemo> shapes_memo_;
 };
 
 // Collective and message plans shared by the simulations of a sweep on one cluster, hardware

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -86,6 +87,14 @@ class CommPlans {
   // Lookup shortcuts while building: the last plan per group (a rank's ops of one group mostly
   // repeat one desc) and the last few messages' plans (a rank talks to a few peers).
   std::vector<std::pair<std::uint32_t, CachedPlan*>> last_;
+  // Per group: its GPUs, its background copies' GPUs and their part of a PlanMemo key.
+  struct GroupGpus {
+    bool ready = false;
+    std::vector<int> gpus;
+    std::vector<std::vector<int>> copies;
+    std::string copies_key;
+  };
+  std::vector<GroupGpus> groups_;
   using P2pKey = std::tuple<int, int, std::int64_t>;
   std::array<std::pair<P2pKey, CachedPlan*>, 4> recent_{};
   std::size_t next_recent_ = 0;

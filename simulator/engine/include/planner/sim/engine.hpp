@@ -1,4 +1,4 @@
-// The discrete-event engine: integer simulated time and a binary-heap event queue.
+// The discrete-event engine: integer simulated time and a heap event queue.
 //
 // Events are ordered by (time, insertion sequence): two events at the same picosecond run in the
 // order they were scheduled, so a simulation is a pure function of its inputs (after ns-3's
@@ -46,9 +46,14 @@ class Engine {
   std::size_t peak_queue() const { return peak_; }
 
  private:
-  static bool later(const Event& x, const Event& y) {
-    return x.time != y.time ? x.time > y.time : x.id > y.id;
+  static bool before(const Event& x, const Event& y) {
+    return x.time != y.time ? x.time < y.time : x.id < y.id;
   }
+  // A 4-ary min-heap on (time, id): half the levels of a binary heap, and a node's children
+  // side by side in two cache lines. Ids are unique, so the order popped is the same as any
+  // other priority queue's.
+  void push(const Event& e);
+  Event pop();
   std::vector<Event> heap_;
   std::vector<std::uint8_t> state_;  // per id: 0 pending, 1 cancelled, 2 fired
   Time now_{0};
