@@ -165,6 +165,13 @@ class Lowerer {
               std::int64_t written) const;
   OpDesc comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
               std::uint8_t flags = 0) const;
+  // The memory-bound work of an MoE block's experts beside their activation, in bytes read and
+  // written; the expert activation op (kExpertAct) carries it (see expert_glue()).
+  struct ExpertGlue {
+    std::int64_t read = 0;
+    std::int64_t written = 0;
+  };
+  ExpertGlue expert_glue(bool backward) const;
   OpDesc attention(Phase ph, std::uint8_t flags, int window = 0) const;
   std::uint32_t linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
                        std::int64_t out, std::int64_t batch = 1);
@@ -379,6 +386,38 @@ OpDesc Lowerer::misc(OpKind kind, Stream st, std::int64_t m, std::int64_t n, std
   d.bytes_read = Bytes(read);
   d.bytes_written = Bytes(written);
   return d;
+}
+
+// What Megatron-core's all-to-all token dispatcher and Transformer Engine's grouped linear layers
+// run around an MoE block's grouped GEMMs besides the activation, per micro-batch on the busiest
+// rank (R rows received, rows = tokens per local expert × local experts after the etp gather):
+//   - with more than one local expert and ep > 1, the received tokens are regrouped from
+//     source-rank order to local-expert order after the dispatch and back before the combine
+//     (token_dispatcher.py, sort_chunks_by_idxs): each a read and a write of R × hidden, and the
+//     same two in the backward pass;
+//   - with fp8 training, GroupedLinear quantizes each grouped GEMM's activation input, a separate
+//     pass (split_quantize) writing a row-wise copy for the GEMM and a column-wise one for the
+//     weight gradient (1 byte per element each): forward the fc1 input (rows × hidden) and the fc2
+//     input (rows × expert ffn), backward the output gradients of fc2 (rows × hidden) and fc1
+//     (rows × expert ffn, twice for a gated MLP).
+// The permutation before the dispatch and the un-permutation after the combine are the router
+// top-k and combine ops; the weights' casts happen once per step (not counted).
+// The activation op carries these bytes: they lie on the same chain between the dispatch and the
+// combine, so the block's time is the same as with separate ops.
+Lowerer::ExpertGlue Lowerer::expert_glue(bool backward) const {
+  ExpertGlue g;
+  const std::int64_t e = bytes_.activation;
+  if (ep_ > 1 && experts_l_ > 1) {
+    g.read += 2 * routed_ * h_ * e;
+    g.written += 2 * routed_ * h_ * e;
+  }
+  if (gemm_prec_ == Precision::kFp8) {
+    const std::int64_t rows = per_expert_ * experts_l_;
+    const std::int64_t ffn = backward && gated_ ? 2 * fe_l_ : fe_l_;
+    g.read += rows * (h_ + ffn) * e;
+    g.written += rows * (h_ + ffn) * 2;
+  }
+  return g;
 }
 
 OpDesc Lowerer::comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
@@ -1000,8 +1039,10 @@ std::uint32_t Lowerer::moe_fwd(RankState& r, int layer, int mb, Phase ph, std::u
                  [&] {
                    const std::int64_t rows = per_expert_ * experts_l_;
                    const std::int64_t in_tensors = gated_ ? 2 : 1;
+                   const ExpertGlue glue = expert_glue(false);
                    return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
-                               in_tensors * rows * fe_l_ * e, rows * fe_l_ * e);
+                               in_tensors * rows * fe_l_ * e + glue.read,
+                               rows * fe_l_ * e + glue.written);
                  }),
           {up, gate});
   std::uint32_t y = add(r, id(OpRole::kExpertDown),
@@ -1313,8 +1354,10 @@ std::uint32_t Lowerer::moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy
                  [&] {
                    const std::int64_t rows = per_expert_ * experts_l_;
                    const std::int64_t tensors = gated_ ? 3 : 2;
+                   const ExpertGlue glue = expert_glue(true);
                    return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
-                               tensors * rows * fe_l_ * e, (tensors - 1) * rows * fe_l_ * e);
+                               tensors * rows * fe_l_ * e + glue.read,
+                               (tensors - 1) * rows * fe_l_ * e + glue.written);
                  }),
           {dd});
   const std::uint32_t up_b = linear(OpRole::kExpertUp, B, per_expert_, h_, fe_l_, experts_l_);
