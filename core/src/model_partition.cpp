@@ -69,6 +69,11 @@ std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int 
   int best_cost = 0;
   // Each middle stage's layers m (a multiple of v); the first and last share the rest, as evenly
   // as v allows (the first takes the odd chunk: the last also computes the LM head and the loss).
+  // A split is balanced when no stage holds more than one layer per chunk beyond the even share
+  // ⌈(layers + 2) / pp⌉: 94 layers on pp 32 with 2 chunks a stage have only 18 + 30 × 2 + 16,
+  // whose first stage, six times the share, would set the step; such a layout needs chunks of
+  // unequal size (Megatron-core's --pipeline-model-parallel-layout), which planner does not model.
+  const int share = (layers + 2 + pp - 1) / pp;
   const int max_m = middle_stages > 0 ? layers / middle_stages : 0;
   for (int m = middle_stages > 0 ? v : 0; m <= max_m; m += middle_stages > 0 ? v : 1) {
     const int rest = layers - middle_stages * m;
@@ -88,6 +93,7 @@ std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int 
     }
     if (middle_stages == 0) break;
   }
+  if (best && best_cost > share + v) return std::nullopt;
   return best;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "planner/core/catalog.hpp"
@@ -983,8 +984,13 @@ TEST(ModelPartition, UnevenStages) {
   EXPECT_EQ(balanced_stage_split(32, 8, 1), (std::pair{0, 0}));
   EXPECT_EQ(balanced_stage_split(33, 2, 1), (std::pair{17, 16}));
   EXPECT_EQ(balanced_stage_split(5, 8, 1), std::nullopt);
-  for (int layers : {30, 61, 70, 105, 126}) {
-    for (int pp : {2, 3, 4, 8, 12, 16}) {
+  // Qwen3-235B's 94 layers on pp 32: 2 + 30 × 3 + 2 in one chunk a stage; in two chunks only
+  // 18 + 30 × 2 + 16 exists, which is not balanced (its first stage holds six times the share).
+  EXPECT_EQ(balanced_stage_split(94, 32, 1), (std::pair{2, 2}));
+  EXPECT_EQ(balanced_stage_split(94, 32, 2), std::nullopt);
+  EXPECT_EQ(balanced_stage_split(126, 16, 2), (std::pair{8, 6}));
+  for (int layers : {30, 61, 70, 94, 105, 126}) {
+    for (int pp : {2, 3, 4, 8, 12, 16, 32}) {
       for (int v : {1, 2, 3}) {
         const auto split = balanced_stage_split(layers, pp, v);
         if (!split || split->first == 0) continue;
@@ -995,6 +1001,9 @@ TEST(ModelPartition, UnevenStages) {
         q.last_stage_layers = split->second;
         EXPECT_TRUE(stage_layer_counts(layers, q)) << layers << " layers, pp " << pp << " v " << v
                                                    << ": " << split->first << "/" << split->second;
+        // No stage more than one layer a chunk above the even share, embedding and loss counted.
+        const int share = (layers + 2 + pp - 1) / pp;
+        EXPECT_LE(std::max(split->first, split->second) + 1, share + v) << layers << " " << pp;
       }
     }
   }

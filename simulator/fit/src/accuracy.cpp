@@ -946,7 +946,9 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
     }
   }
   if (s.balanced_split) {
-    if (const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, 1)) {
+    // The split of the one virtual-stage count when it is known, else of one chunk a stage.
+    const int v = s.virtual_stages.size() == 1 ? s.virtual_stages.front() : 1;
+    if (const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, v)) {
       s.assumptions.push_back(
           {"/parallel/first_stage_layers",
            std::to_string(split->first) + ", last_stage_layers " + std::to_string(split->second),

@@ -95,7 +95,9 @@ Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p)
 // count as one layer each, as Megatron-core's --account-for-embedding-in-pipeline-split and
 // --account-for-loss-in-pipeline-split and DeepSpeed's 'type:transformer|embedding' partition
 // count them, and the split minimises the largest stage: Llama 3 405B's 126 layers on pp 16 give
-// 7 + 14 × 8 + 7, BLOOM's 70 on pp 12 give 5 + 10 × 6 + 5. nullopt when no split exists.
+// 7 + 14 × 8 + 7, BLOOM's 70 on pp 12 give 5 + 10 × 6 + 5. nullopt when no split exists, or when
+// the best one leaves a stage more than virtual_stages layers above the even share
+// ⌈(layers + 2) / pp⌉ (94 layers on pp 32 in 2 chunks a stage: 18 + 30 × 2 + 16).
 std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int virtual_stages);
 
 class ModelPartition {
