@@ -20,6 +20,8 @@ import json, subprocess, sys, time, traceback
 import torch
 import torch.nn.functional as F
 
+from cuda_timing import timeit
+
 T0 = time.time()
 out = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0),
        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
@@ -39,23 +41,6 @@ def save():
     out["elapsed_s"] = time.time() - T0
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
-
-
-def timeit(fn, iters=20, warm=3):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
-    times.sort()
-    return times[0], times[len(times) // 2]
 
 
 def timeit_graph(fn, flops):

@@ -128,32 +128,20 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 
 // ---- one GPU
 
+// Dense models, and mixture-of-experts models with every expert local: the router, top-k routing
+// (softmax, and sigmoid with group-limited routing and a shared expert), the dropless
+// permutation, the grouped expert projections and the combine, forward and backward. MoE within
+// kMoe: a routing decision that a different summation order flips near a tie moves the curve
+// more than an fp32 rounding does (the cpu backend's own parallel layouts hold 5e-4,
+// loss_parity_test.cpp).
 TEST(CudaBackend, Fp32LossCurveEqualsTheCpuBackends) {
   SKIP_UNLESS_GPUS(1);
-  for (const ModelSpec& m : {gpt_test_model(), llama_test_model()}) {
+  for (const ModelSpec& m : {gpt_test_model(), llama_test_model(), testing::moe_test_model(),
+                             testing::moe_test_model(true)}) {
     const Plan plan = precision_plan(m, ParallelConfig{}, Precision::kFp32);
     const std::vector<double> gpu = losses(plan, options("cuda"));
     const std::vector<double> cpu = losses(plan, options("cpu"));
-    expect_close(gpu, cpu, kFp32, plan.name + " cuda vs cpu");
-    if (!gpu.empty()) {
-      EXPECT_LT(gpu.back(), gpu.front() - 0.5);
-    }
-  }
-}
-
-// Mixture-of-experts layers on one GPU (every expert local): the router, top-k routing (softmax,
-// and sigmoid with group-limited routing and a shared expert), the dropless permutation, the
-// grouped expert projections and the combine, forward and backward, against the cpu backend.
-// Within kMoe: a routing decision that a different summation order flips near a tie moves the
-// curve more than an fp32 rounding does (the cpu backend's own parallel layouts hold 5e-4,
-// loss_parity_test.cpp).
-TEST(CudaBackend, MoeFp32LossCurvesEqualTheCpuBackends) {
-  SKIP_UNLESS_GPUS(1);
-  for (const ModelSpec& m : {testing::moe_test_model(), testing::moe_test_model(true)}) {
-    const Plan plan = precision_plan(m, ParallelConfig{}, Precision::kFp32);
-    const std::vector<double> gpu = losses(plan, options("cuda"));
-    const std::vector<double> cpu = losses(plan, options("cpu"));
-    expect_close(gpu, cpu, kMoe, plan.name + " cuda vs cpu");
+    expect_close(gpu, cpu, m.is_moe() ? kMoe : kFp32, plan.name + " cuda vs cpu");
     if (!gpu.empty()) {
       EXPECT_LT(gpu.back(), gpu.front() - 0.5);
     }
