@@ -297,9 +297,19 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
   };
   // Every process reports it: each may believe it is rank 0 of a world of one.
   PLANNER_RETURN_IF_ERROR(exec::check_launcher_world(*world));
-  // Every rank checks the same things and comes to the same verdict; rank 0 says it.
+  // Every rank checks the same things and comes to the same verdict; rank 0 says it, and the
+  // others leave only once it has. mpirun ends the job when the first rank exits non-zero: rank
+  // 0 used to print on its way out, after MPI's finalisation, and lost the race to another rank's
+  // exit (once in CI: the job ended with no message).
   const Status checked = exec::check_executable(plan, a.backend, world->size());
-  if (!checked.is_ok()) return root ? checked : Status(checked.code(), "");
+  if (!checked.is_ok()) {
+    if (root) {
+      print_error(std::cerr, checked.message());
+      std::cerr.flush();
+    }
+    (void)world->broadcast("", exec::Deadline::after(a.timeout_s));
+    return Status(checked.code(), "");
+  }
 
   std::optional<store::Database> db;
   std::unique_ptr<exec::StoreRecorder> recorder;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "app.hpp"
+#include "output.hpp"
 #include "planner/core/version.hpp"
 
 namespace {
@@ -22,14 +23,7 @@ std::string version_line() {
 }
 
 void print_error(const planner::Status& status) {
-  std::string_view msg = status.message();
-  if (msg.empty()) return;  // reported already (e.g. by the ranks of `planner exec`)
-  while (true) {
-    const auto nl = msg.find('\n');
-    std::cerr << "error: " << msg.substr(0, nl) << '\n';
-    if (nl == std::string_view::npos) break;
-    msg.remove_prefix(nl + 1);
-  }
+  planner::cli::print_error(std::cerr, status.message());
 }
 
 }  // namespace

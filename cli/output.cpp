@@ -108,4 +108,14 @@ std::string fmt_count(double value) {
   return fmt(value, 0);
 }
 
+void print_error(std::ostream& err, std::string_view message) {
+  if (message.empty()) return;
+  while (true) {
+    const auto nl = message.find('\n');
+    err << "error: " << message.substr(0, nl) << '\n';
+    if (nl == std::string_view::npos) break;
+    message.remove_prefix(nl + 1);
+  }
+}
+
 }  // namespace planner::cli

@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace planner::cli {
@@ -44,5 +45,9 @@ std::string fmt_int(long long value);
 // 1.75e11 -> "175.0B", 8.03e9 -> "8.03B", 1.2e6 -> "1.2M"; from 1e15 in scientific notation
 // ("3.20e+17"); "-" for NaN and infinities.
 std::string fmt_count(double value);
+
+// An error for the user: "error: " before each line of `message`; nothing for an empty message
+// (one that was reported already, as the ranks of `planner exec` report theirs).
+void print_error(std::ostream& err, std::string_view message);
 
 }  // namespace planner::cli
