@@ -122,7 +122,7 @@ Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t me
   if (is_p2p(d.kind)) return c.p2p;
   if (is_collective(d.kind)) {
     // A ZeRO-3 gather (aux: its parameter tensors) issued tensor by tensor, one view per member.
-    if (d.aux <= 0 || c.gather_member == Time(0)) return c.collective;
+    if (!gathers_tensor_by_tensor(c, d)) return c.collective;
     return Time(d.aux * (c.collective.raw() + members * c.gather_member.raw()));
   }
   // Copies cost nothing here; the optimizer step is covered by per_step.

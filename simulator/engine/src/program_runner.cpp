@@ -238,10 +238,11 @@ void Runner::init_host(RankState& s) {
     }
     const Op& op = r.op(i);
     const OpDesc& d = program_.desc(op);
-    const std::int64_t members =
-        op.group >= 0 ? static_cast<std::int64_t>(program_.group(op.group).ranks.size()) : 1;
-    if (id.role() == OpRole::kDpParamGather && d.aux > 0 && host_syncs_before_gather(c)) {
-      s.syncs.push_back(static_cast<std::uint32_t>(i));
+    // The group's size matters only to a gather issued tensor by tensor (host_cost).
+    std::int64_t members = 1;
+    if (is_collective(d.kind) && gathers_tensor_by_tensor(c, d)) {
+      if (op.group >= 0) members = static_cast<std::int64_t>(program_.group(op.group).ranks.size());
+      if (id.role() == OpRole::kDpParamGather) s.syncs.push_back(static_cast<std::uint32_t>(i));
     }
     h += host_cost(c, d, id.phase(), members);
     s.host[i] = h;

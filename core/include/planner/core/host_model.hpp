@@ -62,6 +62,13 @@ inline bool host_syncs_before_gather(const HostCosts& c) {
   return c.gather_member != Time(0);
 }
 
+// True when `d` is a ZeRO-3 parameter gather (its parameter tensors in aux) that the stack of
+// `c` issues tensor by tensor: it costs gather_member per tensor and member, and the host
+// synchronises before it.
+inline bool gathers_tensor_by_tensor(const HostCosts& c, const OpDesc& d) {
+  return d.aux > 0 && host_syncs_before_gather(c);
+}
+
 // The built-in host costs of a software stack, with their source in `source`.
 HostCosts host_costs(SoftwareStack stack);
 
