@@ -20,7 +20,7 @@ import json, subprocess, sys, time, traceback
 import torch
 import torch.nn.functional as F
 
-from cuda_timing import timeit
+from cuda_timing import timeit, wall_per_call
 
 T0 = time.time()
 out = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0),
@@ -235,15 +235,8 @@ def host_ops():
            "index_add_": lambda: torch.zeros_like(x).index_add_(0, tok, y), "add": lambda: x + x,
            "synchronize": torch.cuda.synchronize}
     for name, fn in ops.items():
-        for _ in range(20):
-            fn()
-        torch.cuda.synchronize()
-        n = 200
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        res.append({"bench": "host_op", "op": name, "host_s_per_call": (time.perf_counter() - t) / n})
+        wall, _ = wall_per_call(fn, 200, warm=20)
+        res.append({"bench": "host_op", "op": name, "host_s_per_call": wall})
 
 
 # ---- a dropless MoE layer ------------------------------------------------------------------------
@@ -302,22 +295,10 @@ def layer():
                    "topk": k, "layers": L, "host_reads_counts": sync}
             row["gpu_fwd_bwd_s"], row["gpu_fwd_bwd_median_s"] = timeit(step, iters=10)
             row["gpu_fwd_s"], _ = timeit(fwd, iters=10)
-            # Wall time of back-to-back steps, and the host's time to issue one (measured by the time
-            # the Python loop takes when it does not wait: the first call's issue time after a sync).
-            torch.cuda.synchronize()
-            n = 10
-            t = time.perf_counter()
-            for _ in range(n):
-                step()
-            torch.cuda.synchronize()
-            row["wall_fwd_bwd_s"] = (time.perf_counter() - t) / n
-            t = time.perf_counter()
-            for _ in range(n):
-                fwd()
-            issue = time.perf_counter() - t
-            torch.cuda.synchronize()
-            row["wall_fwd_s"] = (time.perf_counter() - t) / n
-            row["host_issue_fwd_s"] = issue / n
+            # Wall time of back-to-back steps and forward passes, and the host's time to issue a
+            # forward pass (the loop's time before the GPU catches up).
+            row["wall_fwd_bwd_s"], _ = wall_per_call(step, 10)
+            row["wall_fwd_s"], row["host_issue_fwd_s"] = wall_per_call(fwd, 10)
             res.append(row)
             x0.grad = None
             for m in layers:
