@@ -71,7 +71,7 @@ struct SweepArgs {
   bool distributed_optimizer = false;  // --use-distributed-optimizer: zero = {1}
   bool sequence_parallel = false;      // --sequence-parallel: sp = on
   std::vector<std::int64_t> mbs;
-  std::vector<std::string> schedules, recompute, orders;
+  std::vector<std::string> schedules, recompute, orders, moe_a2a;
   std::string sp = "both";
   std::string overlap = "both";
   bool tp_beyond_nvlink = false;
@@ -291,6 +291,7 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   s.micro_batch_sizes = a.mbs;
   PLANNER_ASSIGN_OR_RETURN(s.schedules, enum_list<Schedule>("--schedule", a.schedules));
   PLANNER_ASSIGN_OR_RETURN(s.recompute, enum_list<Recompute>("--recompute", a.recompute));
+  PLANNER_ASSIGN_OR_RETURN(s.moe_a2a, enum_list<MoeA2a>("--moe-a2a", a.moe_a2a));
   s.orders = a.orders;
   PLANNER_ASSIGN_OR_RETURN(s.sequence_parallel,
                            on_off("--sp", a.sequence_parallel ? std::string("on") : a.sp));
@@ -656,7 +657,11 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
         << (e.group_nvlink_domains == 1 ? " NVLink domain (NVLink only)"
                                         : " NVLink domains (NVLink and the scale-out network)");
     if (!e.algorithm.empty()) {
-      out << "; NCCL all-to-all, " << e.algorithm << " algorithm, " << e.protocol << " protocol"
+      const bool hierarchical = e.algorithm == "hierarchical-a2a";
+      out << (hierarchical ? "; hierarchical all-to-all (once per node over the network, then "
+                             "NVLink, as DeepEP), "
+                           : "; NCCL all-to-all, ")
+          << e.algorithm << " algorithm, " << e.protocol << " protocol"
           << (e.fp8_dispatch ? ", FP8 dispatch" : "") << ": " << fmt_int(e.calls)
           << " calls per step of " << fmt(e.mb_per_call, 1) << " MB per GPU, "
           << fmt(e.ms_per_call, 2) << " ms each; " << fmt(to_seconds(e.exposed), 3) << " s exposed";
@@ -802,7 +807,8 @@ std::string csv_escape(const std::string& s) {
 
 void print_csv(std::ostream& out, const search::SweepSetup& setup, const search::SweepResult& res) {
   out << "position,scenario,plan,gpus,tp,pp,dp,cp,ep,sp,mbs,schedule,vpp,recompute,zero,order,"
-         "overlap,tier,step_s,tokens_per_s,mfu,bubble,peak_GiB,usd_per_hour,useful_fraction,"
+         "overlap,moe_a2a,tier,step_s,tokens_per_s,mfu,bubble,peak_GiB,usd_per_hour,useful_"
+         "fraction,"
          "days_to_train,total_usd,tokens_per_usd,estimate_step_s,note\n";
   for (const search::RankedPlan& r : res.ranking) {
     const ParallelConfig& p = r.parallel;
@@ -813,12 +819,12 @@ void print_csv(std::ostream& out, const search::SweepSetup& setup, const search:
         << p.dp << ',' << p.cp << ',' << p.ep << ',' << (p.sequence_parallel ? 1 : 0) << ','
         << p.micro_batch_size << ',' << to_string(p.schedule) << ',' << p.virtual_stages << ','
         << to_string(p.recompute) << ',' << p.zero_stage << ',' << p.order << ','
-        << (p.overlap_grad_reduce ? 1 : 0) << ',' << to_string(r.tier) << ','
-        << to_seconds(m.step_time) << ',' << m.tokens_per_second << ',' << m.mfu << ','
-        << m.bubble_fraction << ',' << to_GiB(m.peak_memory) << ',' << e.usd_per_hour.raw() << ','
-        << e.goodput.useful_fraction << ',' << e.time_to_train_s / kSecondsPerDay << ','
-        << e.total_cost.raw() << ',' << r.objective << ',' << to_seconds(r.estimate.step_time)
-        << ',' << csv_escape(r.note) << '\n';
+        << (p.overlap_grad_reduce ? 1 : 0) << ',' << to_string(p.moe_a2a) << ','
+        << to_string(r.tier) << ',' << to_seconds(m.step_time) << ',' << m.tokens_per_second << ','
+        << m.mfu << ',' << m.bubble_fraction << ',' << to_GiB(m.peak_memory) << ','
+        << e.usd_per_hour.raw() << ',' << e.goodput.useful_fraction << ','
+        << e.time_to_train_s / kSecondsPerDay << ',' << e.total_cost.raw() << ',' << r.objective
+        << ',' << to_seconds(r.estimate.step_time) << ',' << csv_escape(r.note) << '\n';
   }
 }
 
@@ -1228,6 +1234,10 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
       ->delimiter(',');
   cmd->add_option("--recompute,--recompute-granularity", a->recompute,
                   "Recompute: none, selective, full")
+      ->delimiter(',');
+  cmd->add_option("--moe-a2a", a->moe_a2a,
+                  "MoE all-to-all: nccl, hierarchical (searched where the expert group leaves "
+                  "an NVLink domain)")
       ->delimiter(',');
   CLI::Option* zero = cmd->add_option("--zero", a->zero, "ZeRO stages 0-3")->delimiter(',');
   cmd->add_flag("--use-distributed-optimizer", a->distributed_optimizer,

@@ -70,6 +70,11 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
                                  "stages (the last stage gets one layer fewer)")
                        ->excludes(last));
   config.push_back(cmd->add_option("--offload", a.offload, "none, optimizer or optimizer+params"));
+  config.push_back(cmd->add_option(
+      "--moe-a2a", a.moe_a2a,
+      "How MoE tokens reach other ranks' experts: nccl (NCCL's all-to-all, Megatron-core's "
+      "alltoall dispatcher) or hierarchical (once per node over the network, then NVLink: "
+      "DeepEP, HybridEP)"));
   config.push_back(cmd->add_option("--seq,--seq-length", a.seq,
                                    "Sequence length (default: the model's maximum)"));
   config.push_back(cmd->add_option(
@@ -143,6 +148,7 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
   PLANNER_ASSIGN_OR_RETURN(r.parallel.recompute,
                            parse_flag<Recompute>("--recompute", args.recompute));
   PLANNER_ASSIGN_OR_RETURN(r.parallel.offload, parse_flag<Offload>("--offload", args.offload));
+  PLANNER_ASSIGN_OR_RETURN(r.parallel.moe_a2a, parse_flag<MoeA2a>("--moe-a2a", args.moe_a2a));
   PLANNER_ASSIGN_OR_RETURN(r.training.precision,
                            parse_flag<Precision>("--precision", args.precision));
   PLANNER_ASSIGN_OR_RETURN(r.training.optimizer,

@@ -30,6 +30,7 @@ struct PlanArgs {
   std::string schedule = "1f1b";
   std::string recompute = "none";
   std::string offload = "none";
+  std::string moe_a2a = "nccl";
   bool distributed_optimizer = false;  // --use-distributed-optimizer: ZeRO stage 1
   int layers_per_virtual_stage = 0;    // --num-layers-per-virtual-pipeline-stage
   // --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split

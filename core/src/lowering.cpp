@@ -165,6 +165,9 @@ class Lowerer {
               std::int64_t written) const;
   OpDesc comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
               std::uint8_t flags = 0) const;
+  // A dispatch or combine all-to-all of `bytes` over ep, with the routing the hierarchical form
+  // needs (program.hpp, kTokenRouted).
+  OpDesc ep_a2a(std::int64_t bytes, Precision prec) const;
   // The memory-bound work of an MoE block's experts beside their activation, in bytes read and
   // written; the expert activation op (kExpertAct) carries it (see expert_glue()).
   struct ExpertGlue {
@@ -428,6 +431,18 @@ OpDesc Lowerer::comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
   d.precision = prec;
   d.flags = flags;
   d.comm_bytes = Bytes(bytes);
+  return d;
+}
+
+OpDesc Lowerer::ep_a2a(std::int64_t bytes, Precision prec) const {
+  OpDesc d = comm(OpKind::kAllToAll, Stream::kEpComm, bytes, prec);
+  if (p_.moe_a2a == MoeA2a::kHierarchical) {
+    d.flags = kTokenRouted;
+    d.m = experts_;
+    d.k = m_.moe->top_k;
+    d.batch = m_.moe->expert_groups;
+    d.aux = m_.moe->group_top_k;
+  }
   return d;
 }
 
@@ -1023,8 +1038,8 @@ std::uint32_t Lowerer::moe_fwd(RankState& r, int layer, int mb, Phase ph, std::u
                  }),
           {router, n2});
   const std::uint32_t a2a_d = cached(OpRole::kEpDispatch, ph, 0, [&] {
-    return fp8_dispatch_ ? comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_, Precision::kFp8)
-                         : comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
+    return fp8_dispatch_ ? ep_a2a(routed_ * h_, Precision::kFp8)
+                         : ep_a2a(routed_ * h_ * e, act_prec_);
   });
   if (ep_ > 1) tok = add(r, id(OpRole::kEpDispatch), a2a_d, {tok}, r.g_ep);
   const std::uint32_t shared = shared_fwd(r, layer, mb, ph, n2, gather);
@@ -1050,10 +1065,7 @@ std::uint32_t Lowerer::moe_fwd(RankState& r, int layer, int mb, Phase ph, std::u
   if (etp_ > 1) y = etp_op(r, id(OpRole::kMoeTpScatter), OpKind::kReduceScatter, y);
   if (ep_ > 1) {
     y = add(r, id(OpRole::kEpCombine),
-            cached(OpRole::kEpCombine, ph, 0,
-                   [&] {
-                     return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
-                   }),
+            cached(OpRole::kEpCombine, ph, 0, [&] { return ep_a2a(routed_ * h_ * e, act_prec_); }),
             {y}, r.g_ep);
   }
   return add(r, id(OpRole::kExpertCombine),
@@ -1334,10 +1346,7 @@ std::uint32_t Lowerer::moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy
   r.first_compute = g;
   if (ep_ > 1) {
     g = add(r, id(OpRole::kEpCombine, B),
-            cached(OpRole::kEpCombine, B, 0,
-                   [&] {
-                     return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
-                   }),
+            cached(OpRole::kEpCombine, B, 0, [&] { return ep_a2a(routed_ * h_ * e, act_prec_); }),
             {g}, r.g_ep);
   }
   const std::uint32_t shared = shared_bwd(r, layer, mb, dy, grads);
@@ -1374,10 +1383,7 @@ std::uint32_t Lowerer::moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy
   if (etp_ > 1) dx = etp_op(r, id(OpRole::kMoeTpGather, B), OpKind::kReduceScatter, dx);
   if (ep_ > 1) {
     dx = add(r, id(OpRole::kEpDispatch, B),
-             cached(OpRole::kEpDispatch, B, 0,
-                    [&] {
-                      return comm(OpKind::kAllToAll, Stream::kEpComm, routed_ * h_ * e, act_prec_);
-                    }),
+             cached(OpRole::kEpDispatch, B, 0, [&] { return ep_a2a(routed_ * h_ * e, act_prec_); }),
              {dx}, r.g_ep);
   }
   const std::uint32_t topk =

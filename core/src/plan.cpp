@@ -195,9 +195,10 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
       diag.add("/parallel/moe_imbalance",
                "routing imbalance needs an MoE model, got " + std::to_string(p.moe_imbalance));
     }
-    if (p.moe_capacity_factor >= 0 || p.moe_pad_to_capacity || p.moe_fp8_dispatch) {
+    if (p.moe_capacity_factor >= 0 || p.moe_pad_to_capacity || p.moe_fp8_dispatch ||
+        p.moe_a2a != MoeA2a::kNccl) {
       diag.add("/parallel",
-               "moe_capacity_factor, moe_pad_to_capacity and moe_fp8_dispatch need "
+               "moe_capacity_factor, moe_pad_to_capacity, moe_fp8_dispatch and moe_a2a need "
                "an MoE model");
     }
   } else {

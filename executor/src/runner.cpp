@@ -130,6 +130,12 @@ Status check_runnable(const Plan& plan) {
     if (p.moe_fp8_dispatch) {
       diag.add("/parallel/moe_fp8_dispatch", not_yet + "FP8 dispatch (no FP8 kernels)");
     }
+    if (p.moe_a2a != MoeA2a::kNccl) {
+      diag.add("/parallel/moe_a2a", not_yet +
+                                        "the hierarchical all-to-all (it sends every token "
+                                        "copy with the communicator's all-to-all); set "
+                                        "\"nccl\"");
+    }
     if (p.zero_stage == 3) {
       diag.add("/parallel/zero_stage", not_yet + "ZeRO-3 with mixture-of-experts models yet");
     }

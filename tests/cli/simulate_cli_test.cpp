@@ -171,6 +171,13 @@ TEST(SimulateCli, BadFlags) {
   EXPECT_EQ(run_planner({"simulate", "--gpu", "h100", "--ranks", "some", "--no-db"}).exit_code, 2);
   EXPECT_EQ(run_planner({"simulate", "--gpu", "h100", "--algorithm", "magic", "--no-db"}).exit_code,
             2);
+  const CommandResult a2a = run_planner(
+      {"simulate", "--model", "mixtral-8x7b", "--ep", "8", "--moe-a2a", "ring", "--no-db"});
+  EXPECT_EQ(a2a.exit_code, 2);
+  EXPECT_NE(a2a.err.find("--moe-a2a: unknown MoE all-to-all \"ring\" (choices: nccl, "
+                         "hierarchical)"),
+            std::string::npos)
+      << a2a.err;
   const CommandResult mismatch =
       run_planner({"simulate", "--gpu", "a100", "--topology", "dgx-h100-superpod", "--no-db"});
   EXPECT_EQ(mismatch.exit_code, 2);

@@ -52,6 +52,41 @@ TEST(Loaders, PlanRoundTripsThroughJson) {
   EXPECT_EQ(to_json_text(*again), text);
 }
 
+// The MoE all-to-all: the dispatchers' names read as the forms they implement, the canonical name
+// is written back, a wrong one names the choices, and a dense model has no all-to-all to set.
+TEST(Loaders, MoeAllToAllReadsTheDispatchersNames) {
+  const std::string moe = replaced(replaced(replaced(kPlan, "\"gpt3-175b\"", "\"mixtral-8x7b\""),
+                                            "\"virtual_stages\": 3", "\"virtual_stages\": 2"),
+                                   "\"tp\": 8, \"pp\": 8,", "\"tp\": 8, \"pp\": 8, \"ep\": 8,");
+  for (const char* name : {"hierarchical", "deepep", "hybridep"}) {
+    auto plan =
+        parse_plan(replaced(moe, "\"micro_batch_size\"",
+                            std::string("\"moe_a2a\": \"") + name + "\", \"micro_batch_size\""),
+                   "plan.json", builtin_catalog());
+    ASSERT_TRUE(plan) << name << ": " << plan.status().message();
+    EXPECT_EQ(plan->parallel.moe_a2a, MoeA2a::kHierarchical) << name;
+    EXPECT_NE(to_json_text(*plan).find("\"moe_a2a\": \"hierarchical\""), std::string::npos);
+  }
+  auto flat = parse_plan(moe, "plan.json", builtin_catalog());
+  ASSERT_TRUE(flat) << flat.status().message();
+  EXPECT_EQ(flat->parallel.moe_a2a, MoeA2a::kNccl);
+  EXPECT_EQ(to_json_text(*flat).find("moe_a2a"), std::string::npos);
+  auto bad = parse_plan(
+      replaced(moe, "\"micro_batch_size\"", "\"moe_a2a\": \"ring\", \"micro_batch_size\""),
+      "plan.json", builtin_catalog());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("plan.json: /parallel/moe_a2a"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("hierarchical"), std::string::npos)
+      << bad.status().message();
+  auto dense = parse_plan(replaced(kPlan, "\"micro_batch_size\"",
+                                   "\"moe_a2a\": \"hierarchical\", \"micro_batch_size\""),
+                          "plan.json", builtin_catalog());
+  ASSERT_FALSE(dense);
+  EXPECT_NE(dense.status().message().find("moe_a2a need an MoE model"), std::string::npos)
+      << dense.status().message();
+}
+
 TEST(Loaders, PlanCrossChecksReportEveryViolation) {
   // 896 GPUs = 7 x 8 x 16
   const std::string text =

@@ -1078,6 +1078,49 @@ TEST(Lowering, MtpModuleOnTheLastStage) {
   EXPECT_EQ(get(tally(prog, 0), OpRole::kMtpProj, kF, OpKind::kGemm).count, 0);
 }
 
+// The hierarchical all-to-all: every dispatch and combine, forward and backward, carries the
+// routing that decides how many nodes a token reaches (program.hpp, kTokenRouted); NCCL's carries
+// none. The bytes stay those of every token copy.
+TEST(Lowering, HierarchicalAllToAllStatesTheRouting) {
+  ParallelConfig p;
+  p.dp = 4;
+  p.ep = 4;
+  const ModelSpec m = tiny_deepseek();
+  const StepProgram flat = lowered(m, training(8, 32), p);
+  p.moe_a2a = MoeA2a::kHierarchical;
+  const StepProgram hier = lowered(m, training(8, 32), p);
+  int routed = 0;
+  std::vector<std::int64_t> flat_bytes, hier_bytes;
+  for (const auto& [prog, bytes] : {std::pair{&flat, &flat_bytes}, std::pair{&hier, &hier_bytes}}) {
+    const RankProgram& r = prog->ranks()[0];
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const OpDesc& d = prog->desc(r.op(i));
+      if (d.kind != OpKind::kAllToAll) continue;
+      bytes->push_back(d.comm_bytes.raw());
+      if (prog == &flat) {
+        EXPECT_EQ(d.flags & kTokenRouted, 0);
+        continue;
+      }
+      ++routed;
+      EXPECT_NE(d.flags & kTokenRouted, 0);
+      EXPECT_EQ(d.m, 16);
+      EXPECT_EQ(d.k, 4);
+      EXPECT_EQ(d.batch, 4);
+      EXPECT_EQ(d.aux, 2);
+    }
+  }
+  // Three MoE layers (the first of four is dense) and the MTP block's, 8 / 4 = 2 micro-batches,
+  // 4 all-to-alls each.
+  EXPECT_EQ(routed, 4 * 2 * 4);
+  EXPECT_EQ(flat_bytes, hier_bytes);
+  // A dense model has no all-to-all to route.
+  ParallelConfig dense;
+  dense.moe_a2a = MoeA2a::kHierarchical;
+  auto r = lower(tiny(), training(), dense);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("moe_a2a"), std::string::npos) << r.status().message();
+}
+
 TEST(Lowering, RoutingFieldsNeedAnMoeModel) {
   ParallelConfig p;
   p.moe_imbalance = 1.5;

@@ -90,6 +90,78 @@ int ceil_log2(std::size_t n) {
 
 }  // namespace
 
+std::optional<TokenRouting> token_routing(const OpDesc& d) {
+  if (d.kind != OpKind::kAllToAll || (d.flags & kTokenRouted) == 0) return std::nullopt;
+  TokenRouting r;
+  r.experts = static_cast<int>(d.m);
+  r.top_k = static_cast<int>(d.k);
+  r.groups = static_cast<int>(d.batch);
+  r.group_top_k = static_cast<int>(d.aux);
+  return r;
+}
+
+TokenRouting token_routing(const MoeSpec& moe) {
+  return TokenRouting{moe.num_experts, moe.top_k, moe.expert_groups, moe.group_top_k};
+}
+
+namespace {
+
+// C(m − x, t) / C(m, t): the chance that t draws without replacement from m items miss x of them.
+double miss_all(std::int64_t m, std::int64_t x, std::int64_t t) {
+  if (x <= 0) return 1.0;
+  if (m - x < t) return 0.0;
+  double p = 1.0;
+  for (std::int64_t i = 0; i < t; ++i)
+    p *= static_cast<double>(m - x - i) / static_cast<double>(m - i);
+  return p;
+}
+
+}  // namespace
+
+double expected_islands(const TokenRouting& r, int islands) {
+  const std::int64_t e = r.experts;
+  const std::int64_t k = islands;
+  if (k <= 1 || e <= 0) return k >= 1 ? 1.0 : 0.0;
+  const std::int64_t t = std::clamp<std::int64_t>(r.top_k, 1, e);
+  const std::int64_t groups = r.groups;
+  const std::int64_t picked = r.group_top_k;
+  const bool limited = groups > 1 && picked >= 1 && picked < groups && e % groups == 0;
+  const std::int64_t per_group = limited ? e / groups : e;
+  double reached = 0;
+  for (std::int64_t island = 0; island < k; ++island) {
+    const std::int64_t lo = island * e / k;
+    const std::int64_t hi = (island + 1) * e / k;
+    if (!limited) {
+      reached += 1.0 - miss_all(e, hi - lo, t);
+      continue;
+    }
+    // ways[c][x]: subsets of c of the groups seen so far holding x of the island's experts.
+    const std::int64_t held = hi - lo;
+    std::vector<std::vector<double>> ways(
+        static_cast<std::size_t>(picked + 1),
+        std::vector<double>(static_cast<std::size_t>(held + 1), 0.0));
+    ways[0][0] = 1.0;
+    for (std::int64_t grp = 0; grp < groups; ++grp) {
+      const std::int64_t a = std::max<std::int64_t>(
+          0, std::min(hi, (grp + 1) * per_group) - std::max(lo, grp * per_group));
+      for (std::int64_t c = std::min(grp + 1, picked); c >= 1; --c) {
+        for (std::int64_t x = held; x >= a; --x)
+          ways[static_cast<std::size_t>(c)][static_cast<std::size_t>(x)] +=
+              ways[static_cast<std::size_t>(c - 1)][static_cast<std::size_t>(x - a)];
+      }
+    }
+    const std::int64_t pool = picked * per_group;
+    double total = 0, miss = 0;
+    for (std::int64_t x = 0; x <= held; ++x) {
+      const double w = ways[static_cast<std::size_t>(picked)][static_cast<std::size_t>(x)];
+      total += w;
+      miss += w * miss_all(pool, x, std::min(t, pool));
+    }
+    reached += total > 0 ? 1.0 - miss / total : 0.0;
+  }
+  return reached;
+}
+
 CollectivePlanner::CollectivePlanner(const topo::Cluster& cluster, const HardwareProfile& profile,
                                      const Fabric& fabric, std::optional<Algorithm> forced)
     : cluster_(&cluster), profile_(&profile), fabric_(&fabric), forced_(forced) {
@@ -163,6 +235,8 @@ double CollectivePlanner::efficiency(Algorithm a) const {
       return e.all_to_all;
     case Algorithm::kP2p:
       return e.p2p;
+    case Algorithm::kHierarchicalA2a:
+      return e.all_to_all;
   }
   return 1.0;
 }
@@ -192,8 +266,43 @@ bool CollectivePlanner::applicable(Algorithm a, OpKind kind, std::span<const int
       });
     case Algorithm::kP2p:
       return false;
+    case Algorithm::kHierarchicalA2a: {
+      if (kind != OpKind::kAllToAll || !routing_) return false;
+      const auto islands = by_island(*cluster_, gpus);
+      if (islands.size() < 2) return false;
+      return std::all_of(islands.begin(), islands.end(),
+                         [&](const auto& i) { return i.size() == islands.front().size(); });
+    }
   }
   return false;
+}
+
+std::vector<Algorithm> CollectivePlanner::candidates(OpKind kind, std::span<const int> gpus) const {
+  if (routing_ && applicable(Algorithm::kHierarchicalA2a, kind, gpus)) {
+    return {Algorithm::kHierarchicalA2a};
+  }
+  const bool forced = forced_ && applicable(*forced_, kind, gpus);
+  std::vector<Algorithm> out;
+  for (Algorithm a : kSelectionOrder) {
+    if (forced ? a == *forced_ : applicable(a, kind, gpus)) out.push_back(a);
+  }
+  return out;
+}
+
+void CollectivePlanner::use_routing(const TokenRouting* routing) {
+  if (routing == nullptr) {
+    routing_.reset();
+    return;
+  }
+  if (memo_routing_ && *memo_routing_ != *routing) {
+    // The memoised hierarchical all-to-all shapes were built for another routing.
+    shapes_memo_gpus_.clear();
+    shapes_memo_.clear();
+    memo_images_.clear();
+    memo_shapes_.clear();
+  }
+  routing_ = *routing;
+  memo_routing_ = *routing;
 }
 
 void CollectivePlanner::ring_counts(OpKind kind, int n, std::size_t channels, Shape& s) {
@@ -340,6 +449,9 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
       out.push_back(std::move(intra));
       break;
     }
+    case Algorithm::kHierarchicalA2a:
+      out.push_back(hierarchical_a2a_shape(gpus));
+      break;
     case Algorithm::kP2p:
       break;
   }
@@ -349,6 +461,34 @@ std::vector<CollectivePlanner::Shape> CollectivePlanner::shapes(Algorithm a, OpK
   }
   if (memo) shapes_memo_.push_back({a, kind, ring_channels, out});
   return out;
+}
+
+CollectivePlanner::Shape CollectivePlanner::hierarchical_a2a_shape(std::span<const int> gpus) {
+  implements(SimModel::kHierarchicalA2a);
+  const auto islands = by_island(*cluster_, gpus);
+  const std::size_t k = islands.size();
+  const std::size_t g = islands.front().size();
+  Shape s;
+  s.fraction = expected_islands(*routing_, static_cast<int>(k)) /
+               (static_cast<double>(std::max(1, routing_->top_k)) * static_cast<double>(k));
+  s.steps[0].count = 1;
+  for (std::size_t i = 0; i < k; ++i) {
+    for (std::size_t j = 0; j < k; ++j) {
+      if (j == i) continue;
+      for (std::size_t l = 0; l < g; ++l)
+        add_path(islands[i][l], islands[j][l], 0, 1, s);
+    }
+  }
+  // The forwarding moves S/g per pair: as flows of the network flows' size.
+  const int forward =
+      std::max(1, static_cast<int>(std::lround(1.0 / (static_cast<double>(g) * s.fraction))));
+  for (const auto& isl : islands) {
+    for (int src : isl) {
+      for (int dst : isl)
+        add_path(src, dst, 0, forward, s);
+    }
+  }
+  return s;
 }
 
 void CollectivePlanner::aggregate(std::vector<LinkUse>& uses) {
@@ -533,13 +673,13 @@ const std::vector<CollectivePlanner::ImageUses>& CollectivePlanner::image_uses(
 }
 
 std::vector<CostLine> CollectivePlanner::cost_lines(OpKind kind, std::span<const int> gpus,
-                                                    std::span<const std::vector<int>> images) {
+                                                    std::span<const std::vector<int>> images,
+                                                    const TokenRouting* routing) {
   std::vector<CostLine> out;
   if (gpus.size() < 2) return out;
-  const bool forced = forced_ && applicable(*forced_, kind, gpus);
+  use_routing(routing);
   std::vector<std::pair<Algorithm, std::vector<Shape>>> shaped;
-  for (Algorithm a : kSelectionOrder) {
-    if (forced ? a != *forced_ : !applicable(a, kind, gpus)) continue;
+  for (Algorithm a : candidates(kind, gpus)) {
     shaped.emplace_back(a, shapes(a, kind, gpus));
     add_lines(a, shaped.back().second, out);
   }
@@ -611,13 +751,13 @@ Time CostLine::time(std::span<const CostLine> lines, Bytes bytes) {
 }
 
 CommPlan CollectivePlanner::collective(OpKind kind, Bytes bytes, std::span<const int> gpus,
-                                       std::span<const std::vector<int>> copies) {
+                                       std::span<const std::vector<int>> copies,
+                                       const TokenRouting* routing) {
   implements(SimModel::kNcclSelection);
   if (gpus.size() < 2) return CommPlan{};
-  const bool forced = forced_ && applicable(*forced_, kind, gpus);
+  use_routing(routing);
   std::optional<CommPlan> best;
-  for (Algorithm a : kSelectionOrder) {
-    if (forced ? a != *forced_ : !applicable(a, kind, gpus)) continue;
+  for (Algorithm a : candidates(kind, gpus)) {
     const int protocols = static_cast<int>(profile_->network.protocols.size());
     for (int p = 0; p < protocols; ++p) {
       if (a == Algorithm::kNvls && p != simple_protocol_) continue;

@@ -61,16 +61,23 @@ CachedPlan& CommPlans::collective_plan(const Op& op) {
   const std::vector<int>& gpus = group_gpus.gpus;
   const std::vector<std::vector<int>>& copies = group_gpus.copies;
   slot = std::make_unique<CachedPlan>();
+  const std::optional<TokenRouting> routing = token_routing(d);
   std::string memo_key;
   if (ctx_.memo != nullptr) {
     memo_key = plan_key('c', d.kind, d.comm_bytes, gpus, ctx_.algorithm);
+    if (routing) {
+      put_int(memo_key, -2);
+      for (int v : {routing->experts, routing->top_k, routing->groups, routing->group_top_k})
+        put_int(memo_key, v);
+    }
     memo_key += group_gpus.copies_key;
     if (const auto memo = ctx_.memo->find(memo_key)) {
       slot->plan = *memo;
       return *slot;
     }
   }
-  slot->plan = planner_.collective(d.kind, d.comm_bytes, gpus, copies);
+  slot->plan =
+      planner_.collective(d.kind, d.comm_bytes, gpus, copies, routing ? &*routing : nullptr);
   if (ctx_.memo != nullptr) ctx_.memo->insert(std::move(memo_key), slot->plan);
   return *slot;
 }

@@ -107,6 +107,17 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "all-to-all: every member sends S/n to every other member at once",
      "grouped point-to-point sends, as NCCL implements all-to-all",
      "NCCL all-to-all (ncclSend/ncclRecv in a group)"},
+    {SimModel::kHierarchicalA2a, "collective", "hierarchical-a2a",
+     "MoE dispatch and combine sent hierarchically: a token crosses the network once per node "
+     "holding one of its experts, to the GPU on its own rail, which forwards the copies over "
+     "NVLink (pipelined with the network transfer); network bytes per rank S·u/top_k·(k-1)/k, u "
+     "the expected nodes one token reaches from its top-k draw (group-limited routing draws its "
+     "groups first)",
+     "only for plans whose moe_a2a is hierarchical, on nodes holding equally many of the EP "
+     "group; balanced routing; experts spread over the nodes in group order",
+     "DeepEP (github.com/deepseek-ai/DeepEP, normal kernels: NVLink + RDMA forwarding); "
+     "DeepSeek-V3 report arXiv:2412.19437 sections 3.2.2 and 2.1.2 (node-limited routing, M = 4); "
+     "Megatron-core flex dispatcher (deepep, hybridep)"},
     {SimModel::kChainBroadcast, "collective", "chain-broadcast",
      "broadcast as a pipelined chain from the first member, S per hop, n-1 steps",
      "small messages (input tokens and labels over tp)", "NCCL ring broadcast"},

@@ -133,7 +133,8 @@ Estimator::Key partition_key(const ParallelConfig& p) {
 std::string groups_key(const ParallelConfig& p) {
   return std::to_string(p.tp) + "," + std::to_string(p.cp) + "," + std::to_string(p.ep) + "," +
          std::to_string(p.expert_tp()) + "," + std::to_string(p.dp) + "," + std::to_string(p.pp) +
-         "," + std::to_string(p.zero_stage >= 1) + "," + p.order;
+         "," + std::to_string(p.zero_stage >= 1) + "," + p.order + "," +
+         std::string(to_string(p.moe_a2a));
 }
 
 }  // namespace
@@ -366,8 +367,8 @@ std::string content_key(OpKind kind, const std::vector<int>& gpus,
 const std::vector<sim::CostLine>* Estimator::lines(const std::string& key,
                                                    const std::vector<int>& gpus,
                                                    const std::vector<std::vector<int>>& images,
-                                                   OpKind kind,
-                                                   sim::CollectivePlanner& planner) const {
+                                                   OpKind kind, sim::CollectivePlanner& planner,
+                                                   const sim::TokenRouting* routing) const {
   if (gpus.size() < 2) return nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -381,7 +382,7 @@ const std::vector<sim::CostLine>* Estimator::lines(const std::string& key,
       pairs.emplace_back(img[0], img[1]);
     out = planner.p2p_cost_lines(gpus[0], gpus[1], pairs);
   } else {
-    out = planner.cost_lines(kind, gpus, images);
+    out = planner.cost_lines(kind, gpus, images, routing);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] =
@@ -552,7 +553,15 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
       } else {
         line_key = content_key(kind, gpus, g->images[k]);
       }
-      g->lines[k][kind_slot(kind)] = lines(line_key, gpus, g->images[k], kind, planner);
+      // The dispatch and combine of a plan that sends them hierarchically.
+      std::optional<sim::TokenRouting> routing;
+      if (static_cast<GroupKind>(k) == GroupKind::kEp && p.moe_a2a == MoeA2a::kHierarchical &&
+          input_.model.is_moe()) {
+        routing = sim::token_routing(*input_.model.moe);
+        line_key += "routed";
+      }
+      g->lines[k][kind_slot(kind)] =
+          lines(line_key, gpus, g->images[k], kind, planner, routing ? &*routing : nullptr);
     }
   }
   // The images are only needed to build the lines.

@@ -131,9 +131,10 @@ struct SweepSetup::Scenario {
     std::vector<int> zero;
     std::vector<std::string> orders;
     std::vector<bool> overlap;
+    std::vector<MoeA2a> a2a;
     std::int64_t size() const {
       return static_cast<std::int64_t>(schedules.size() * sp.size() * recompute.size() *
-                                       zero.size() * orders.size() * overlap.size());
+                                       zero.size() * orders.size() * overlap.size() * a2a.size());
     }
   };
   Inner inner(const SweepUnit& u, const SearchSpace& space) const;
@@ -205,6 +206,13 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     if (allowed(space.overlap, ov)) in.overlap.push_back(ov);
   }
   if (!sharded && in.overlap.size() > 1) in.overlap.resize(1);
+  // Both rank orders place ep right after tp and cp: the expert group spans tp·cp·ep ranks.
+  const bool leaves_domain =
+      m.is_moe() && u.ep > 1 &&
+      static_cast<std::int64_t>(u.tp) * u.cp * u.ep > std::max(1, cluster->nvlink_domain_size());
+  for (MoeA2a a : {MoeA2a::kNccl, MoeA2a::kHierarchical}) {
+    if (allowed(space.moe_a2a, a) && (leaves_domain || in.a2a.empty())) in.a2a.push_back(a);
+  }
   return in;
 }
 
@@ -234,6 +242,7 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   const bool ov = in.overlap[digit(in.overlap.size())];
   p.overlap_grad_reduce = ov;
   p.overlap_param_gather = ov;
+  p.moe_a2a = in.a2a[digit(in.a2a.size())];
   return p;
 }
 
@@ -1345,6 +1354,7 @@ std::string explain_empty(const SweepSetup& setup, const SweepResult& result) {
     add("sequence_parallel", sp.sequence_parallel,
         [](SearchSpace& s) { s.sequence_parallel.clear(); });
     add("order", sp.orders, [](SearchSpace& s) { s.orders.clear(); });
+    add("moe_a2a", sp.moe_a2a, [](SearchSpace& s) { s.moe_a2a.clear(); });
     std::string culprits;
     for (const Fixed& f : fixed_dims) {
       SweepRequest relaxed = req;

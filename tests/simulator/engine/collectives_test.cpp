@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <tuple>
 
 #include "planner/sim/program_runner.hpp"
@@ -302,6 +303,97 @@ TEST(Planner, ForcedAlgorithmOnlyWhereItApplies) {
   const CommPlan h = hier.collective(OpKind::kAllReduce, Bytes(1 << 26), iota(0, 16));
   EXPECT_EQ(h.algorithm, Algorithm::kHierarchical);
   EXPECT_EQ(h.phases.size(), 3u);
+}
+
+// expected_islands() against a draw of the experts: a token picks its groups (group-limited
+// routing) and then its top-k experts uniformly without replacement; count the islands hit.
+double drawn_islands(const TokenRouting& r, int islands, int samples) {
+  std::mt19937_64 rng(12345);
+  const bool limited = r.groups > 1 && r.group_top_k < r.groups;
+  const int per_group = limited ? r.experts / r.groups : r.experts;
+  double total = 0;
+  std::vector<int> pool, groups;
+  for (int s = 0; s < samples; ++s) {
+    groups.clear();
+    for (int g = 0; g < (limited ? r.groups : 1); ++g)
+      groups.push_back(g);
+    for (int i = 0; i < (limited ? r.group_top_k : 1); ++i)
+      std::swap(groups[static_cast<std::size_t>(i)],
+                groups[static_cast<std::size_t>(i) + rng() % (groups.size() - i)]);
+    pool.clear();
+    for (int i = 0; i < (limited ? r.group_top_k : 1); ++i) {
+      for (int e = 0; e < per_group; ++e)
+        pool.push_back(groups[static_cast<std::size_t>(i)] * per_group + e);
+    }
+    std::vector<bool> hit(static_cast<std::size_t>(islands), false);
+    for (int i = 0; i < r.top_k; ++i) {
+      std::swap(pool[static_cast<std::size_t>(i)],
+                pool[static_cast<std::size_t>(i) + rng() % (pool.size() - i)]);
+      hit[static_cast<std::size_t>(pool[static_cast<std::size_t>(i)] * islands / r.experts)] = true;
+    }
+    total += static_cast<double>(std::count(hit.begin(), hit.end(), true));
+  }
+  return total / samples;
+}
+
+TEST(TokenRouting, ExpectedIslandsMatchesADrawOfTheExperts) {
+  struct Case {
+    TokenRouting routing;
+    int islands;
+  };
+  const Case cases[] = {
+      {{128, 8, 1, 1}, 4},   // Qwen3-235B on 4 nodes
+      {{128, 8, 1, 1}, 2},   // Qwen3-30B on 2 nodes
+      {{256, 8, 8, 4}, 8},   // DeepSeek-V3 on 8 nodes: a group per node, at most 4 nodes
+      {{256, 8, 8, 4}, 4},   // two groups per node
+      {{256, 8, 8, 4}, 16},  // half a group per node
+      {{64, 6, 1, 1}, 8},    // fine-grained, few experts per node
+      {{8, 2, 1, 1}, 2},     // Mixtral
+  };
+  for (const Case& c : cases) {
+    const double u = expected_islands(c.routing, c.islands);
+    EXPECT_NEAR(u, drawn_islands(c.routing, c.islands, 100'000), 0.02)
+        << c.routing.experts << " experts top-" << c.routing.top_k << ", " << c.routing.groups
+        << " groups top-" << c.routing.group_top_k << ", " << c.islands << " islands";
+    EXPECT_LE(u, std::min<double>(c.islands, c.routing.top_k) + 1e-9);
+  }
+  // Node-limited routing: DeepSeek-V3 reaches at most 4 of 8 nodes; without the limit about 5.2.
+  EXPECT_LT(expected_islands({256, 8, 8, 4}, 8), 4.0);
+  EXPECT_GT(expected_islands({256, 8, 1, 1}, 8), 5.0);
+  EXPECT_DOUBLE_EQ(expected_islands({128, 1, 1, 1}, 4), 1.0);
+  EXPECT_DOUBLE_EQ(expected_islands({128, 8, 1, 1}, 1), 1.0);
+}
+
+// The hierarchical all-to-all crosses the network once per node a token reaches instead of once
+// per expert copy: across nodes whose NICs bound both forms, its time is the direct all-to-all's
+// times u / top-k (the NVLink forwarding runs under it). Inside one node it is the direct one, and
+// only an all-to-all that states its routing takes it.
+TEST(Planner, HierarchicalAllToAllCrossesTheNetworkOncePerNode) {
+  auto cluster = testing::preset_cluster("dgx-h100-superpod", 4);
+  const HardwareProfile& p = *builtin_profile_for(*builtin_catalog().find_gpu("H100"));
+  const Fabric cap = Fabric::build(*cluster, p);
+  CollectivePlanner planner(*cluster, p, cap, std::nullopt);
+  const TokenRouting routing{128, 8, 1, 1};
+  const Bytes bytes(512 << 20);
+  const CommPlan direct = planner.collective(OpKind::kAllToAll, bytes, iota(0, 32));
+  const CommPlan hier = planner.collective(OpKind::kAllToAll, bytes, iota(0, 32), {}, &routing);
+  EXPECT_EQ(direct.algorithm, Algorithm::kDirect);
+  ASSERT_EQ(hier.algorithm, Algorithm::kHierarchicalA2a);
+  ASSERT_EQ(hier.phases.size(), 1u);
+  const double u = expected_islands(routing, 4);
+  EXPECT_NEAR(to_seconds(hier.estimate) / to_seconds(direct.estimate), u / 8, 0.03 * u / 8);
+  // The same group again without routing: NCCL's.
+  EXPECT_EQ(planner.collective(OpKind::kAllToAll, bytes, iota(0, 32)).algorithm,
+            Algorithm::kDirect);
+  EXPECT_EQ(planner.collective(OpKind::kAllToAll, bytes, iota(0, 8), {}, &routing).algorithm,
+            Algorithm::kDirect);
+  // The analytic tier's lines agree with the plan.
+  const std::vector<CostLine> lines =
+      planner.cost_lines(OpKind::kAllToAll, iota(0, 32), {}, &routing);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().algorithm, Algorithm::kHierarchicalA2a);
+  EXPECT_NEAR(to_seconds(CostLine::time(lines, bytes)), to_seconds(hier.estimate),
+              1e-3 * to_seconds(hier.estimate));
 }
 
 // Background copies join the phase's links: a copy on other links raises the flow counts there

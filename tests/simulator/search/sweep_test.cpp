@@ -235,6 +235,50 @@ TEST(Sweep, AnalyticEstimateIsCloseToTheSimulationForMoe) {
   EXPECT_LT(r.error.max_abs_pct, 35.0);
 }
 
+// The MoE all-to-all is a search dimension: the hierarchical form is tried only where the expert
+// group leaves a node (tp·cp·ep > 8 ranks on 8-GPU nodes), and the space can fix it.
+TEST(Sweep, SearchesTheHierarchicalAllToAllWhereTheExpertGroupLeavesANode) {
+  const Catalog& catalog = builtin_catalog();
+  SweepScenario sc;
+  sc.model = catalog.model("qwen3-30b-a3b").value();
+  sc.model.num_layers = 4;
+  sc.gpu = catalog.gpu("h100").value();
+  sc.topology = topo::topology_for_gpu(sc.gpu).value();
+  sc.training.seq_length = 4096;
+  sc.training.global_batch_size = 64;
+  sc.max_gpus = 32;
+  sc.min_gpus = 32;
+  SweepRequest req;
+  req.scenarios.push_back(sc);
+  req.space.pp = {1};
+  req.options.threads = 2;
+  req.options.top_k = 4;
+  req.options.keep = 400;
+  req.options.sim.ranks = RankSubset::kOnePerStage;
+  req.options.sim.run.keep_op_times = false;
+  auto run = run_sweep(req);
+  ASSERT_TRUE(run) << run.status().message();
+  int hierarchical = 0;
+  for (const RankedPlan& r : run->result.ranking) {
+    const ParallelConfig& p = r.parallel;
+    if (p.moe_a2a != MoeA2a::kHierarchical) continue;
+    ++hierarchical;
+    EXPECT_GT(p.tp * p.cp * p.ep, 8) << short_label(p);
+  }
+  EXPECT_GT(hierarchical, 0);
+  // The best plan sends its tokens hierarchically when its expert group leaves a node.
+  const ParallelConfig& best = run->result.ranking.front().parallel;
+  if (best.tp * best.cp * best.ep > 8) {
+    EXPECT_EQ(best.moe_a2a, MoeA2a::kHierarchical);
+  }
+  req.space.moe_a2a = {MoeA2a::kNccl};
+  auto nccl = run_sweep(req);
+  ASSERT_TRUE(nccl) << nccl.status().message();
+  for (const RankedPlan& r : nccl->result.ranking)
+    EXPECT_EQ(r.parallel.moe_a2a, MoeA2a::kNccl) << short_label(r.parallel);
+  EXPECT_LT(nccl->result.counts.candidates, run->result.counts.candidates);
+}
+
 TEST(Sweep, SameResultOnAnyNumberOfThreads) {
   const SweepResult& one = small_result();
   const SweepResult three = run_sweep(small_request(3)).value().result;

@@ -29,6 +29,10 @@ enum class DpSync { kAllReduce, kParameterServer };
 // How compute is bought: on demand, spot (preemptible), reserved for 1 or 3 years, or a capacity
 // block (a fixed-length reservation bought ahead, as AWS EC2 Capacity Blocks for ML).
 enum class Offering { kOnDemand, kSpot, kReserved1y, kReserved3y, kCapacityBlock };
+// How an MoE layer's tokens reach the experts of other ranks: NCCL's all-to-all (Megatron-core's
+// "alltoall" dispatcher), or hierarchical, as DeepEP and HybridEP do: a token crosses the network
+// once per destination node, to the GPU on its own rail, which forwards it over NVLink.
+enum class MoeA2a { kNccl, kHierarchical };
 
 template <class E>
 struct EnumTraits;
@@ -127,6 +131,21 @@ struct EnumTraits<DpSync> {
   static constexpr std::array<std::pair<DpSync, std::string_view>, 2> kNames{{
       {DpSync::kAllReduce, "allreduce"},
       {DpSync::kParameterServer, "parameter-server"},
+  }};
+};
+template <>
+struct EnumTraits<MoeA2a> {
+  static constexpr std::string_view kWhat = "MoE all-to-all";
+  static constexpr std::array<std::pair<MoeA2a, std::string_view>, 2> kNames{{
+      {MoeA2a::kNccl, "nccl"},
+      {MoeA2a::kHierarchical, "hierarchical"},
+  }};
+  // The dispatchers that implement them (Megatron-core --moe-token-dispatcher-type alltoall; flex
+  // with --moe-flex-dispatcher-backend deepep or hybridep).
+  static constexpr std::array<std::pair<MoeA2a, std::string_view>, 3> kAliases{{
+      {MoeA2a::kNccl, "alltoall"},
+      {MoeA2a::kHierarchical, "deepep"},
+      {MoeA2a::kHierarchical, "hybridep"},
   }};
 };
 template <>

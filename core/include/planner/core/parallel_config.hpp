@@ -17,6 +17,8 @@
 //   moe_capacity_factor (a number, or "dropless"; default the model's), moe_pad_to_capacity,
 //   moe_imbalance (the hottest expert's load over the mean) and moe_fp8_dispatch: token routing
 //                                      of MoE layers (moe_routing.hpp)
+//   moe_a2a ("nccl" or "hierarchical")  how the dispatch and combine all-to-alls move tokens
+//                                      (enums.hpp MoeA2a; the simulator's hierarchical-a2a model)
 //   first_stage_layers, last_stage_layers  (uneven pipeline stages, Megatron-core's
 //                                       --decoder-first/last-pipeline-num-layers: the layers of
 //                                       the first and the last stage; the others share the rest
@@ -50,6 +52,7 @@ struct ParallelConfig {
   bool moe_pad_to_capacity = false;  // pad every expert's tokens to the capacity
   double moe_imbalance = 1.0;        // the hottest expert's load over the mean, >= 1
   bool moe_fp8_dispatch = false;     // the forward dispatch all-to-all in FP8
+  MoeA2a moe_a2a = MoeA2a::kNccl;
   bool sequence_parallel = false;
   std::int64_t micro_batch_size = 1;
   int virtual_stages = 1;

@@ -58,6 +58,11 @@
 //                    share included), the message of a send/recv, the bytes of a copy.
 //                    A ZeRO-3 parameter all-gather's aux is the number of parameter tensors
 //                    it gathers (a framework may gather them one by one, host_model.hpp).
+//                    An all-to-all of routed MoE tokens sent hierarchically (flag
+//                    kTokenRouted, ParallelConfig::moe_a2a) states the routing that decides how
+//                    many nodes a token reaches: m = experts, k = top-k, batch = expert groups,
+//                    aux = groups a token may pick (group-limited routing; batch = aux = 1
+//                    without it).
 //
 // FLOPs follow flops.hpp: GEMMs 2·m·n·k·batch; attention 4·batch·m·n·k (× 1/2 for causal or half
 // blocks) forward and twice that backward; other kinds 0 (they are memory-bound; bytes_read and
@@ -242,12 +247,13 @@ enum class Stream : std::uint8_t {
 
 // Bits of OpDesc::flags.
 enum OpFlag : std::uint8_t {
-  kTransA = 1u << 0,      // GEMM: A is stored transposed
-  kTransB = 1u << 1,      // GEMM: B is stored transposed
-  kAccumulate = 1u << 2,  // GEMM: C += (weight gradients accumulate over micro-batches)
-  kCausal = 1u << 3,      // attention: causal mask within the block
-  kHalfBlock = 1u << 4,   // attention: load-balanced context-parallel step (half a full block)
-  kReduceMax = 1u << 5,   // all-reduce with max instead of sum
+  kTransA = 1u << 0,       // GEMM: A is stored transposed
+  kTransB = 1u << 1,       // GEMM: B is stored transposed
+  kAccumulate = 1u << 2,   // GEMM: C += (weight gradients accumulate over micro-batches)
+  kCausal = 1u << 3,       // attention: causal mask within the block
+  kHalfBlock = 1u << 4,    // attention: load-balanced context-parallel step (half a full block)
+  kReduceMax = 1u << 5,    // all-reduce with max instead of sum
+  kTokenRouted = 1u << 6,  // all-to-all: MoE tokens sent once per node, forwarded over NVLink
 };
 
 template <>

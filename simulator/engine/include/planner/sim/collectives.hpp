@@ -22,6 +22,17 @@
 //   nvls          all-reduce inside one NVSwitch domain with NVLink SHARP: every GPU sends S up to
 //                 the switch and receives S back; 2 steps.
 //   direct        all-to-all: every member sends S/n to every other member at once; 1 step.
+//   hierarchical-a2a  all-to-all of routed MoE tokens (OpFlag kTokenRouted: the plan's moe_a2a
+//                 is hierarchical, as DeepEP's and HybridEP's dispatch and combine) across k
+//                 islands of g members: a token crosses the network once per island that holds
+//                 one of its experts, to the member on its own rail (same local index), which
+//                 forwards the copies over NVLink; the combine is the mirror image. One step:
+//                 the network flows (member l of island i to member l of every other island)
+//                 each move S·u/(top_k·k), u the expected islands one token reaches
+//                 (expected_islands()); the NVLink forwarding runs under them (DeepEP pipelines
+//                 the two) as flows to every other member of the island moving S/g, carried as
+//                 round(g⁻¹ / (u/(top_k·k))) flows of the network flows' size. Only for a plan
+//                 that chooses it, on islands of equal size; inside one island it is direct.
 //   chain         broadcast: a pipelined chain from the first member, S per hop, n−1 steps.
 //   p2p           a send/recv pair: the message on the route between the two GPUs, 1 step.
 // A protocol (LL, LL128, Simple) scales the bytes on the wire by 1 / bandwidth_factor; an
@@ -49,6 +60,7 @@
 #include <vector>
 
 #include "planner/core/hardware_profile.hpp"
+#include "planner/core/model_spec.hpp"
 #include "planner/core/program.hpp"
 #include "planner/sim/fabric.hpp"
 #include "planner/sim/network.hpp"
@@ -57,7 +69,36 @@
 
 namespace planner::sim {
 
-enum class Algorithm : std::uint8_t { kRing, kTree, kHierarchical, kNvls, kDirect, kChain, kP2p };
+enum class Algorithm : std::uint8_t {
+  kRing,
+  kTree,
+  kHierarchical,
+  kNvls,
+  kDirect,
+  kChain,
+  kP2p,
+  kHierarchicalA2a
+};
+
+// The routing behind an all-to-all of MoE tokens sent hierarchically (program.hpp, kTokenRouted).
+struct TokenRouting {
+  int experts = 0;
+  int top_k = 1;
+  int groups = 1;       // expert groups of group-limited routing (1: none)
+  int group_top_k = 1;  // the groups a token may pick its experts from
+  bool operator==(const TokenRouting&) const = default;
+};
+// The routing an op states, or nullopt for an all-to-all without kTokenRouted.
+std::optional<TokenRouting> token_routing(const OpDesc& d);
+// The routing of a model's MoE layers.
+TokenRouting token_routing(const MoeSpec& moe);
+// The expected number of islands one token's top_k expert copies reach, with the experts spread
+// evenly over `islands` equal islands in order (the EP group's members hold consecutive experts)
+// and balanced routing: without group limits the top_k experts are a uniform draw from all of
+// them; with them, the token draws group_top_k of the groups, then its top_k experts among theirs
+// (every selected group holding at least one, when top_k >= group_top_k: DeepSeek-V3's
+// node-limited routing, which picks groups by their best experts' scores).
+double expected_islands(const TokenRouting& r, int islands);
 
 struct CommPhase {
   std::vector<LinkUse> uses;  // aggregated by resource, background copies included
@@ -100,8 +141,11 @@ class CollectivePlanner {
 
   // A collective of `kind` moving `bytes` over `gpus`, plus background copies (other groups'
   // GPUs, same size). Groups of one GPU get a plan without phases.
+  // `routing`: an all-to-all of routed tokens sent hierarchically (the only algorithm considered
+  // where it applies).
   CommPlan collective(OpKind kind, Bytes bytes, std::span<const int> gpus,
-                      std::span<const std::vector<int>> copies = {});
+                      std::span<const std::vector<int>> copies = {},
+                      const TokenRouting* routing = nullptr);
   // A message from `src` to `dst` GPU, plus background copies (src, dst pairs).
   CommPlan p2p(int src, int dst, Bytes bytes, std::span<const std::pair<int, int>> copies = {});
 
@@ -109,7 +153,8 @@ class CollectivePlanner {
   // (the forced algorithm only, when it applies), loaded by `images` (other groups of the same
   // size running the same algorithm at once). Empty for a group of one GPU.
   std::vector<CostLine> cost_lines(OpKind kind, std::span<const int> gpus,
-                                   std::span<const std::vector<int>> images = {});
+                                   std::span<const std::vector<int>> images = {},
+                                   const TokenRouting* routing = nullptr);
   // The same for a message src → dst, loaded by the messages `images`.
   std::vector<CostLine> p2p_cost_lines(int src, int dst,
                                        std::span<const std::pair<int, int>> images = {});
@@ -146,10 +191,16 @@ class CollectivePlanner {
   // The bottleneck per-flow share of the union of `uses` (counts summed per resource).
   double loaded_share(const std::vector<const std::vector<LinkUse>*>& uses);
   bool applicable(Algorithm a, OpKind kind, std::span<const int> gpus) const;
+  // The algorithms collective() and cost_lines() consider for `kind` over `gpus` (with routing_).
+  std::vector<Algorithm> candidates(OpKind kind, std::span<const int> gpus) const;
+  // Sets routing_ for one call, and drops the memos when it changes.
+  void use_routing(const TokenRouting* routing);
   // The phases of `a` over `gpus`; their uses aggregated by resource (sorted, counts merged)
   // unless `aggregated` is false (callers that merge or sum the uses themselves).
   std::vector<Shape> shapes(Algorithm a, OpKind kind, std::span<const int> gpus,
                             bool aggregated = true);
+  // The one phase of the hierarchical all-to-all over `gpus` (routing_ set, islands of equal size).
+  Shape hierarchical_a2a_shape(std::span<const int> gpus);
   // aggregate_uses() in linear time with the scratch counts (resources are dense indices).
   void aggregate(std::vector<LinkUse>& uses);
   double efficiency(Algorithm a) const;
@@ -168,7 +219,9 @@ class CollectivePlanner {
   std::vector<std::int32_t> count_;  // scratch for loaded_share() and aggregate(), by resource
   std::vector<std::int32_t> touched_;
   int simple_protocol_ = 0;
-  std::vector<std::vector<int>> memo_images_;                             // image_uses()' memo
+  std::optional<TokenRouting> routing_;        // of the all-to-all being planned
+  std::optional<TokenRouting> memo_routing_;   // the routing the memos' shapes were built with
+  std::vector<std::vector<int>> memo_images_;  // image_uses()' memo
   std::deque<std::pair<Algorithm, std::vector<ImageUses>>> memo_shapes_;  // stable references
   // shapes()' memo of its timed, aggregated shapes over the GPUs asked about last, per algorithm
   // and kind: collective() builds each algorithm once per protocol and cost_lines() a ring once
@@ -208,7 +261,7 @@ namespace planner {
 template <>
 struct EnumTraits<sim::Algorithm> {
   static constexpr std::string_view kWhat = "collective algorithm";
-  static constexpr std::array<std::pair<sim::Algorithm, std::string_view>, 7> kNames{{
+  static constexpr std::array<std::pair<sim::Algorithm, std::string_view>, 8> kNames{{
       {sim::Algorithm::kRing, "ring"},
       {sim::Algorithm::kTree, "tree"},
       {sim::Algorithm::kHierarchical, "hierarchical"},
@@ -216,6 +269,7 @@ struct EnumTraits<sim::Algorithm> {
       {sim::Algorithm::kDirect, "direct"},
       {sim::Algorithm::kChain, "chain"},
       {sim::Algorithm::kP2p, "p2p"},
+      {sim::Algorithm::kHierarchicalA2a, "hierarchical-a2a"},
   }};
 };
 

@@ -35,6 +35,7 @@ enum class SimModel : std::uint8_t {
   kHierarchical,
   kNvls,
   kDirect,
+  kHierarchicalA2a,
   kChainBroadcast,
   kP2p,
   kNcclSelection,
@@ -43,7 +44,7 @@ enum class SimModel : std::uint8_t {
   kSymmetricBackground,
   kStepAccounting,
 };
-inline constexpr std::size_t kNumSimModels = 24;
+inline constexpr std::size_t kNumSimModels = 25;
 static_assert(static_cast<std::size_t>(SimModel::kStepAccounting) + 1 == kNumSimModels);
 
 struct ModelInfo {

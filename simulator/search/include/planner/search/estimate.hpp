@@ -124,7 +124,8 @@ class Estimator {
   // Lines cached by `key` (the group's content, or a shape for latency-bound groups).
   const std::vector<sim::CostLine>* lines(const std::string& key, const std::vector<int>& gpus,
                                           const std::vector<std::vector<int>>& images, OpKind kind,
-                                          sim::CollectivePlanner& planner) const;
+                                          sim::CollectivePlanner& planner,
+                                          const sim::TokenRouting* routing = nullptr) const;
 
   EstimatorInput input_;
   // The step's model FLOPs and hardware FLOPs per recompute mode: the same for every plan (MFU and
