@@ -846,6 +846,43 @@ void map_routing(const PublishedRun& run, RunSetup& s) {
                                          : "; routing balance not stated: balanced")});
 }
 
+// How an MoE record's tokens cross between ranks (ParallelConfig::moe_a2a) from its notes: a
+// record naming DeepEP or HybridEP, or describing node-limited dispatch (DeepSeek-V3's own
+// kernels: IB to the GPU of the same in-node index, then NVLink), sends them hierarchically; one
+// naming the alltoall dispatcher, or naming several dispatchers (a table that lists the options
+// without saying which one ran), does not state it, and gets Megatron-core's default.
+void map_dispatcher(const PublishedRun& run, RunSetup& s) {
+  const std::string text = lower(run.id + " " + run.notes + " " + run.hardware.inter_node);
+  auto names = [&](std::initializer_list<std::string_view> words) {
+    return std::any_of(words.begin(), words.end(),
+                       [&](std::string_view w) { return text.find(w) != std::string::npos; });
+  };
+  const bool hierarchical = names({"deepep", "hybridep"});
+  const bool node_limited = names({"node-limited", "at most 4 nodes"});
+  const bool flat = names({"alltoall", "dispatcher a2a"});
+  ParallelConfig& c = s.plan.parallel;
+  if ((hierarchical || node_limited) && !flat) {
+    c.moe_a2a = MoeA2a::kHierarchical;
+    s.assumptions.push_back(
+        {"/parallel/moe_a2a", "hierarchical",
+         hierarchical
+             ? "the record's text names " + std::string(names({"deepep"}) ? "DeepEP" : "HybridEP") +
+                   ": a token crosses the network once per node, then NVLink"
+             : "the record describes node-limited dispatch: a token crosses the network "
+               "once per node, to the GPU of the same in-node index, then NVLink"});
+    return;
+  }
+  c.moe_a2a = MoeA2a::kNccl;
+  s.assumptions.push_back(
+      {"/parallel/moe_a2a", "nccl",
+       flat && !hierarchical
+           ? "the record names the alltoall dispatcher"
+           : std::string(hierarchical ? "the record names several dispatchers without saying "
+                                        "which one ran"
+                                      : "not stated") +
+                 ": Megatron-core's default dispatcher (alltoall, NCCL's all-to-all)"});
+}
+
 Status map_parallel(const PublishedRun& run, RunSetup& s) {
   const PublishedParallel& p = run.parallel;
   if (!p.tp) return Status::invalid_input("parallel.tp is not published");
@@ -1073,7 +1110,10 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.convention = flop_convention_of(run.flops_convention);
   s.source = source_key(run);
   PLANNER_RETURN_IF_ERROR(map_parallel(run, s));
-  if (s.plan.model.is_moe()) map_routing(run, s);
+  if (s.plan.model.is_moe()) {
+    map_routing(run, s);
+    if (s.plan.parallel.ep > 1 || !s.expert_parallel.empty()) map_dispatcher(run, s);
+  }
   ModelSpec& model = s.plan.model;
   const std::int64_t tp = s.plan.parallel.tp;
   if (model.vocab % tp != 0) {

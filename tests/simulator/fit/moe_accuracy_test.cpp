@@ -154,6 +154,36 @@ TEST(MapMoeRun, NullAndImpossibleExpertFields) {
       << unknown.status().message();
 }
 
+// The all-to-all from the record's text: DeepEP, HybridEP or node-limited dispatch is hierarchical;
+// the alltoall dispatcher, a table that names every dispatcher, or no word at all is NCCL's
+// (Megatron-core's default).
+TEST(MapMoeRun, DispatcherFromTheRecordsText) {
+  const auto runs = sample();
+  auto expect = [](const PublishedRun& run, MoeA2a a2a, const std::string& because) {
+    auto s = map(run);
+    ASSERT_TRUE(s) << s.status().message();
+    EXPECT_EQ(s->plan.parallel.moe_a2a, a2a) << run.id;
+    const ChosenField* a = assumption(*s, "/parallel/moe_a2a");
+    ASSERT_NE(a, nullptr) << run.id;
+    EXPECT_EQ(a->value, to_string(a2a)) << run.id;
+    EXPECT_NE(a->reason.find(because), std::string::npos) << run.id << ": " << a->reason;
+    for (const ParallelConfig& c : candidate_configs(*s))
+      EXPECT_EQ(c.moe_a2a, a2a) << run.id;
+  };
+  expect(by_id(runs, "automodel_h100_bf16_gpt_oss_120b_64g"), MoeA2a::kHierarchical, "DeepEP");
+  expect(by_id(runs, "mz_h100_mixtral_8x22b_128g_dropless"), MoeA2a::kNccl,
+         "names the alltoall dispatcher");
+  expect(by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g"), MoeA2a::kNccl,
+         "several dispatchers without saying which one ran");
+  PublishedRun run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
+  run.notes = "DualPipe; node-limited routing M=4";
+  expect(run, MoeA2a::kHierarchical, "node-limited dispatch");
+  run.notes = "Command: DISPATCHER=hybridep A2A_OVERLAP=0";
+  expect(run, MoeA2a::kHierarchical, "HybridEP");
+  run.notes = "";
+  expect(run, MoeA2a::kNccl, "not stated");
+}
+
 // Every record of the sample is modelled (none skipped), each within a bound that a broken
 // mapping (a dense model, experts not split, no all-to-all) exceeds.
 TEST(MoeAccuracy, SampleIsModelled) {
