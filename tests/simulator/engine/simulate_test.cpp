@@ -550,28 +550,25 @@ TEST(Features, EveryFeatureRunsToTheEnd) {
 TEST(Simulate, HierarchicalAllToAllCutsTheExposedExpertTraffic) {
   ModelSpec m = *builtin_catalog().find_model("qwen3-30b-a3b");
   m.num_layers = 2;
-  ParallelConfig p;
-  p.dp = 16;
-  p.ep = 16;
-  SimInput in = input_for("dgx-h100-superpod", 2, p, 16, m);
-  in.options.check_memory = false;
-  const SimResult nccl = simulate_ok(in);
-  in.plan.parallel.moe_a2a = MoeA2a::kHierarchical;
-  const SimResult hier = simulate_ok(in);
+  // Qwen3-30B with dp = ep = `gpus` on DGX H100 nodes, sending its tokens as `a2a` says.
+  auto run = [&](int gpus, MoeA2a a2a) {
+    ParallelConfig p;
+    p.dp = gpus;
+    p.ep = gpus;
+    p.moe_a2a = a2a;
+    SimInput in = input_for("dgx-h100-superpod", gpus / 8, p, gpus, m);
+    in.options.check_memory = false;
+    return simulate_ok(in);
+  };
+  const SimResult nccl = run(16, MoeA2a::kNccl);
+  const SimResult hier = run(16, MoeA2a::kHierarchical);
   const Time ep_nccl = nccl.exposed(TimeBucket::kEp);
   const Time ep_hier = hier.exposed(TimeBucket::kEp);
   EXPECT_GT(ep_nccl, Time(0));
   EXPECT_LT(to_seconds(ep_hier), 0.5 * to_seconds(ep_nccl));
   EXPECT_LT(hier.step_time, nccl.step_time);
   // Inside one node there is no network leg: the same step.
-  ParallelConfig node;
-  node.dp = 8;
-  node.ep = 8;
-  SimInput one = input_for("dgx-h100-superpod", 1, node, 8, m);
-  one.options.check_memory = false;
-  const SimResult flat = simulate_ok(one);
-  one.plan.parallel.moe_a2a = MoeA2a::kHierarchical;
-  EXPECT_EQ(simulate_ok(one).step_time, flat.step_time);
+  EXPECT_EQ(run(8, MoeA2a::kHierarchical).step_time, run(8, MoeA2a::kNccl).step_time);
 }
 
 TEST(Simulate, RejectsTooSmallClusterAndMissingPrecision) {

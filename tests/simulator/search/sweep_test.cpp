@@ -204,26 +204,33 @@ TEST(Sweep, InterleavedPlansNeedNoMultipleOfPpMicroBatches) {
 // on up to 64 H100s: the estimate's probe must time an MoE layer too. Before it did, every MoE
 // layer cost nothing in the estimate (the 2-layer probe held DeepSeek's dense layers only) and
 // the estimate was 97% below the simulation.
-TEST(Sweep, AnalyticEstimateIsCloseToTheSimulationForMoe) {
+// A sweep of an MoE preset cut to `layers` layers on min_gpus to max_gpus H100s (sequences of
+// 4,096 tokens), simulating `top_k` plans with one rank per stage.
+SweepRequest moe_request(const std::string& model, int layers, std::int64_t gbs, int min_gpus,
+                         int max_gpus, int threads, int top_k, int keep) {
   const Catalog& catalog = builtin_catalog();
   SweepScenario sc;
-  sc.model = catalog.model("deepseek-v3").value();
-  sc.model.num_layers = 8;
+  sc.model = catalog.model(model).value();
+  sc.model.num_layers = layers;
   sc.model.mtp_layers = 0;
   sc.gpu = catalog.gpu("h100").value();
   sc.topology = topo::topology_for_gpu(sc.gpu).value();
   sc.training.seq_length = 4096;
-  sc.training.global_batch_size = 256;
-  sc.max_gpus = 64;
-  sc.min_gpus = 32;
+  sc.training.global_batch_size = gbs;
+  sc.max_gpus = max_gpus;
+  sc.min_gpus = min_gpus;
   SweepRequest req;
   req.scenarios.push_back(sc);
-  req.options.threads = 1;
-  req.options.top_k = 3;
-  req.options.keep = 10;
+  req.options.threads = threads;
+  req.options.top_k = top_k;
+  req.options.keep = keep;
   req.options.sim.ranks = RankSubset::kOnePerStage;
   req.options.sim.run.keep_op_times = false;
-  auto run = run_sweep(req);
+  return req;
+}
+
+TEST(Sweep, AnalyticEstimateIsCloseToTheSimulationForMoe) {
+  auto run = run_sweep(moe_request("deepseek-v3", 8, 256, 32, 64, 1, 3, 10));
   ASSERT_TRUE(run) << run.status().message();
   const SweepResult& r = run->result;
   // One of the three is out of memory by the simulation's memory report although the sweep's
@@ -238,24 +245,8 @@ TEST(Sweep, AnalyticEstimateIsCloseToTheSimulationForMoe) {
 // The MoE all-to-all is a search dimension: the hierarchical form is tried only where the expert
 // group leaves a node (tp·cp·ep > 8 ranks on 8-GPU nodes), and the space can fix it.
 TEST(Sweep, SearchesTheHierarchicalAllToAllWhereTheExpertGroupLeavesANode) {
-  const Catalog& catalog = builtin_catalog();
-  SweepScenario sc;
-  sc.model = catalog.model("qwen3-30b-a3b").value();
-  sc.model.num_layers = 4;
-  sc.gpu = catalog.gpu("h100").value();
-  sc.topology = topo::topology_for_gpu(sc.gpu).value();
-  sc.training.seq_length = 4096;
-  sc.training.global_batch_size = 64;
-  sc.max_gpus = 32;
-  sc.min_gpus = 32;
-  SweepRequest req;
-  req.scenarios.push_back(sc);
+  SweepRequest req = moe_request("qwen3-30b-a3b", 4, 64, 32, 32, 2, 4, 400);
   req.space.pp = {1};
-  req.options.threads = 2;
-  req.options.top_k = 4;
-  req.options.keep = 400;
-  req.options.sim.ranks = RankSubset::kOnePerStage;
-  req.options.sim.run.keep_op_times = false;
   auto run = run_sweep(req);
   ASSERT_TRUE(run) << run.status().message();
   int hierarchical = 0;
