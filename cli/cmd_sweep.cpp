@@ -1236,8 +1236,8 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "Recompute: none, selective, full")
       ->delimiter(',');
   cmd->add_option("--moe-a2a", a->moe_a2a,
-                  "MoE all-to-all: nccl, hierarchical (searched where the expert group leaves "
-                  "an NVLink domain)")
+                  "MoE all-to-all: nccl (every token copy), hierarchical (once per node over "
+                  "the network, once per GPU over NVLink: DeepEP, HybridEP)")
       ->delimiter(',');
   CLI::Option* zero = cmd->add_option("--zero", a->zero, "ZeRO stages 0-3")->delimiter(',');
   cmd->add_flag("--use-distributed-optimizer", a->distributed_optimizer,

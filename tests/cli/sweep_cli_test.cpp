@@ -419,11 +419,10 @@ TEST(SweepCli, BestMoePlanIsExplained) {
   EXPECT_EQ(e["group_nodes"], std::max(1, ep * e["etp"].get<int>() / 8));
   EXPECT_EQ(e["group_nvlink_domains"], e["group_nodes"]);
   EXPECT_EQ(e["over_network"], e["group_nodes"].get<int>() > 1);
-  // The group leaves the node: its tokens cross the network once per node (the sweep tries both
-  // forms there and the hierarchical one is faster); inside one node it is NCCL's direct one.
-  const bool hierarchical = best["parallel"].value("moe_a2a", "nccl") == "hierarchical";
-  EXPECT_EQ(hierarchical, e["group_nodes"].get<int>() > 1);
-  EXPECT_EQ(e["all_to_all_algorithm"], hierarchical ? "hierarchical-a2a" : "direct");
+  // The sweep tries both forms of the all-to-all and the hierarchical one (a token once per node
+  // and GPU rather than once per expert) is the faster.
+  EXPECT_EQ(best["parallel"].value("moe_a2a", "nccl"), "hierarchical");
+  EXPECT_EQ(e["all_to_all_algorithm"], "hierarchical-a2a");
   EXPECT_FALSE(e["all_to_all_protocol"].get<std::string>().empty());
   EXPECT_GT(e["all_to_all_calls"].get<int>(), 0);
   EXPECT_GT(e["all_to_all_ms_per_call"].get<double>(), 0);
@@ -450,9 +449,9 @@ TEST(SweepCli, BestMoePlanIsExplained) {
   // A pipeline plan in text: one memory row per stage. Rank orders that put a rank on different
   // stages in the dense and the expert grid (pp inside dp with ep > 1) are not plans: none is
   // ranked, and every simulated one runs.
-  const CommandResult t =
-      run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--pp", "2", "--ep", "8",
-                   "--top-k", "2", "--no-db", "--threads", "2", "--no-progress"});
+  const CommandResult t = run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--pp",
+                                       "2", "--ep", "8", "--moe-a2a", "nccl", "--top-k", "2",
+                                       "--no-db", "--threads", "2", "--no-progress"});
   ASSERT_EQ(t.exit_code, 0) << t.err;
   for (const char* what :
        {"best plan explained (#1 ", "· pp 2 ·", "· ep 8 (expert tp 1, expert dp 1)", "16 per GPU",

@@ -269,7 +269,6 @@ bool CollectivePlanner::applicable(Algorithm a, OpKind kind, std::span<const int
     case Algorithm::kHierarchicalA2a: {
       if (kind != OpKind::kAllToAll || !routing_) return false;
       const auto islands = by_island(*cluster_, gpus);
-      if (islands.size() < 2) return false;
       return std::all_of(islands.begin(), islands.end(),
                          [&](const auto& i) { return i.size() == islands.front().size(); });
     }
@@ -468,10 +467,22 @@ CollectivePlanner::Shape CollectivePlanner::hierarchical_a2a_shape(std::span<con
   const auto islands = by_island(*cluster_, gpus);
   const std::size_t k = islands.size();
   const std::size_t g = islands.front().size();
+  const double top_k = static_cast<double>(std::max(1, routing_->top_k));
+  // Per member pair inside an island: the tokens of the k members on the sender's rail that need
+  // the receiver, once each.
+  const double forward =
+      expected_islands(*routing_, static_cast<int>(gpus.size())) / (static_cast<double>(g) * top_k);
   Shape s;
-  s.fraction = expected_islands(*routing_, static_cast<int>(k)) /
-               (static_cast<double>(std::max(1, routing_->top_k)) * static_cast<double>(k));
   s.steps[0].count = 1;
+  if (k == 1) {
+    s.fraction = forward;
+    for (int src : gpus) {
+      for (int dst : gpus)
+        add_path(src, dst, 0, 1, s);
+    }
+    return s;
+  }
+  s.fraction = expected_islands(*routing_, static_cast<int>(k)) / (top_k * static_cast<double>(k));
   for (std::size_t i = 0; i < k; ++i) {
     for (std::size_t j = 0; j < k; ++j) {
       if (j == i) continue;
@@ -479,13 +490,12 @@ CollectivePlanner::Shape CollectivePlanner::hierarchical_a2a_shape(std::span<con
         add_path(islands[i][l], islands[j][l], 0, 1, s);
     }
   }
-  // The forwarding moves S/g per pair: as flows of the network flows' size.
-  const int forward =
-      std::max(1, static_cast<int>(std::lround(1.0 / (static_cast<double>(g) * s.fraction))));
+  // The forwarding as flows of the network flows' size.
+  const int flows = std::max(1, static_cast<int>(std::lround(forward / s.fraction)));
   for (const auto& isl : islands) {
     for (int src : isl) {
       for (int dst : isl)
-        add_path(src, dst, 0, forward, s);
+        add_path(src, dst, 0, flows, s);
     }
   }
   return s;

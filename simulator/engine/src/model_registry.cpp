@@ -109,10 +109,10 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "NCCL all-to-all (ncclSend/ncclRecv in a group)"},
     {SimModel::kHierarchicalA2a, "collective", "hierarchical-a2a",
      "MoE dispatch and combine sent hierarchically: a token crosses the network once per node "
-     "holding one of its experts, to the GPU on its own rail, which forwards the copies over "
-     "NVLink (pipelined with the network transfer); network bytes per rank S·u/top_k·(k-1)/k, u "
-     "the expected nodes one token reaches from its top-k draw (group-limited routing draws its "
-     "groups first)",
+     "holding one of its experts, to the GPU on its own rail, which forwards it over NVLink once "
+     "to every GPU holding one of its experts (pipelined with the network transfer); network "
+     "bytes per rank S·u/top_k·(k-1)/k, u the expected nodes one token reaches from its top-k "
+     "draw (group-limited routing draws its groups first); inside one node one copy per GPU",
      "only for plans whose moe_a2a is hierarchical, on nodes holding equally many of the EP "
      "group; balanced routing; experts spread over the nodes in group order",
      "DeepEP (github.com/deepseek-ai/DeepEP, normal kernels: NVLink + RDMA forwarding); "

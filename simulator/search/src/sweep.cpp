@@ -206,12 +206,10 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     if (allowed(space.overlap, ov)) in.overlap.push_back(ov);
   }
   if (!sharded && in.overlap.size() > 1) in.overlap.resize(1);
-  // Both rank orders place ep right after tp and cp: the expert group spans tp·cp·ep ranks.
-  const bool leaves_domain =
-      m.is_moe() && u.ep > 1 &&
-      static_cast<std::int64_t>(u.tp) * u.cp * u.ep > std::max(1, cluster->nvlink_domain_size());
+  // Without expert parallelism there is no all-to-all: one value stands for both.
+  const bool all_to_all = m.is_moe() && u.ep > 1;
   for (MoeA2a a : {MoeA2a::kNccl, MoeA2a::kHierarchical}) {
-    if (allowed(space.moe_a2a, a) && (leaves_domain || in.a2a.empty())) in.a2a.push_back(a);
+    if (allowed(space.moe_a2a, a) && (all_to_all || in.a2a.empty())) in.a2a.push_back(a);
   }
   return in;
 }

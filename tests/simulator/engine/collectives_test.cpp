@@ -366,8 +366,9 @@ TEST(TokenRouting, ExpectedIslandsMatchesADrawOfTheExperts) {
 
 // The hierarchical all-to-all crosses the network once per node a token reaches instead of once
 // per expert copy: across nodes whose NICs bound both forms, its time is the direct all-to-all's
-// times u / top-k (the NVLink forwarding runs under it). Inside one node it is the direct one, and
-// only an all-to-all that states its routing takes it.
+// times u / top-k (the NVLink forwarding runs under it). Inside one node it sends a token once per
+// GPU that holds one of its experts: r / top-k of the direct one's time. Only an all-to-all that
+// states its routing takes it.
 TEST(Planner, HierarchicalAllToAllCrossesTheNetworkOncePerNode) {
   auto cluster = testing::preset_cluster("dgx-h100-superpod", 4);
   const HardwareProfile& p = *builtin_profile_for(*builtin_catalog().find_gpu("H100"));
@@ -385,8 +386,12 @@ TEST(Planner, HierarchicalAllToAllCrossesTheNetworkOncePerNode) {
   // The same group again without routing: NCCL's.
   EXPECT_EQ(planner.collective(OpKind::kAllToAll, bytes, iota(0, 32)).algorithm,
             Algorithm::kDirect);
-  EXPECT_EQ(planner.collective(OpKind::kAllToAll, bytes, iota(0, 8), {}, &routing).algorithm,
-            Algorithm::kDirect);
+  const CommPlan node_direct = planner.collective(OpKind::kAllToAll, bytes, iota(0, 8));
+  const CommPlan node_hier = planner.collective(OpKind::kAllToAll, bytes, iota(0, 8), {}, &routing);
+  ASSERT_EQ(node_hier.algorithm, Algorithm::kHierarchicalA2a);
+  const double r = expected_islands(routing, 8);  // GPUs one token reaches: about 5.3 of 8
+  EXPECT_NEAR(to_seconds(node_hier.estimate) / to_seconds(node_direct.estimate), r / 8,
+              0.03 * r / 8);
   // The analytic tier's lines agree with the plan.
   const std::vector<CostLine> lines =
       planner.cost_lines(OpKind::kAllToAll, iota(0, 32), {}, &routing);

@@ -26,13 +26,16 @@
 //                 is hierarchical, as DeepEP's and HybridEP's dispatch and combine) across k
 //                 islands of g members: a token crosses the network once per island that holds
 //                 one of its experts, to the member on its own rail (same local index), which
-//                 forwards the copies over NVLink; the combine is the mirror image. One step:
-//                 the network flows (member l of island i to member l of every other island)
-//                 each move S·u/(top_k·k), u the expected islands one token reaches
-//                 (expected_islands()); the NVLink forwarding runs under them (DeepEP pipelines
-//                 the two) as flows to every other member of the island moving S/g, carried as
-//                 round(g⁻¹ / (u/(top_k·k))) flows of the network flows' size. Only for a plan
-//                 that chooses it, on islands of equal size; inside one island it is direct.
+//                 forwards it over NVLink once to every member holding one of its experts; the
+//                 combine is the mirror image. One step: the network flows (member l of island i
+//                 to member l of every other island) each move S·u/(top_k·k), u the expected
+//                 islands one token reaches (expected_islands()); the NVLink forwarding runs
+//                 under them (DeepEP pipelines the two) as flows to every other member of the
+//                 island moving S·r/(top_k·g), r the expected members (of all n) one token
+//                 reaches, carried as round((r/g) / (u/k)) flows of the network flows' size.
+//                 Inside one island only the forwarding remains: S·r/(top_k·n) per pair (NCCL's
+//                 direct all-to-all sends every copy: S/n). Only for a plan that chooses it, on
+//                 islands of equal size.
 //   chain         broadcast: a pipelined chain from the first member, S per hop, n−1 steps.
 //   p2p           a send/recv pair: the message on the route between the two GPUs, 1 step.
 // A protocol (LL, LL128, Simple) scales the bytes on the wire by 1 / bandwidth_factor; an

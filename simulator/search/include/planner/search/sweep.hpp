@@ -114,9 +114,7 @@ struct SearchSpace {
   std::vector<bool> sequence_parallel;
   std::vector<std::string> orders;
   std::vector<bool> overlap;
-  // How MoE tokens cross between ranks (ParallelConfig::moe_a2a); the hierarchical form is
-  // searched only where the expert-parallel group leaves an NVLink domain (inside one it is NCCL's
-  // all-to-all).
+  // How MoE tokens cross between ranks (ParallelConfig::moe_a2a), for plans with ep > 1.
   std::vector<MoeA2a> moe_a2a;
   bool tp_within_nvlink = true;
   // A pp listed in `pp` that does not divide the layers is searched with the balanced uneven split
