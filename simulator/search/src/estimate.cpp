@@ -842,7 +842,8 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
          orders_[static_cast<std::size_t>(order)] != p.order)
     ++order;
   if (order == static_cast<std::int64_t>(orders_.size())) orders_.push_back(p.order);
-  const Key gkey{{p.tp, p.cp, p.ep, p.dp, p.pp, p.zero_stage >= 1 ? 1 : 0, order}};
+  const Key gkey{{p.tp, p.cp, p.ep, p.dp, p.pp, p.zero_stage >= 1 ? 1 : 0, order,
+                  static_cast<std::int64_t>(p.moe_a2a)}};
   if (!planner_) {
     planner_ = std::make_unique<sim::CollectivePlanner>(*in.cluster, *in.profile, *in.fabric,
                                                         std::nullopt);

@@ -257,11 +257,29 @@ TEST(Sweep, SearchesTheHierarchicalAllToAllWhereThereIsExpertParallelism) {
     EXPECT_GT(p.ep, 1) << short_label(p);
   }
   EXPECT_GT(hierarchical, 0);
-  // One copy per node and GPU instead of one per expert: the best plan sends hierarchically.
+  // One copy per node and GPU instead of one per expert: the best plan sends hierarchically, and
+  // so does every plan of the frontier (taken by the analytic estimate) that has an all-to-all.
   const ParallelConfig& best = run->result.ranking.front().parallel;
   if (best.ep > 1) {
     EXPECT_EQ(best.moe_a2a, MoeA2a::kHierarchical);
   }
+  ASSERT_FALSE(run->result.pareto.empty());
+  for (const RankedPlan& r : run->result.pareto) {
+    if (r.parallel.ep > 1) {
+      EXPECT_EQ(r.parallel.moe_a2a, MoeA2a::kHierarchical) << short_label(r.parallel);
+    }
+  }
+  // Ranked by the estimate alone, ep 16 across two nodes: the analytic tier times each form with
+  // its own lines (the nccl plan, estimated first, must not lend the other its all-to-all).
+  SweepRequest estimated = req;
+  estimated.space.ep = {16};
+  estimated.options.top_k = 0;
+  auto est = run_sweep(estimated);
+  ASSERT_TRUE(est) << est.status().message();
+  ASSERT_FALSE(est->result.ranking.empty());
+  const RankedPlan& top = est->result.ranking.front();
+  EXPECT_EQ(top.tier, Tier::kEstimate);
+  EXPECT_EQ(top.parallel.moe_a2a, MoeA2a::kHierarchical) << short_label(top.parallel);
   req.space.moe_a2a = {MoeA2a::kNccl};
   auto nccl = run_sweep(req);
   ASSERT_TRUE(nccl) << nccl.status().message();
