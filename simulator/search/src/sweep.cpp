@@ -206,10 +206,15 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     if (allowed(space.overlap, ov)) in.overlap.push_back(ov);
   }
   if (!sharded && in.overlap.size() > 1) in.overlap.resize(1);
-  // Without expert parallelism there is no all-to-all: one value stands for both.
+  // Without expert parallelism there is no all-to-all: NCCL's value stands for both, whatever the
+  // space allows (a dense plan that names the hierarchical form is invalid).
   const bool all_to_all = m.is_moe() && u.ep > 1;
-  for (MoeA2a a : {MoeA2a::kNccl, MoeA2a::kHierarchical}) {
-    if (allowed(space.moe_a2a, a) && (all_to_all || in.a2a.empty())) in.a2a.push_back(a);
+  if (all_to_all) {
+    for (MoeA2a a : {MoeA2a::kNccl, MoeA2a::kHierarchical}) {
+      if (allowed(space.moe_a2a, a)) in.a2a.push_back(a);
+    }
+  } else {
+    in.a2a.push_back(MoeA2a::kNccl);
   }
   return in;
 }

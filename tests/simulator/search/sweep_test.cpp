@@ -288,6 +288,21 @@ TEST(Sweep, SearchesTheHierarchicalAllToAllWhereThereIsExpertParallelism) {
   EXPECT_LT(nccl->result.counts.candidates, run->result.counts.candidates);
 }
 
+// A dense model has no all-to-all: a space that allows only the hierarchical form leaves its
+// plans as they are (NCCL's value), not invalid.
+TEST(Sweep, DenseSweepIgnoresAFixedAllToAll) {
+  const SweepResult& free = small_result();
+  SweepRequest req = small_request();
+  req.space.moe_a2a = {MoeA2a::kHierarchical};
+  auto fixed = run_sweep(req);
+  ASSERT_TRUE(fixed) << fixed.status().message();
+  EXPECT_EQ(fixed->result.counts.candidates, free.counts.candidates);
+  EXPECT_EQ(ids(fixed->result.ranking), ids(free.ranking));
+  ASSERT_FALSE(fixed->result.ranking.empty());
+  for (const RankedPlan& r : fixed->result.ranking)
+    EXPECT_EQ(r.parallel.moe_a2a, MoeA2a::kNccl) << short_label(r.parallel);
+}
+
 TEST(Sweep, SameResultOnAnyNumberOfThreads) {
   const SweepResult& one = small_result();
   const SweepResult three = run_sweep(small_request(3)).value().result;
