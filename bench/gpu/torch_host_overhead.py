@@ -21,6 +21,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils.checkpoint as ckpt
 
+from cuda_timing import wall_per_call
+
 out = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0),
        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 try:
@@ -32,16 +34,8 @@ dt = torch.bfloat16
 
 
 def host_per_call(fn, n=2000, warm=200):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    t2 = time.perf_counter()
-    return (t1 - t0) / n * 1e6, (t2 - t0) / n * 1e6  # host issue µs/call, wall µs/call
+    wall, issued = wall_per_call(fn, n, warm=warm)
+    return issued * 1e6, wall * 1e6  # host issue µs/call, wall µs/call
 
 
 ops = {}
