@@ -167,8 +167,9 @@ void add_stack_options(CLI::App* cmd, StackArgs& args) {
                   "time to issue each op; planner sim-models lists each stack's costs)");
   cmd->add_option("--host-costs", args.host_costs,
                   "Override the stack's host costs: KEY=MICROSECONDS,... (gemm, attention, "
-                  "memory, collective, p2p, micro_batch, step; backward is a factor), or "
-                  "\"none\" for no host model");
+                  "memory, collective, p2p, micro_batch, step, gather_member; backward is a "
+                  "factor; pass_sync=1 makes the host synchronise with the GPU before every "
+                  "pass), or \"none\" for no host model");
 }
 
 Result<ResolvedStack> resolve_stack(const StackArgs& args) {

@@ -10,6 +10,9 @@ per-micro-batch and per-step costs, by coordinate descent on the step-time MAPE 
   scripts/fit-host-costs.py PLANNER FILE.csv            fit on every run, print the costs
   scripts/fit-host-costs.py PLANNER FILE.csv --by-model leave one model out: fit on the others,
                                                         report the held-out model's error
+  --pass-sync   the stack's host synchronises with the GPU before every pass (host_model.hpp
+                sync_per_pass: Megatron-LM's timers of 2020-2022, Megatron-DeepSpeed); a property
+                of the stack's code, stated, not fitted
 
 FILE is a vTrain-format CSV (tests/data/reference/vtrain_calibration.csv); --by-model groups its
 rows by (layers, hidden size).
@@ -30,12 +33,15 @@ GRID = {
     "p2p": [0, 100, 250, 500, 800, 1200],
 }
 START = {"scale": 3, "collective": 10, "micro_batch": 5000, "step": 0, "p2p": 500}
+PASS_SYNC = "--pass-sync" in sys.argv
 
 
 def costs(p):
     out = {k: round(v * p["scale"], 1) for k, v in BASE.items()}
     out.update({k: v for k, v in p.items() if k != "scale"})
     out["backward"] = BACKWARD
+    if PASS_SYNC:
+        out["pass_sync"] = 1
     return out
 
 

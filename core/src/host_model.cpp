@@ -12,6 +12,7 @@ struct Entry {
   double gemm_us, attention_us, memory_us, collective_us, p2p_us, backward, micro_batch_us, step_us;
   const char* source;
   double gather_member_us = 0;
+  bool sync_per_pass = false;
 };
 
 // The current stacks on PyTorch 2: measured on one H200 machine's host (Intel Xeon, PyTorch
@@ -44,9 +45,11 @@ constexpr Entry pytorch2(SoftwareStack stack, const char* source, double gather_
 // host_model.hpp): per member, a view built in a Python loop and a copy out of the gathered
 // buffer, assumed one single-kernel PyTorch op (GeLU measured 6.8 us on the same host).
 constexpr double kGatherMember = 6.8;
-constexpr Entry fitted_on_vtrain(SoftwareStack stack, const char* source) {
+constexpr Entry fitted_on_vtrain(SoftwareStack stack, const char* source,
+                                 bool sync_per_pass = false) {
   const double s = kDeepSpeedScale;
-  return {stack, s * kGemm, s * kAttention, s * kMemory, 0, 500, kBackward, 7000, 0, source, 0};
+  return {stack,  s * kGemm, s * kAttention, s * kMemory, 0, 500, kBackward, 7000, 0,
+          source, 0,         sync_per_pass};
 }
 
 // Microseconds per op of the step program (see host_model.hpp).
@@ -61,7 +64,9 @@ constexpr Entry kBuiltIn[] = {
         SoftwareStack::kMegatronLm,
         "assumed equal to megatron-deepspeed's fitted costs (the same Megatron model code in "
         "PyTorch eager mode of the same years; no measured megatron-lm sweep of small models in "
-        "the reference data)"),
+        "the reference data); its timers of 2020-2022 synchronise the GPU around every forward "
+        "and backward pass (megatron/timers.py _Timer.start and stop: torch.cuda.synchronize())",
+        true),
     pytorch2(SoftwareStack::kMegatronCore,
              "measured: PyTorch 2.11 on an H200 machine's host (bench/gpu/README.md, 2026-11-26); "
              "send/receive, micro-batch and step costs assumed"),
@@ -94,7 +99,8 @@ std::string fmt_us(Time t) {
 bool HostCosts::enabled() const {
   const Time zero(0);
   return gemm != zero || attention != zero || memory_bound != zero || collective != zero ||
-         p2p != zero || per_micro_batch != zero || per_step != zero || gather_member != zero;
+         p2p != zero || per_micro_batch != zero || per_step != zero || gather_member != zero ||
+         sync_per_pass;
 }
 
 HostCosts host_costs(SoftwareStack stack) {
@@ -113,6 +119,7 @@ HostCosts host_costs(SoftwareStack stack) {
   c.per_micro_batch = us(e->micro_batch_us);
   c.per_step = us(e->step_us);
   c.gather_member = us(e->gather_member_us);
+  c.sync_per_pass = e->sync_per_pass;
   c.source = e->source;
   return c;
 }
@@ -154,7 +161,8 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
     if (eq == std::string_view::npos) {
       return Status::invalid_input("host costs: \"" + std::string(item) +
                                    "\" is not KEY=VALUE (keys: gemm, attention, memory, "
-                                   "collective, p2p, backward, micro_batch, step, gather_member; "
+                                   "collective, p2p, backward, micro_batch, step, gather_member, "
+                                   "pass_sync; "
                                    "or \"none\")");
     }
     const std::string_view value = item.substr(eq + 1);
@@ -185,10 +193,16 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
       base.per_step = us(v);
     } else if (key == "gather_member") {
       base.gather_member = us(v);
+    } else if (key == "pass_sync") {
+      if (v != 0 && v != 1) {
+        return Status::invalid_input("host costs: pass_sync must be 0 or 1, found \"" +
+                                     std::string(value) + "\"");
+      }
+      base.sync_per_pass = v == 1;
     } else {
       return Status::invalid_input("host costs: unknown key \"" + std::string(key) +
                                    "\" (keys: gemm, attention, memory, collective, p2p, backward, "
-                                   "micro_batch, step, gather_member)");
+                                   "micro_batch, step, gather_member, pass_sync)");
     }
     base.source = "set by the user";
   }
@@ -205,7 +219,8 @@ std::string describe(const HostCosts& c) {
          " us per micro-batch, " + fmt_us(c.per_step) + " us per step" +
          (c.gather_member == Time(0) ? ""
                                      : "; ZeRO-3 gathers tensor by tensor, " +
-                                           fmt_us(c.gather_member) + " us per rank per tensor");
+                                           fmt_us(c.gather_member) + " us per rank per tensor") +
+         (c.sync_per_pass ? "; the host synchronises with the GPU before every pass" : "");
 }
 
 }  // namespace planner

@@ -404,6 +404,17 @@ TEST(SimulateCli, StackHostModelAndAttention) {
       {"simulate", "--model", "gpt-tiny", "--gpu", "h100", "--host-costs", "kernel=3", "--no-db"});
   EXPECT_EQ(key.exit_code, 2);
   EXPECT_NE(key.err.find("unknown key \"kernel\""), std::string::npos) << key.err;
+  const CommandResult sync = run_planner({"simulate", "--model", "gpt-tiny", "--gpu", "h100",
+                                          "--host-costs", "pass_sync=2", "--no-db"});
+  EXPECT_EQ(sync.exit_code, 2);
+  EXPECT_NE(sync.err.find("pass_sync must be 0 or 1"), std::string::npos) << sync.err;
+  // Megatron-LM's timers synchronise before every pass: the host cannot run ahead into the next.
+  const nlohmann::json lm = step({"--stack", "megatron-lm"});
+  const nlohmann::json lm_free = step({"--stack", "megatron-lm", "--host-costs", "pass_sync=0"});
+  ASSERT_FALSE(lm.is_null() || lm_free.is_null());
+  EXPECT_NE(lm["host_costs"].get<std::string>().find("synchronises"), std::string::npos);
+  EXPECT_EQ(lm_free["host_costs"].get<std::string>().find("synchronises"), std::string::npos);
+  EXPECT_GT(lm["step_time_s"].get<double>(), lm_free["step_time_s"].get<double>());
 }
 
 TEST(SimulateCli, ClusterStatedInNumbers) {

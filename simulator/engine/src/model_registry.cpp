@@ -75,13 +75,17 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "max(h_i, when its stream and dependencies allow), so short kernels wait for the host; a "
      "stack that gathers ZeRO-3 parameters tensor by tensor (deepspeed) synchronises with the GPU "
      "before each layer's gather and then pays, per parameter tensor, a launch and a cost per "
-     "data-parallel rank, so its gathers are not overlapped and grow with dp",
+     "data-parallel rank, so its gathers are not overlapped and grow with dp; a stack whose "
+     "timers synchronise (megatron-lm) waits for the GPU before every forward and backward pass "
+     "of a micro-batch, so the GPU drains and then waits for the pass's first op",
      "the host otherwise never waits for the GPU within a step (launches are asynchronous, no "
      "host synchronisation before the optimizer); costs are per op of the step program (what the "
      "framework runs for it), per software stack",
      "core/host_model.hpp: costs per stack (planner sim-models --stacks), fitted on measured runs "
      "of that stack (vTrain's A100 sweep for megatron-deepspeed); the gather loop from DeepSpeed's "
-     "partition_parameters.py (_allgather_param, 2021 releases)"},
+     "partition_parameters.py (_allgather_param, 2021 releases); the pass synchronisation from "
+     "Megatron-LM's megatron/timers.py of 2020-2022 (_Timer.start and stop call "
+     "torch.cuda.synchronize(); schedules.py times every forward_step and backward_step)"},
     {SimModel::kRing, "collective", "ring",
      "C rings (C = members per island) each moving 2(n-1)/n S/C (all-reduce) or (n-1)/n S/C "
      "(all-gather, reduce-scatter) per hop in 2(n-1) or n-1 steps",

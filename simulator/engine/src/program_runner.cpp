@@ -225,8 +225,19 @@ void Runner::init_host(RankState& s) {
   Time h(0);
   int last_micro_batch = OpId::kNone;
   bool stepped = false;
+  // The pass the previous compute op belonged to (micro-batch, forward or backward), for
+  // sync_per_pass.
+  std::pair<int, bool> pass{OpId::kNone, false};
   for (std::size_t i = 0; i < r.size(); ++i) {
     const OpId id = r.op(i).id;
+    if (c.sync_per_pass && id.microbatch() != OpId::kNone &&
+        is_compute(program_.desc(r.op(i)).kind) && id.phase() != Phase::kOptimizer) {
+      const std::pair<int, bool> p{id.microbatch(), id.phase() != Phase::kForward};
+      if (p != pass) {
+        pass = p;
+        if (i > 0) s.syncs.push_back(static_cast<std::uint32_t>(i));
+      }
+    }
     if (id.phase() == Phase::kForward && id.microbatch() != OpId::kNone &&
         id.microbatch() != last_micro_batch) {
       last_micro_batch = id.microbatch();
@@ -242,7 +253,10 @@ void Runner::init_host(RankState& s) {
     std::int64_t members = 1;
     if (is_collective(d.kind) && gathers_tensor_by_tensor(c, d)) {
       if (op.group >= 0) members = static_cast<std::int64_t>(program_.group(op.group).ranks.size());
-      if (id.role() == OpRole::kDpParamGather) s.syncs.push_back(static_cast<std::uint32_t>(i));
+      if (id.role() == OpRole::kDpParamGather &&
+          (s.syncs.empty() || s.syncs.back() != static_cast<std::uint32_t>(i))) {
+        s.syncs.push_back(static_cast<std::uint32_t>(i));
+      }
     }
     h += host_cost(c, d, id.phase(), members);
     s.host[i] = h;
@@ -263,8 +277,11 @@ void Runner::resolve_syncs(std::uint32_t ri) {
     // The host reaches the sync after the op before it, then waits for the GPU.
     const Time arrives = (k > 0 ? s.host[k - 1] : Time(0)) + s.host_shift;
     if (now > arrives) s.host_shift += now - arrives;
-    // The GPU, drained, waits while the host issues the gather.
-    s.host_wait += s.host[k] + s.host_shift - std::max(now, arrives);
+    // The GPU, drained, waits while the host issues op k (a gather; a compute op's wait is
+    // counted when it is issued, in try_issue).
+    if (s.track[k].stream != static_cast<std::uint8_t>(Stream::kCompute)) {
+      s.host_wait += s.host[k] + s.host_shift - std::max(now, arrives);
+    }
     ++s.next_sync;
     if (s.next_sync < s.syncs.size()) {
       // Nothing at or after k has been issued yet: the next sync waits for all of [k, next).

@@ -215,6 +215,46 @@ TEST(HostModel, DeepSpeedGathersSynchroniseAndLoopOverTheRanks) {
   EXPECT_NEAR(to_microseconds(step(0).first), 60, 0.01);
 }
 
+// Megatron-LM's timers of 2020-2022 (host_model.hpp, sync_per_pass): the host synchronises with
+// the GPU before every forward and backward pass. One rank runs the forward and the backward pass
+// of two micro-batches, each pass three 10 us ops; the host takes 2 us per op. Running ahead, the
+// host hides under the GPU after the first op: 2 + 12 x 10 = 122 us. Synchronised, each of the
+// three later passes starts on a drained GPU that waits 2 us for its first op: 128 us.
+TEST(HostModel, TimersSynchroniseBeforeEveryPass) {
+  StepProgram prog(ProgramInfo{1, 0, 1, 1, 1, 2, Schedule::k1F1B});
+  const std::uint32_t work = prog.intern(testing::elementwise(10'000'000));
+  RankProgram& r = prog.add_rank(0, RankKind::kWorker, 0);
+  for (int mb = 0; mb < 2; ++mb) {
+    for (Phase ph : {Phase::kForward, Phase::kBackwardInput}) {
+      for (int i = 0; i < 3; ++i) {
+        Op o;
+        o.id = OpId::make(i, mb, ph, OpRole::kAttnResidual);
+        o.desc = work;
+        r.add(o, {});
+      }
+    }
+  }
+  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
+  auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
+  const std::vector<int> gpus{0};
+  auto step = [&](bool sync) {
+    RunContext ctx;
+    ctx.cluster = cluster.get();
+    ctx.gpu_of_rank = gpus;
+    ctx.profile = &profile;
+    ctx.options.host.memory_bound = microseconds(2);
+    ctx.options.host.sync_per_pass = sync;
+    auto run = run_program(prog, ctx);
+    EXPECT_TRUE(run) << run.status().message();
+    return run ? std::pair{run->makespan, run->ranks[0].host_wait} : std::pair{Time(0), Time(0)};
+  };
+  EXPECT_NEAR(to_microseconds(step(false).first), 122, 0.01);
+  EXPECT_NEAR(to_microseconds(step(false).second), 2, 0.01);
+  const auto [synced, waited] = step(true);
+  EXPECT_NEAR(to_microseconds(synced), 128, 0.01);
+  EXPECT_NEAR(to_microseconds(waited), 8, 0.01);
+}
+
 ModelSpec small_llama(int layers = 4) {
   ModelSpec m = *builtin_catalog().find_model("llama2-7b");
   m.num_layers = layers;

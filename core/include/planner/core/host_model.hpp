@@ -47,7 +47,14 @@ struct HostCosts {
   double backward_factor = 1.0;
   Time per_micro_batch;  // per micro-batch: data loading, loss bookkeeping, pipeline engine
   Time per_step;         // per step: optimizer launch (multi-tensor apply), clipping, logging
-  std::string source;    // where the numbers come from
+  // The host synchronises with the GPU (torch.cuda.synchronize) at the start of every forward and
+  // every backward pass of a micro-batch, so it cannot issue a pass while the GPU still runs the
+  // one before: Megatron-LM's timers of 2020-2022 (megatron/timers.py _Timer.start and stop call
+  // torch.cuda.synchronize(); schedules.py brackets each micro-batch's forward_step and
+  // backward_step with the forward-compute and backward-compute timers), inherited by
+  // Megatron-DeepSpeed. Megatron-core's timers skip it below their log level (the default).
+  bool sync_per_pass = false;
+  std::string source;  // where the numbers come from
 
   // False when every cost is zero: the simulation then has no host (hand-built programs, the
   // planner executor's own C++ issue loop).
