@@ -74,6 +74,7 @@ struct SweepArgs {
   std::vector<std::string> schedules, recompute, orders, moe_a2a;
   std::string sp = "both";
   std::string overlap = "both";
+  std::string a2a_overlap = "both";
   bool tp_beyond_nvlink = false;
   bool uneven_stages = false;
   double budget = 0;
@@ -296,6 +297,7 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   PLANNER_ASSIGN_OR_RETURN(s.sequence_parallel,
                            on_off("--sp", a.sequence_parallel ? std::string("on") : a.sp));
   PLANNER_ASSIGN_OR_RETURN(s.overlap, on_off("--overlap", a.overlap));
+  PLANNER_ASSIGN_OR_RETURN(s.moe_a2a_overlap, on_off("--moe-a2a-overlap", a.a2a_overlap));
   s.tp_within_nvlink = !a.tp_beyond_nvlink;
   s.uneven_stages = a.uneven_stages;
   return req;
@@ -807,7 +809,8 @@ std::string csv_escape(const std::string& s) {
 
 void print_csv(std::ostream& out, const search::SweepSetup& setup, const search::SweepResult& res) {
   out << "position,scenario,plan,gpus,tp,pp,dp,cp,ep,sp,mbs,schedule,vpp,recompute,zero,order,"
-         "overlap,moe_a2a,tier,step_s,tokens_per_s,mfu,bubble,peak_GiB,usd_per_hour,useful_"
+         "overlap,moe_a2a,moe_a2a_overlap,tier,step_s,tokens_per_s,mfu,bubble,peak_GiB,usd_per_"
+         "hour,useful_"
          "fraction,"
          "days_to_train,total_usd,tokens_per_usd,estimate_step_s,note\n";
   for (const search::RankedPlan& r : res.ranking) {
@@ -820,11 +823,12 @@ void print_csv(std::ostream& out, const search::SweepSetup& setup, const search:
         << p.micro_batch_size << ',' << to_string(p.schedule) << ',' << p.virtual_stages << ','
         << to_string(p.recompute) << ',' << p.zero_stage << ',' << p.order << ','
         << (p.overlap_grad_reduce ? 1 : 0) << ',' << to_string(p.moe_a2a) << ','
-        << to_string(r.tier) << ',' << to_seconds(m.step_time) << ',' << m.tokens_per_second << ','
-        << m.mfu << ',' << m.bubble_fraction << ',' << to_GiB(m.peak_memory) << ','
-        << e.usd_per_hour.raw() << ',' << e.goodput.useful_fraction << ','
-        << e.time_to_train_s / kSecondsPerDay << ',' << e.total_cost.raw() << ',' << r.objective
-        << ',' << to_seconds(r.estimate.step_time) << ',' << csv_escape(r.note) << '\n';
+        << (p.moe_a2a_overlap ? 1 : 0) << ',' << to_string(r.tier) << ',' << to_seconds(m.step_time)
+        << ',' << m.tokens_per_second << ',' << m.mfu << ',' << m.bubble_fraction << ','
+        << to_GiB(m.peak_memory) << ',' << e.usd_per_hour.raw() << ',' << e.goodput.useful_fraction
+        << ',' << e.time_to_train_s / kSecondsPerDay << ',' << e.total_cost.raw() << ','
+        << r.objective << ',' << to_seconds(r.estimate.step_time) << ',' << csv_escape(r.note)
+        << '\n';
   }
 }
 
@@ -1239,6 +1243,10 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "MoE all-to-all: nccl (every token copy), hierarchical (once per node over "
                   "the network, once per GPU over NVLink: DeepEP, HybridEP)")
       ->delimiter(',');
+  cmd->add_option("--moe-a2a-overlap", a->a2a_overlap,
+                  "Megatron-core's EP all-to-all overlap (merged forward and backward passes of "
+                  "the interleaved schedule, or of 1f1b with pp 1): on, off or both")
+      ->capture_default_str();
   CLI::Option* zero = cmd->add_option("--zero", a->zero, "ZeRO stages 0-3")->delimiter(',');
   cmd->add_flag("--use-distributed-optimizer", a->distributed_optimizer,
                 "Megatron's distributed optimizer: fix ZeRO stage 1")

@@ -75,6 +75,10 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
       "How MoE tokens reach other ranks' experts: nccl (NCCL's all-to-all, Megatron-core's "
       "alltoall dispatcher) or hierarchical (once per node over the network, then NVLink: "
       "DeepEP, HybridEP)"));
+  config.push_back(cmd->add_flag(
+      "--moe-a2a-overlap,--overlap-moe-expert-parallel-comm", a.parallel.moe_a2a_overlap,
+      "Run each steady-state forward pass merged with the backward pass after it, "
+      "one micro-batch's MoE all-to-alls under the other's compute (Megatron-core)"));
   config.push_back(cmd->add_option("--seq,--seq-length", a.seq,
                                    "Sequence length (default: the model's maximum)"));
   config.push_back(cmd->add_option(

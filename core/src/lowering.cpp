@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -73,6 +74,76 @@ struct StageLayout {
   std::int64_t optimizer_params = 0;  // updated by one rank (after ZeRO sharding)
   std::size_t ops_hint = 0;           // ops of the first lowered rank of the stage
 };
+
+// The ops one schedule item (a forward or backward pass) added to a rank's program.
+struct PassRange {
+  Pass pass = Pass::kForward;
+  int microbatch = 0;
+  std::uint32_t begin = 0, end = 0;
+};
+
+// Megatron-core's expert-parallel all-to-all overlap (--overlap-moe-expert-parallel-comm, its
+// combined 1F1B): a forward pass and the backward pass of another micro-batch next to it in the
+// stage's order run as one, so that one's dispatch and combine all-to-alls run under the other's
+// compute. Each pass is cut into segments after every EP all-to-all, and the pair's ops are put
+// in the order forward segment 0, backward segment 0, forward segment 1, ...: the compute stream
+// alternates between the two passes, and each all-to-all waits only for its own pass. Pairs are
+// taken left to right, a pass in at most one (1F1B's steady state: F(k + w) with B(k); with one
+// stage, B(k) with F(k + 1)). A pair where an op would come before one it depends on keeps its
+// order.
+void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passes) {
+  std::vector<std::uint32_t> order(rp.size());
+  std::iota(order.begin(), order.end(), 0u);
+  auto segments = [&](const PassRange& p) {
+    std::vector<std::vector<std::uint32_t>> out(1);
+    for (std::uint32_t k = p.begin; k < p.end; ++k) {
+      out.back().push_back(k);
+      const OpRole role = rp.op(k).id.role();
+      if (role == OpRole::kEpDispatch || role == OpRole::kEpCombine) out.emplace_back();
+    }
+    return out;
+  };
+  bool merged = false;
+  for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
+    const PassRange& a = passes[i];
+    const PassRange& b = passes[i + 1];
+    const bool pair = a.end == b.begin && a.microbatch != b.microbatch &&
+                      ((a.pass == Pass::kForward && b.pass == Pass::kBackward) ||
+                       (a.pass == Pass::kBackward && b.pass == Pass::kForward));
+    if (!pair) continue;
+    const PassRange& f = a.pass == Pass::kForward ? a : b;
+    const PassRange& g = a.pass == Pass::kForward ? b : a;
+    const auto fs = segments(f);
+    const auto gs = segments(g);
+    std::uint32_t at = a.begin;
+    for (std::size_t k = 0; k < std::max(fs.size(), gs.size()); ++k) {
+      if (k < fs.size()) {
+        for (std::uint32_t x : fs[k])
+          order[at++] = x;
+      }
+      if (k < gs.size()) {
+        for (std::uint32_t x : gs[k])
+          order[at++] = x;
+      }
+    }
+    // Every dependency inside the pair must stay before its op.
+    std::vector<std::uint32_t> where(b.end - a.begin);
+    for (std::uint32_t k = a.begin; k < b.end; ++k)
+      where[order[k] - a.begin] = k;
+    bool ok = true;
+    for (std::uint32_t k = a.begin; k < b.end && ok; ++k) {
+      for (std::uint32_t d : rp.deps(order[k]))
+        ok = ok && (d < a.begin || where[d - a.begin] < k);
+    }
+    if (!ok) {
+      std::iota(order.begin() + a.begin, order.begin() + b.end, a.begin);
+      continue;
+    }
+    merged = true;
+    ++i;
+  }
+  if (merged) rp.reorder(order);
+}
 
 std::uint32_t tensor_key(int layer, OpRole role) {
   return (static_cast<std::uint32_t>(layer + 1) << 8) | static_cast<std::uint32_t>(role);
@@ -2229,7 +2300,9 @@ Status Lowerer::lower_worker(int rank) {
     }
   }
 
+  std::vector<PassRange> passes;
   for (const PassItem& it : sched_.stage(s)) {
+    const auto begin = static_cast<std::uint32_t>(r.rp->size());
     switch (it.pass) {
       case Pass::kForward:
         forward_pass(r, it.microbatch, it.chunk);
@@ -2241,8 +2314,10 @@ Status Lowerer::lower_worker(int rank) {
         flush_w(r, it.microbatch);
         break;
     }
+    passes.push_back({it.pass, it.microbatch, begin, static_cast<std::uint32_t>(r.rp->size())});
   }
   step_tail(r);
+  if (p_.moe_a2a_overlap && ep_ > 1) merge_forward_backward(*r.rp, passes);
   if (layouts_[static_cast<std::size_t>(s)].ops_hint == 0) {
     layouts_[static_cast<std::size_t>(s)].ops_hint = r.rp->size();
   }
@@ -2369,9 +2444,10 @@ Result<StepProgram> lower(const ModelSpec& model, const TrainingSpec& training,
                                  ") or micro-batches x layers x cp (" + std::to_string(cp_tags) +
                                  ") exceed the 2^28 send/recv tags");
   }
-  PLANNER_ASSIGN_OR_RETURN(PipelineSchedule sched,
-                           PipelineSchedule::create(parallel.schedule, parallel.pp,
-                                                    static_cast<int>(mb), parallel.virtual_stages));
+  PLANNER_ASSIGN_OR_RETURN(
+      PipelineSchedule sched,
+      PipelineSchedule::create(parallel.schedule, parallel.pp, static_cast<int>(mb),
+                               parallel.virtual_stages, parallel.moe_a2a_overlap ? 1 : 0));
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model, parallel));
   std::vector<int> ranks =
       options.ranks.empty() ? representative_ranks(parallel, RankSubset::kAll) : options.ranks;

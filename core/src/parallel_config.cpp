@@ -23,6 +23,7 @@ std::string short_label(const ParallelConfig& p) {
   }
   if (p.moe_fp8_dispatch) s += " fp8-a2a";
   if (p.moe_a2a == MoeA2a::kHierarchical) s += " hier-a2a";
+  if (p.moe_a2a_overlap) s += " a2a-overlap";
   if (p.sequence_parallel) s += " sp";
   s += " mb" + std::to_string(p.micro_batch_size);
   if (p.pp > 1) {

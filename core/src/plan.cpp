@@ -196,12 +196,25 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                "routing imbalance needs an MoE model, got " + std::to_string(p.moe_imbalance));
     }
     if (p.moe_capacity_factor >= 0 || p.moe_pad_to_capacity || p.moe_fp8_dispatch ||
-        p.moe_a2a != MoeA2a::kNccl) {
+        p.moe_a2a != MoeA2a::kNccl || p.moe_a2a_overlap) {
       diag.add("/parallel",
-               "moe_capacity_factor, moe_pad_to_capacity, moe_fp8_dispatch and moe_a2a need "
-               "an MoE model");
+               "moe_capacity_factor, moe_pad_to_capacity, moe_fp8_dispatch, moe_a2a and "
+               "moe_a2a_overlap need an MoE model");
     }
   } else {
+    if (p.moe_a2a_overlap && p.ep < 2) {
+      diag.add("/parallel/moe_a2a_overlap",
+               "overlaps the expert-parallel all-to-alls, so it needs ep > 1, got ep " +
+                   std::to_string(p.ep));
+    }
+    const bool mergeable =
+        p.schedule == Schedule::kInterleaved || (p.schedule == Schedule::k1F1B && p.pp == 1);
+    if (p.moe_a2a_overlap && !mergeable) {
+      diag.add("/parallel/moe_a2a_overlap",
+               "merges the passes of the interleaved schedule, or of 1f1b with pp 1 (merged "
+               "1F1B passes would wait on each other stage by stage), got " +
+                   std::string(to_string(p.schedule)) + " with pp " + std::to_string(p.pp));
+    }
     if (p.moe_imbalance < 1.0) {
       diag.add("/parallel/moe_imbalance",
                "is the hottest expert's load over the mean, so >= 1, got " +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <deque>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -106,6 +107,37 @@ std::uint32_t RankProgram::add(const Op& op, std::span<const std::uint32_t> deps
   deps_.insert(deps_.end(), deps.begin(), deps.end());
   dep_offsets_.push_back(static_cast<std::uint32_t>(deps_.size()));
   return index;
+}
+
+bool RankProgram::reorder(std::span<const std::uint32_t> order) {
+  const std::size_t n = ops_.size();
+  if (order.size() != n) return false;
+  constexpr std::uint32_t kUnplaced = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> where(n, kUnplaced);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (order[k] >= n || where[order[k]] != kUnplaced) return false;
+    where[order[k]] = static_cast<std::uint32_t>(k);
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    for (std::uint32_t d : deps(order[k])) {
+      if (where[d] >= k) return false;
+    }
+  }
+  std::vector<Op> ops;
+  std::vector<std::uint32_t> offsets{0}, list;
+  ops.reserve(n);
+  offsets.reserve(n + 1);
+  list.reserve(deps_.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    ops.push_back(ops_[order[k]]);
+    for (std::uint32_t d : deps(order[k]))
+      list.push_back(where[d]);
+    offsets.push_back(static_cast<std::uint32_t>(list.size()));
+  }
+  ops_ = std::move(ops);
+  dep_offsets_ = std::move(offsets);
+  deps_ = std::move(list);
+  return true;
 }
 
 void RankProgram::reserve(std::size_t ops, std::size_t deps) {

@@ -29,8 +29,8 @@ Order gpipe(int m) {
   return o;
 }
 
-Order one_f_one_b(int p, int m, int s) {
-  const int warmup = std::min(p - s - 1, m);
+Order one_f_one_b(int p, int m, int s, int extra) {
+  const int warmup = std::min(p - s - 1 + extra, m);
   Order o;
   for (int i = 0; i < warmup; ++i)
     o.push_back(fwd(i));
@@ -61,7 +61,7 @@ std::vector<std::pair<int, int>> interleaved_table(int p, int m, int v) {
   return table;
 }
 
-Order interleaved(int p, int m, int v, int s) {
+Order interleaved(int p, int m, int v, int s, int extra) {
   const std::vector<std::pair<int, int>> table = interleaved_table(p, m, v);
   const int total = m * v;
   // Megatron-LM runs everything as warm-up when there are exactly p micro-batches. The warm-up
@@ -69,7 +69,7 @@ Order interleaved(int p, int m, int v, int s) {
   // holds, so that every backward comes after its forward and the stages never wait on each other
   // forever (the checker over p ≤ 8, p ≤ m ≤ 31, v ≤ 4 in tests/core/schedule_test.cpp).
   const int group = m % p == 0 ? p : p + m % p;
-  const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * group, total);
+  const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * group + extra, total);
   auto forward = [&](int k) {
     const auto [i, c] = table[static_cast<std::size_t>(k)];
     return fwd(i, c);
@@ -120,11 +120,16 @@ std::string item_name(const PassItem& it, int stage) {
 
 }  // namespace
 
-Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, int v) {
+Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, int v, int extra) {
   if (p < 1 || m < 1 || v < 1) {
     return Status::invalid_input(
         "pipeline schedule: stages, micro-batches and chunks must be >= 1, got " +
         std::to_string(p) + ", " + std::to_string(m) + ", " + std::to_string(v));
+  }
+  if (extra < 0 || (extra > 0 && kind != Schedule::k1F1B && kind != Schedule::kInterleaved)) {
+    return Status::invalid_input("pipeline schedule: " + std::to_string(extra) +
+                                 " extra warm-up forward passes: only 1f1b and interleaved "
+                                 "take them (>= 0)");
   }
   if (kind == Schedule::kInterleaved) {
     if (v < 2) {
@@ -151,10 +156,10 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
         sched.orders_.push_back(gpipe(m));
         break;
       case Schedule::k1F1B:
-        sched.orders_.push_back(one_f_one_b(p, m, s));
+        sched.orders_.push_back(one_f_one_b(p, m, s, extra));
         break;
       case Schedule::kInterleaved:
-        sched.orders_.push_back(interleaved(p, m, v, s));
+        sched.orders_.push_back(interleaved(p, m, v, s, extra));
         break;
       case Schedule::kZeroBubbleH1:
         sched.orders_.push_back(zero_bubble_h1(p, m, s));

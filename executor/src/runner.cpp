@@ -136,6 +136,10 @@ Status check_runnable(const Plan& plan) {
                                         "copy with the communicator's all-to-all); set "
                                         "\"nccl\"");
     }
+    if (p.moe_a2a_overlap) {
+      diag.add("/parallel/moe_a2a_overlap",
+               not_yet + "merged forward and backward passes (it runs one pass at a time)");
+    }
     if (p.zero_stage == 3) {
       diag.add("/parallel/zero_stage", not_yet + "ZeRO-3 with mixture-of-experts models yet");
     }

@@ -178,6 +178,12 @@ TEST(SimulateCli, BadFlags) {
                          "hierarchical)"),
             std::string::npos)
       << a2a.err;
+  // Megatron-core's spelling of the EP all-to-all overlap; without expert parallelism it is
+  // refused with the field.
+  const CommandResult overlap = run_planner({"simulate", "--model", "mixtral-8x7b", "--gpu", "h100",
+                                             "--overlap-moe-expert-parallel-comm", "--no-db"});
+  EXPECT_EQ(overlap.exit_code, 2);
+  EXPECT_NE(overlap.err.find("/parallel/moe_a2a_overlap"), std::string::npos) << overlap.err;
   const CommandResult mismatch =
       run_planner({"simulate", "--gpu", "a100", "--topology", "dgx-h100-superpod", "--no-db"});
   EXPECT_EQ(mismatch.exit_code, 2);

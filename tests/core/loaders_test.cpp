@@ -83,8 +83,36 @@ TEST(Loaders, MoeAllToAllReadsTheDispatchersNames) {
                                    "\"moe_a2a\": \"hierarchical\", \"micro_batch_size\""),
                           "plan.json", builtin_catalog());
   ASSERT_FALSE(dense);
-  EXPECT_NE(dense.status().message().find("moe_a2a need an MoE model"), std::string::npos)
+  EXPECT_NE(dense.status().message().find("moe_a2a and moe_a2a_overlap need an MoE model"),
+            std::string::npos)
       << dense.status().message();
+}
+
+// The EP all-to-all overlap (Megatron-core's --overlap-moe-expert-parallel-comm): written back
+// when set, and refused without expert parallelism or on a schedule whose passes it cannot merge.
+TEST(Loaders, MoeAllToAllOverlapNeedsExpertParallelismAndAMergeableSchedule) {
+  const std::string moe = replaced(replaced(replaced(kPlan, "\"gpt3-175b\"", "\"mixtral-8x7b\""),
+                                            "\"virtual_stages\": 3", "\"virtual_stages\": 2"),
+                                   "\"tp\": 8, \"pp\": 8,", "\"tp\": 8, \"pp\": 8, \"ep\": 8,");
+  const std::string overlap =
+      replaced(moe, "\"micro_batch_size\"", "\"moe_a2a_overlap\": true, \"micro_batch_size\"");
+  auto plan = parse_plan(overlap, "plan.json", builtin_catalog());
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_TRUE(plan->parallel.moe_a2a_overlap);
+  EXPECT_NE(to_json_text(*plan).find("\"moe_a2a_overlap\": true"), std::string::npos);
+  EXPECT_NE(short_label(plan->parallel).find("a2a-overlap"), std::string::npos);
+  auto check = [&](const std::string& text, const std::string& message) {
+    auto bad = parse_plan(text, "plan.json", builtin_catalog());
+    ASSERT_FALSE(bad) << message;
+    EXPECT_NE(bad.status().message().find("/parallel/moe_a2a_overlap"), std::string::npos)
+        << bad.status().message();
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status().message();
+  };
+  check(replaced(overlap, "\"ep\": 8,", "\"ep\": 1,"), "needs ep > 1, got ep 1");
+  check(replaced(replaced(overlap, "\"schedule\": \"interleaved\", \"virtual_stages\": 2",
+                          "\"schedule\": \"1f1b\""),
+                 "\"ep\": 8,", "\"ep\": 8,"),
+        "got 1f1b with pp 8");
 }
 
 TEST(Loaders, PlanCrossChecksReportEveryViolation) {

@@ -156,6 +156,48 @@ TEST(Schedule, MicroBatchesInFlight) {
   EXPECT_NEAR(peak_in_flight(il, 0) * chunk_layers_over_l, 1.0 + double(p - 1) / (p * v), 1e-12);
 }
 
+// Megatron-core's combined 1F1B (ParallelConfig::moe_a2a_overlap): one more warm-up forward on
+// every stage, so that each steady-state forward and the backward right after it belong to
+// different micro-batches (they run merged, one's all-to-alls under the other's compute). The
+// schedules stay complete and deadlock-free, hold one more micro-batch chunk in flight, and keep
+// the closed-form bubble with unit pass times.
+TEST(Schedule, OneExtraWarmupForwardForTheCombined1F1B) {
+  int checked = 0;
+  for (int p : {1, 2, 3, 4, 8}) {
+    for (int m : {2, 4, 7, 8, 16, 21}) {
+      for (int v : {1, 2, 3}) {
+        if (v > 1 && (p < 2 || m < p || m == p)) continue;
+        const Schedule kind = v > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+        auto extra = PipelineSchedule::create(kind, p, m, v, 1);
+        ASSERT_TRUE(extra) << extra.status().message();
+        const std::string name = std::string(to_string(kind)) + " p" + std::to_string(p) + " m" +
+                                 std::to_string(m) + " v" + std::to_string(v);
+        EXPECT_TRUE(check_schedule(*extra).is_ok())
+            << name << ": " << check_schedule(*extra).message();
+        const PipelineSchedule base = make(kind, p, m, v);
+        for (int st = 0; st < p; ++st) {
+          const int total = m * v;
+          EXPECT_EQ(peak_in_flight(*extra, st), std::min(peak_in_flight(base, st) + 1, total))
+              << name << " stage " << st;
+          const std::vector<PassItem>& order = extra->stage(st);
+          for (std::size_t i = 0; i + 1 < order.size(); ++i) {
+            if (order[i].pass == Pass::kForward && order[i + 1].pass == Pass::kBackward) {
+              EXPECT_NE(order[i].microbatch, order[i + 1].microbatch) << name << " stage " << st;
+            }
+          }
+        }
+        auto run = run_schedule(*extra, PassTimes{1, 1, 0});
+        ASSERT_TRUE(run) << name;
+        EXPECT_NEAR(run->idle_fraction, bubble_fraction(kind, p, m, v), 1e-12) << name;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 60);
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kZeroBubbleH1, 4, 8, 1, 1));
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::k1F1B, 4, 8, 1, -1));
+}
+
 TEST(Schedule, OneF1BOrderIsPipeDreamFlush) {
   const PipelineSchedule s = make(Schedule::k1F1B, 4, 6);
   // Stage 1: two warm-up forwards, then alternate, then drain.

@@ -941,6 +941,23 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
         bk[static_cast<std::size_t>(sim::TimeBucket::kDp)] += xf + xb;
       }
     }
+    if (p.moe_a2a_overlap && nm > 0) {
+      // Merged forward and backward passes (lowering.cpp merge_forward_backward): the steady
+      // state's passes hide their exposed all-to-all time under the other pass's compute, which
+      // runs slowed meanwhile; the warm-up's and the drain's passes run alone.
+      constexpr auto kEpBucket = static_cast<std::size_t>(sim::TimeBucket::kEp);
+      const double xf = nm * moe[kF].buckets[kEpBucket];
+      const double xb = nm * moe[kB].buckets[kEpBucket];
+      const int passes = m * v;
+      const int warmup = pp == 1 ? 1 : std::min((pp - s - 1) * 2 + (v - 1) * pp + 1, passes);
+      const double steady = static_cast<double>(passes - warmup) / passes;
+      const double hf = steady * std::min(xf, bs - xb);
+      const double hb = steady * std::min(xb, fs - xf);
+      fs -= (1.0 - slow) * hf;
+      bs -= (1.0 - slow) * hb;
+      bk[kEpBucket] -= hf + hb;
+      bk[static_cast<std::size_t>(sim::TimeBucket::kCompute)] += slow * (hf + hb);
+    }
     f[static_cast<std::size_t>(s)] = fs;
     b[static_cast<std::size_t>(s)] = bs;
     w[static_cast<std::size_t>(s)] = ws;

@@ -92,6 +92,7 @@ struct ScheduleChoice {
   int virtual_stages = 1;
   int first_stage_layers = 0;  // uneven stages (model_partition.hpp); 0: even
   int last_stage_layers = 0;
+  bool a2a_overlap = false;  // ParallelConfig::moe_a2a_overlap
 };
 
 }  // namespace
@@ -181,6 +182,21 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
       }
     }
   }
+  // Megatron-core's EP all-to-all overlap: a variant of every schedule whose passes it can merge,
+  // where there is an all-to-all (with one stage, two micro-batches at least to pair).
+  const bool all_to_all = m.is_moe() && u.ep > 1;
+  std::vector<ScheduleChoice> merged;
+  for (const ScheduleChoice& sc : in.schedules) {
+    const bool mergeable =
+        all_to_all && (sc.schedule == Schedule::kInterleaved ||
+                       (sc.schedule == Schedule::k1F1B && u.pp == 1 && micro >= 2));
+    if (!all_to_all || allowed(space.moe_a2a_overlap, false)) merged.push_back(sc);
+    if (mergeable && allowed(space.moe_a2a_overlap, true)) {
+      merged.push_back(sc);
+      merged.back().a2a_overlap = true;
+    }
+  }
+  in.schedules = std::move(merged);
   for (bool sp : {false, true}) {
     if (sp && u.tp == 1) continue;
     if (!sp && m.is_moe() && u.tp > 1) continue;
@@ -208,7 +224,6 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   if (!sharded && in.overlap.size() > 1) in.overlap.resize(1);
   // Without expert parallelism there is no all-to-all: NCCL's value stands for both, whatever the
   // space allows (a dense plan that names the hierarchical form is invalid).
-  const bool all_to_all = m.is_moe() && u.ep > 1;
   if (all_to_all) {
     for (MoeA2a a : {MoeA2a::kNccl, MoeA2a::kHierarchical}) {
       if (allowed(space.moe_a2a, a)) in.a2a.push_back(a);
@@ -238,6 +253,7 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   p.virtual_stages = sc.virtual_stages;
   p.first_stage_layers = sc.first_stage_layers;
   p.last_stage_layers = sc.last_stage_layers;
+  p.moe_a2a_overlap = sc.a2a_overlap;
   p.sequence_parallel = in.sp[digit(in.sp.size())];
   p.recompute = in.recompute[digit(in.recompute.size())];
   p.zero_stage = in.zero[digit(in.zero.size())];
@@ -1358,6 +1374,7 @@ std::string explain_empty(const SweepSetup& setup, const SweepResult& result) {
         [](SearchSpace& s) { s.sequence_parallel.clear(); });
     add("order", sp.orders, [](SearchSpace& s) { s.orders.clear(); });
     add("moe_a2a", sp.moe_a2a, [](SearchSpace& s) { s.moe_a2a.clear(); });
+    add("moe_a2a_overlap", sp.moe_a2a_overlap, [](SearchSpace& s) { s.moe_a2a_overlap.clear(); });
     std::string culprits;
     for (const Fixed& f : fixed_dims) {
       SweepRequest relaxed = req;

@@ -124,6 +124,7 @@ void read_space(JsonObject& o, SearchSpace& s) {
   read_list(o, "sequence_parallel", Need::kOptional, s.sequence_parallel, bool_item(d));
   read_list(o, "order", Need::kOptional, s.orders, order_item(d));
   read_list(o, "overlap", Need::kOptional, s.overlap, bool_item(d));
+  read_list(o, "moe_a2a_overlap", Need::kOptional, s.moe_a2a_overlap, bool_item(d));
   read_list(o, "moe_a2a", Need::kOptional, s.moe_a2a, enum_item<MoeA2a>(d));
   o.read("tp_within_nvlink", s.tp_within_nvlink, Need::kOptional);
   o.read("uneven_stages", s.uneven_stages, Need::kOptional);

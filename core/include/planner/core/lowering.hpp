@@ -24,7 +24,12 @@
 //   * final norm, LM head and vocab-parallel cross-entropy on the last virtual stage (the LM head
 //     in 16-bit under fp8 training: Transformer Engine runs fp8 GEMMs inside the layers only);
 //   * pipeline send/recv of activations and gradients between virtual stages (sequence-sharded
-//     with SP, as Megatron sends them).
+//     with SP, as Megatron sends them);
+//   * with moe_a2a_overlap (Megatron-core's combined 1F1B), each forward pass and the backward
+//     pass of another micro-batch next to it in the stage's order run merged: both cut after
+//     every EP all-to-all, their pieces alternate (forward first), so that one's dispatch and
+//     combine run under the other's compute; the schedule runs one more warm-up forward per stage
+//     so that the steady state's pairs hold different micro-batches.
 // After the last micro-batch (phase "step"):
 //   * data-parallel gradient synchronisation in buckets of bucket_elements parameters (Megatron's
 //     DDP: reverse registration order, a new bucket when the current one reaches the size), over

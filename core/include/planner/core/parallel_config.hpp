@@ -19,6 +19,11 @@
 //                                      of MoE layers (moe_routing.hpp)
 //   moe_a2a ("nccl" or "hierarchical")  how the dispatch and combine all-to-alls move tokens
 //                                      (enums.hpp MoeA2a; the simulator's hierarchical-a2a model)
+//   moe_a2a_overlap                    (Megatron-core's --overlap-moe-expert-parallel-comm:
+//                                       each steady-state forward pass runs merged with the
+//                                       backward pass after it, so one micro-batch's dispatch and
+//                                       combine all-to-alls run under the other's compute;
+//                                       lowering.hpp; needs expert parallelism)
 //   first_stage_layers, last_stage_layers  (uneven pipeline stages, Megatron-core's
 //                                       --decoder-first/last-pipeline-num-layers: the layers of
 //                                       the first and the last stage; the others share the rest
@@ -53,6 +58,7 @@ struct ParallelConfig {
   double moe_imbalance = 1.0;        // the hottest expert's load over the mean, >= 1
   bool moe_fp8_dispatch = false;     // the forward dispatch all-to-all in FP8
   MoeA2a moe_a2a = MoeA2a::kNccl;
+  bool moe_a2a_overlap = false;  // merged forward and backward passes (see above)
   bool sequence_parallel = false;
   std::int64_t micro_batch_size = 1;
   int virtual_stages = 1;

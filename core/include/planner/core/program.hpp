@@ -530,6 +530,10 @@ class RankProgram {
     return add(op, std::span<const std::uint32_t>(deps.begin(), deps.size()));
   }
   void reserve(std::size_t ops, std::size_t deps);
+  // Reorders the ops: op k becomes the old op order[k], dependencies renumbered. Returns false and
+  // changes nothing unless `order` is a permutation that keeps every op after the ops it depends
+  // on.
+  bool reorder(std::span<const std::uint32_t> order);
 
  private:
   int rank_ = 0;

@@ -57,9 +57,12 @@ struct PassItem {
 class PipelineSchedule {
  public:
   // Fails when a size is < 1, chunks > 1 for a schedule other than interleaved, or interleaved with
-  // chunks < 2 or m < p.
+  // chunks < 2 or m < p. extra_warmup: forward passes every stage runs ahead of the schedule's
+  // warm-up (1f1b and interleaved only; Megatron-core adds one for its combined 1F1B, the EP
+  // all-to-all overlap, ParallelConfig::moe_a2a_overlap), so that a steady-state forward pass
+  // and the backward pass after it belong to different micro-batches and can run merged.
   static Result<PipelineSchedule> create(Schedule kind, int stages, int microbatches,
-                                         int chunks = 1);
+                                         int chunks = 1, int extra_warmup = 0);
   // A schedule from explicit per-stage orders (for tests and custom schedules); check it with
   // check_schedule().
   static PipelineSchedule from_orders(Schedule kind, int microbatches, int chunks,

@@ -116,6 +116,9 @@ struct SearchSpace {
   std::vector<bool> overlap;
   // How MoE tokens cross between ranks (ParallelConfig::moe_a2a), for plans with ep > 1.
   std::vector<MoeA2a> moe_a2a;
+  // Megatron-core's EP all-to-all overlap (ParallelConfig::moe_a2a_overlap), for plans with ep > 1
+  // on a schedule whose passes it merges (interleaved, or 1f1b with pp 1).
+  std::vector<bool> moe_a2a_overlap;
   bool tp_within_nvlink = true;
   // A pp listed in `pp` that does not divide the layers is searched with the balanced uneven split
   // (balanced_stage_split, model_partition.hpp). With uneven_stages, so are the powers of two

@@ -16,7 +16,7 @@
 //                "micro_batch_size": [..], "virtual_stages": [..], "schedule": ["1f1b", ..],
 //                "recompute": [..], "zero_stage": [..], "sequence_parallel": [true, false],
 //                "order": ["tp-cp-ep-dp-pp", ..], "overlap": [true, false],
-//                "moe_a2a": ["nccl", "hierarchical"],
+//                "moe_a2a": ["nccl", "hierarchical"], "moe_a2a_overlap": [true, false],
 //                "tp_within_nvlink": true,
 //                "uneven_stages": false },                  every key optional; uneven_stages
 //                                     true also searches the powers of two for pp that do not
