@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -128,6 +129,23 @@ TEST(Bubble, BalancedPipelineMatchesClosedForm) {
   }
 }
 
+// Runs `prog` with one ideal GPU per rank and the host model `host`: the makespan, and how long
+// rank 0's GPU waited for its host.
+std::pair<Time, Time> run_with_host(const StepProgram& prog, int ranks, const HostCosts& host) {
+  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
+  auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
+  std::vector<int> gpus(static_cast<std::size_t>(ranks));
+  std::iota(gpus.begin(), gpus.end(), 0);
+  RunContext ctx;
+  ctx.cluster = cluster.get();
+  ctx.gpu_of_rank = gpus;
+  ctx.profile = &profile;
+  ctx.options.host = host;
+  auto run = run_program(prog, ctx);
+  EXPECT_TRUE(run) << run.status().message();
+  return run ? std::pair{run->makespan, run->ranks[0].host_wait} : std::pair{Time(0), Time(0)};
+}
+
 // The host model (host_model.hpp): one rank runs 10 memory-bound ops of 1 us each. With no host
 // the step is 10 us; with a 5 us host cost per op the GPU waits for the host and the step is the
 // host's 50 us (the last op issued at 50 us, then 1 us on the GPU); with a 0.5 us cost the host
@@ -142,18 +160,10 @@ TEST(HostModel, ShortKernelsWaitForTheHost) {
     o.desc = op;
     r.add(o, {});
   }
-  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
-  auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
-  const std::vector<int> gpus{0};
   auto step = [&](double host_us) {
-    RunContext ctx;
-    ctx.cluster = cluster.get();
-    ctx.gpu_of_rank = gpus;
-    ctx.profile = &profile;
-    ctx.options.host.memory_bound = microseconds(host_us);
-    auto run = run_program(prog, ctx);
-    EXPECT_TRUE(run) << run.status().message();
-    return run ? std::pair{run->makespan, run->ranks[0].host_wait} : std::pair{Time(0), Time(0)};
+    HostCosts host;
+    host.memory_bound = microseconds(host_us);
+    return run_with_host(prog, 1, host);
   };
   EXPECT_EQ(step(0).first, microseconds(10));
   EXPECT_EQ(step(0).second, Time(0));
@@ -194,19 +204,11 @@ TEST(HostModel, DeepSpeedGathersSynchroniseAndLoopOverTheRanks) {
     o.group = -1;
     r.add(o, {gathered});
   }
-  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
-  auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
-  const std::vector<int> gpus{0, 1};
   auto step = [&](double member_us) {
-    RunContext ctx;
-    ctx.cluster = cluster.get();
-    ctx.gpu_of_rank = gpus;
-    ctx.profile = &profile;
-    ctx.options.host.collective = microseconds(2);
-    ctx.options.host.gather_member = microseconds(member_us);
-    auto run = run_program(prog, ctx);
-    EXPECT_TRUE(run) << run.status().message();
-    return run ? std::pair{run->makespan, run->ranks[0].host_wait} : std::pair{Time(0), Time(0)};
+    HostCosts host;
+    host.collective = microseconds(2);
+    host.gather_member = microseconds(member_us);
+    return run_with_host(prog, 2, host);
   };
   const auto [synced, waited] = step(1);
   EXPECT_NEAR(to_microseconds(synced), 72, 0.01);
@@ -234,19 +236,11 @@ TEST(HostModel, TimersSynchroniseBeforeEveryPass) {
       }
     }
   }
-  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
-  auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
-  const std::vector<int> gpus{0};
   auto step = [&](bool sync) {
-    RunContext ctx;
-    ctx.cluster = cluster.get();
-    ctx.gpu_of_rank = gpus;
-    ctx.profile = &profile;
-    ctx.options.host.memory_bound = microseconds(2);
-    ctx.options.host.sync_per_pass = sync;
-    auto run = run_program(prog, ctx);
-    EXPECT_TRUE(run) << run.status().message();
-    return run ? std::pair{run->makespan, run->ranks[0].host_wait} : std::pair{Time(0), Time(0)};
+    HostCosts host;
+    host.memory_bound = microseconds(2);
+    host.sync_per_pass = sync;
+    return run_with_host(prog, 1, host);
   };
   EXPECT_NEAR(to_microseconds(step(false).first), 122, 0.01);
   EXPECT_NEAR(to_microseconds(step(false).second), 2, 0.01);
@@ -583,22 +577,28 @@ TEST(Features, EveryFeatureRunsToTheEnd) {
   }
 }
 
+// One step of Qwen3-30B-A3B cut to `layers` layers, on as many DGX H100 nodes as `p` needs,
+// memory unchecked.
+SimResult qwen3_moe_step(int layers, const ParallelConfig& p, std::int64_t gbs) {
+  ModelSpec m = *builtin_catalog().find_model("qwen3-30b-a3b");
+  m.num_layers = layers;
+  SimInput in = input_for("dgx-h100-superpod", static_cast<int>(p.world_size() / 8), p, gbs, m);
+  in.options.check_memory = false;
+  return simulate_ok(in);
+}
+
 // An MoE plan whose expert-parallel group spans two nodes: sending each token once per node
 // (hierarchical all-to-all) cuts the all-to-all time the compute waits for; Qwen3-30B-A3B's
 // top-8 of 128 experts reach both nodes almost always, so the network carries about 2 of every
 // 8 copies' worth of bytes, the rest forwarded over NVLink once per GPU.
 TEST(Simulate, HierarchicalAllToAllCutsTheExposedExpertTraffic) {
-  ModelSpec m = *builtin_catalog().find_model("qwen3-30b-a3b");
-  m.num_layers = 2;
   // Qwen3-30B with dp = ep = `gpus` on DGX H100 nodes, sending its tokens as `a2a` says.
   auto run = [&](int gpus, MoeA2a a2a) {
     ParallelConfig p;
     p.dp = gpus;
     p.ep = gpus;
     p.moe_a2a = a2a;
-    SimInput in = input_for("dgx-h100-superpod", gpus / 8, p, gpus, m);
-    in.options.check_memory = false;
-    return simulate_ok(in);
+    return qwen3_moe_step(2, p, gpus);
   };
   const SimResult nccl = run(16, MoeA2a::kNccl);
   const SimResult hier = run(16, MoeA2a::kHierarchical);
@@ -618,8 +618,6 @@ TEST(Simulate, HierarchicalAllToAllCutsTheExposedExpertTraffic) {
 // one stage (1F1B) and with two stages of two chunks (interleaved), the all-to-all time the compute
 // waits for falls by more than a third, and the step with it.
 TEST(Simulate, AllToAllOverlapHidesTheExpertTrafficUnderTheOtherPass) {
-  ModelSpec m = *builtin_catalog().find_model("qwen3-30b-a3b");
-  m.num_layers = 4;
   auto run = [&](int pp, bool overlap) {
     ParallelConfig p;
     p.pp = pp;
@@ -630,9 +628,7 @@ TEST(Simulate, AllToAllOverlapHidesTheExpertTrafficUnderTheOtherPass) {
       p.schedule = Schedule::kInterleaved;
     }
     p.moe_a2a_overlap = overlap;
-    SimInput in = input_for("dgx-h100-superpod", 2, p, 4 * p.dp, m);
-    in.options.check_memory = false;
-    return simulate_ok(in);
+    return qwen3_moe_step(4, p, 4 * p.dp);
   };
   for (int pp : {1, 2}) {
     const SimResult apart = run(pp, false);
