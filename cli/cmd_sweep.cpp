@@ -647,6 +647,11 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
         << " of the step in closed form, " << pct(x.bubble)
         << (x.simulated ? " simulated (with waits)" : " estimated");
   }
+  if (p.moe_a2a_overlap) {
+    out << "; each steady-state forward pass merged with the backward pass of another "
+           "micro-batch, one's all-to-alls under the other's compute (EP all-to-all overlap, one "
+           "more warm-up forward per stage)";
+  }
   out << "\n";
   if (x.experts) {
     const app::ExpertParallelExplanation& e = *x.experts;

@@ -462,6 +462,19 @@ TEST(SweepCli, BestMoePlanIsExplained) {
   EXPECT_FALSE(contains(t.out, "tp-cp-ep-pp-dp")) << t.out;
   EXPECT_FALSE(contains(t.out, "simulations failed")) << t.out;
   EXPECT_TRUE(t.err.empty()) << t.err;
+
+  // The EP all-to-all overlap fixed on: the best plan merges its passes and says so.
+  const CommandResult o =
+      run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--pp", "1", "--ep", "16",
+                   "--gbs", "64", "--moe-a2a-overlap", "on", "--top-k", "2", "--no-db", "--threads",
+                   "2", "--no-progress"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_TRUE(contains(o.out, "a2a-overlap")) << o.out;
+  EXPECT_TRUE(contains(o.out, "one more warm-up forward per stage")) << o.out;
+  EXPECT_EQ(run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--moe-a2a-overlap",
+                         "sometimes", "--no-db"})
+                .exit_code,
+            2);
 }
 
 // A price older than 12 months (AWS's H100 capacity block of 2024-Q4) is printed with a warning,
