@@ -81,7 +81,8 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "the host otherwise never waits for the GPU within a step (launches are asynchronous, no "
      "host synchronisation before the optimizer); costs are per op of the step program (what the "
      "framework runs for it), per software stack",
-     "core/host_model.hpp: costs per stack (planner sim-models --stacks), fitted on measured runs "
+     "core/host_model.hpp: costs per stack (planner sim-models, Software stacks), fitted on "
+     "measured runs "
      "of that stack (vTrain's A100 sweep for megatron-deepspeed); the gather loop from DeepSpeed's "
      "partition_parameters.py (_allgather_param, 2021 releases); the pass synchronisation from "
      "Megatron-LM's megatron/timers.py of 2020-2022 (_Timer.start and stop call "
