@@ -2447,7 +2447,7 @@ Result<StepProgram> lower(const ModelSpec& model, const TrainingSpec& training,
   PLANNER_ASSIGN_OR_RETURN(
       PipelineSchedule sched,
       PipelineSchedule::create(parallel.schedule, parallel.pp, static_cast<int>(mb),
-                               parallel.virtual_stages, parallel.moe_a2a_overlap ? 1 : 0));
+                               parallel.virtual_stages, parallel.extra_warmup()));
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model, parallel));
   std::vector<int> ranks =
       options.ranks.empty() ? representative_ranks(parallel, RankSubset::kAll) : options.ranks;

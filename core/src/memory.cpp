@@ -297,7 +297,7 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(m, p));
   PLANNER_ASSIGN_OR_RETURN(PipelineSchedule sched,
                            PipelineSchedule::create(p.schedule, p.pp, microbatches_of(training, p),
-                                                    p.virtual_stages, p.moe_a2a_overlap ? 1 : 0));
+                                                    p.virtual_stages, p.extra_warmup()));
   const Common c = common_terms(m, training, p, options);
 
   MemoryReport report;
@@ -444,15 +444,14 @@ Result<const MemoryEstimator::InFlight*> MemoryEstimator::in_flight(const Parall
                                  std::to_string(p.virtual_stages) +
                                  " virtual stages are out of its range (1 to 65,535)");
   }
-  const std::uint64_t key =
-      pack(static_cast<std::uint64_t>(p.schedule) * 2 + (p.moe_a2a_overlap ? 1 : 0),
-           static_cast<std::uint64_t>(p.pp), static_cast<std::uint64_t>(m),
-           static_cast<std::uint64_t>(p.virtual_stages));
+  const std::uint64_t key = pack(static_cast<std::uint64_t>(p.schedule) * 2 + (p.extra_warmup()),
+                                 static_cast<std::uint64_t>(p.pp), static_cast<std::uint64_t>(m),
+                                 static_cast<std::uint64_t>(p.virtual_stages));
   auto it = in_flight_.find(key);
   if (it != in_flight_.end()) return it->second.get();
   PLANNER_ASSIGN_OR_RETURN(
       PipelineSchedule sched,
-      PipelineSchedule::create(p.schedule, p.pp, m, p.virtual_stages, p.moe_a2a_overlap ? 1 : 0));
+      PipelineSchedule::create(p.schedule, p.pp, m, p.virtual_stages, p.extra_warmup()));
   auto f = std::make_unique<InFlight>();
   const Pass last = sched.split_backward() ? Pass::kWeight : Pass::kBackward;
   for (int stage = 0; stage < p.pp; ++stage) {

@@ -8,6 +8,7 @@
 #include "planner/core/limits.hpp"
 #include "planner/core/model_partition.hpp"
 #include "planner/core/rank_grid.hpp"
+#include "planner/core/schedule.hpp"
 
 namespace planner {
 namespace {
@@ -207,9 +208,7 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                "overlaps the expert-parallel all-to-alls, so it needs ep > 1, got ep " +
                    std::to_string(p.ep));
     }
-    const bool mergeable =
-        p.schedule == Schedule::kInterleaved || (p.schedule == Schedule::k1F1B && p.pp == 1);
-    if (p.moe_a2a_overlap && !mergeable) {
+    if (p.moe_a2a_overlap && !merges_forward_backward(p.schedule, p.pp)) {
       diag.add("/parallel/moe_a2a_overlap",
                "merges the passes of the interleaved schedule, or of 1f1b with pp 1 (merged "
                "1F1B passes would wait on each other stage by stage), got " +

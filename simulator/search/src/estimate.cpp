@@ -949,7 +949,8 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
       const double xf = nm * moe[kF].buckets[kEpBucket];
       const double xb = nm * moe[kB].buckets[kEpBucket];
       const int passes = m * v;
-      const int warmup = pp == 1 ? 1 : std::min((pp - s - 1) * 2 + (v - 1) * pp + 1, passes);
+      const int warmup =
+          std::min((pp == 1 ? 0 : (pp - s - 1) * 2 + (v - 1) * pp) + p.extra_warmup(), passes);
       const double steady = static_cast<double>(passes - warmup) / passes;
       const double hf = steady * std::min(xf, bs - xb);
       const double hb = steady * std::min(xb, fs - xf);

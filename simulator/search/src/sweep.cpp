@@ -17,6 +17,7 @@
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/core/model_partition.hpp"
+#include "planner/core/schedule.hpp"
 #include "planner/core/spec_json.hpp"
 
 namespace planner::search {
@@ -188,8 +189,7 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   std::vector<ScheduleChoice> merged;
   for (const ScheduleChoice& sc : in.schedules) {
     const bool mergeable =
-        all_to_all && (sc.schedule == Schedule::kInterleaved ||
-                       (sc.schedule == Schedule::k1F1B && u.pp == 1 && micro >= 2));
+        all_to_all && merges_forward_backward(sc.schedule, u.pp) && (u.pp > 1 || micro >= 2);
     if (!all_to_all || allowed(space.moe_a2a_overlap, false)) merged.push_back(sc);
     if (mergeable && allowed(space.moe_a2a_overlap, true)) {
       merged.push_back(sc);

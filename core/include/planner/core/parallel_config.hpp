@@ -80,6 +80,9 @@ struct ParallelConfig {
   std::int64_t model_parallel_size() const { return saturating_product({tp, pp, cp}); }
   // The expert tensor parallel size in use.
   int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Forward passes every pipeline stage runs ahead of its schedule's warm-up: one for the merged
+  // passes of moe_a2a_overlap (PipelineSchedule::create).
+  int extra_warmup() const { return moe_a2a_overlap ? 1 : 0; }
   // Expert data parallel size: (tp x cp x dp) / (etp x ep); 0 when that does not divide.
   std::int64_t expert_dp() const {
     const std::int64_t stage = static_cast<std::int64_t>(tp) * cp * dp;

@@ -116,6 +116,14 @@ double peak_in_flight(const PipelineSchedule& schedule, int stage,
                       const std::function<double(int chunk)>& weight);
 int peak_in_flight(const PipelineSchedule& schedule, int stage);
 
+// True when `kind` on `stages` stages can run a forward pass merged with the backward pass next to
+// it (ParallelConfig::moe_a2a_overlap, with one extra warm-up forward): the interleaved schedule,
+// or 1f1b with one stage. Merged 1F1B passes on more stages would wait on each other stage by
+// stage.
+inline bool merges_forward_backward(Schedule kind, int stages) {
+  return kind == Schedule::kInterleaved || (kind == Schedule::k1F1B && stages == 1);
+}
+
 // The closed-form bubble fraction of the header (zb-h1: valid for m ≥ p).
 double bubble_fraction(Schedule kind, int stages, int microbatches, int chunks = 1);
 
