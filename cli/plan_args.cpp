@@ -42,7 +42,8 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
   config.push_back(cmd->add_flag("--use-distributed-optimizer", a.distributed_optimizer,
                                  "Megatron's distributed optimizer: ZeRO stage 1")
                        ->excludes(zero));
-  config.push_back(cmd->add_option("--schedule", a.schedule, "gpipe, 1f1b, interleaved or zb-h1"));
+  config.push_back(
+      cmd->add_option("--schedule", a.schedule, "gpipe, 1f1b, interleaved, zb-h1 or dualpipev"));
   CLI::Option* vpp =
       cmd->add_option("--vpp,--virtual-pipeline-model-parallel-size", a.parallel.virtual_stages,
                       "Virtual stages per GPU (interleaved schedule)");
@@ -149,6 +150,10 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
     if (args.loss_in_split) r.parallel.last_stage_layers = share - 1;
   }
   PLANNER_ASSIGN_OR_RETURN(r.parallel.schedule, parse_flag<Schedule>("--schedule", args.schedule));
+  // DualPipeV's V is two chunks per stage; --vpp may say so but need not.
+  if (r.parallel.schedule == Schedule::kDualPipeV && r.parallel.virtual_stages == 1) {
+    r.parallel.virtual_stages = 2;
+  }
   PLANNER_ASSIGN_OR_RETURN(r.parallel.recompute,
                            parse_flag<Recompute>("--recompute", args.recompute));
   PLANNER_ASSIGN_OR_RETURN(r.parallel.offload, parse_flag<Offload>("--offload", args.offload));

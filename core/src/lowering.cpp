@@ -80,6 +80,7 @@ struct PassRange {
   Pass pass = Pass::kForward;
   int microbatch = 0;
   std::uint32_t begin = 0, end = 0;
+  bool fused = false;  // runs merged with the next pass (PipelineSchedule::fused)
 };
 
 // Megatron-core's expert-parallel all-to-all overlap (--overlap-moe-expert-parallel-comm, its
@@ -90,8 +91,8 @@ struct PassRange {
 // alternates between the two passes, and each all-to-all waits only for its own pass. Pairs are
 // taken left to right, a pass in at most one (1F1B's steady state: F(k + w) with B(k); with one
 // stage, B(k) with F(k + 1)). A pair where an op would come before one it depends on keeps its
-// order.
-void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passes) {
+// order. With `marked`, only the pairs the schedule marks fused merge (dualpipev's F&B chunks).
+void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passes, bool marked) {
   std::vector<std::uint32_t> order(rp.size());
   std::iota(order.begin(), order.end(), 0u);
   auto segments = [&](const PassRange& p) {
@@ -107,7 +108,7 @@ void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passe
   for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
     const PassRange& a = passes[i];
     const PassRange& b = passes[i + 1];
-    const bool pair = a.end == b.begin && a.microbatch != b.microbatch &&
+    const bool pair = a.end == b.begin && a.microbatch != b.microbatch && (!marked || a.fused) &&
                       ((a.pass == Pass::kForward && b.pass == Pass::kBackward) ||
                        (a.pass == Pass::kBackward && b.pass == Pass::kForward));
     if (!pair) continue;
@@ -145,6 +146,76 @@ void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passe
   if (merged) rp.reorder(order);
 }
 
+// Under dualpipev a stage sends to and receives from both neighbours, in both directions. Sends
+// and receives are rendezvous on their stream in program order, so the stages must agree on one
+// order per link: every pipeline send and receive is ordered by when its message's producing
+// pass ends in the schedule's own run (unit pass times; the same run on every rank), ties by
+// tag. A send moves down to after its producer and the sends before it; a receive moves up to
+// before its first consumer and the receives after it (pre-posted, as DualPipe posts its receives
+// ahead of the chunk that needs them).
+void order_pipeline_messages(RankProgram& rp, const ScheduleRun& run) {
+  struct Message {
+    double at = 0;
+    std::uint32_t tag = 0;
+    std::uint32_t op = 0;
+    std::uint32_t anchor = 0;  // send: the last op before it; receive: the first op after it
+  };
+  const auto n = static_cast<std::uint32_t>(rp.size());
+  const auto vstages = static_cast<std::uint32_t>(run.virtual_stages);
+  std::vector<Message> sends, recvs;
+  std::vector<std::uint8_t> is_message(n, 0);
+  std::vector<std::uint32_t> first_use(n, n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    for (std::uint32_t d : rp.deps(k))
+      first_use[d] = std::min(first_use[d], k);
+  }
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const Op& op = rp.op(k);
+    const OpRole role = op.id.role();
+    const bool send = role == OpRole::kPpSendActivation || role == OpRole::kPpSendGrad;
+    const bool recv = role == OpRole::kPpRecvActivation || role == OpRole::kPpRecvGrad;
+    if (!send && !recv) continue;
+    const std::uint32_t payload = op.tag & kMaxTagPayload;
+    const int mb = static_cast<int>(payload / vstages);
+    const int vs = static_cast<int>(payload % vstages);  // the receiving virtual stage
+    const bool activation = (op.tag >> 28) == static_cast<std::uint32_t>(P2pChannel::kPpActivation);
+    const double at =
+        activation ? run.end(Pass::kForward, vs - 1, mb) : run.end(Pass::kBackward, vs + 1, mb);
+    is_message[k] = 1;
+    if (send) {
+      std::uint32_t after = 0;
+      for (std::uint32_t d : rp.deps(k))
+        after = std::max(after, d);
+      sends.push_back({at, op.tag, k, after});
+    } else {
+      recvs.push_back({at, op.tag, k, first_use[k]});
+    }
+  }
+  auto by_time = [](const Message& a, const Message& b) {
+    return a.at < b.at || (a.at == b.at && a.tag < b.tag);
+  };
+  std::sort(sends.begin(), sends.end(), by_time);
+  std::sort(recvs.begin(), recvs.end(), by_time);
+  for (std::size_t i = 1; i < sends.size(); ++i)
+    sends[i].anchor = std::max(sends[i].anchor, sends[i - 1].anchor);
+  for (std::size_t i = recvs.size(); i-- > 1;)
+    recvs[i - 1].anchor = std::min(recvs[i - 1].anchor, recvs[i].anchor);
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  std::size_t si = 0, ri = 0;
+  for (std::uint32_t k = 0; k <= n; ++k) {
+    while (ri < recvs.size() && recvs[ri].anchor <= k)
+      order.push_back(recvs[ri++].op);
+    if (k == n) break;
+    if (!is_message[k]) order.push_back(k);
+    while (si < sends.size() && sends[si].anchor <= k)
+      order.push_back(sends[si++].op);
+  }
+  while (si < sends.size())
+    order.push_back(sends[si++].op);
+  rp.reorder(order);
+}
+
 std::uint32_t tensor_key(int layer, OpRole role) {
   return (static_cast<std::uint32_t>(layer + 1) << 8) | static_cast<std::uint32_t>(role);
 }
@@ -167,7 +238,9 @@ struct RankState {
   std::vector<int> bucket_stamp, bucket_left;
   std::vector<std::vector<std::uint32_t>> bucket_ready;
   std::vector<std::uint32_t> last_fwd;          // per micro-batch × chunks + chunk
-  std::vector<std::vector<PendingOp>> pending;  // per micro-batch (split backward)
+  std::vector<std::vector<PendingOp>> pending;  // per micro-batch × chunks + chunk (split)
+  std::vector<std::uint32_t> last_bwd_in;       // per micro-batch × chunks + chunk: input grad
+  int chunk = 0;                                // the chunk of the pass being lowered
   std::vector<std::uint32_t> param_ready;       // per layer (+ 2 ends): ZeRO-1/2 overlapped gather
   std::vector<std::uint8_t> param_used;
   std::uint32_t last_bwd = kNoOp;
@@ -261,7 +334,12 @@ class Lowerer {
                       int tensor = -1);
   std::uint32_t add_w(RankState& r, int mb, const Op& op, std::vector<std::uint32_t> deps,
                       int tensor);
-  void flush_w(RankState& r, int mb);
+  void flush_w(RankState& r, int mb, int chunk);
+  // The rank running virtual stage `vs` next to this rank's: -1 when it is this rank (the turn
+  // of dualpipev's V on the last stage).
+  int pp_peer(const RankState& r, int vs) const;
+  // The chunk of this rank running virtual stage `vs`.
+  int chunk_at(const RankState& r, int vs) const;
   void grad_ready(RankState& r, int tensor, std::uint32_t op, int mb);
   int tensor_of(const RankState& r, int layer, OpRole role) const;
   void emit_bucket(RankState& r, int bucket, int mb);
@@ -344,6 +422,7 @@ class Lowerer {
   RankGrid dense_;
   RankGrid expert_;
   PipelineSchedule sched_;
+  ScheduleRun unit_run_;  // dualpipev: the schedule run with unit pass times (message order)
   ModelPartition part_;
   StepProgram prog_;
   std::array<std::uint32_t, static_cast<std::size_t>(kRoles* kPhases* kVariants)> desc_cache_{};
@@ -381,6 +460,9 @@ void Lowerer::setup_sizes() {
   gated_ = is_gated(m_.mlp);
   m_count_ = sched_.microbatches();
   vstages_ = part_.virtual_stages();
+  if (p_.schedule == Schedule::kDualPipeV) {
+    if (auto run = run_schedule(sched_, PassTimes{}); run) unit_run_ = std::move(*run);
+  }
   b_ = p_.micro_batch_size;
   sl_ = t_.seq_length / cp_;
   T_ = b_ * sl_;
@@ -672,13 +754,26 @@ std::uint32_t Lowerer::add_w(RankState& r, int mb, const Op& op, std::vector<std
     if (tensor >= 0) grad_ready(r, tensor, i, mb);
     return i;
   }
-  auto& list = r.pending[static_cast<std::size_t>(mb)];
+  auto& list = r.pending[static_cast<std::size_t>(mb * part_.chunks() + r.chunk)];
   list.push_back(PendingOp{op, std::move(deps), tensor});
   return kPendingBit | static_cast<std::uint32_t>(list.size() - 1);
 }
 
-void Lowerer::flush_w(RankState& r, int mb) {
-  auto& list = r.pending[static_cast<std::size_t>(mb)];
+int Lowerer::pp_peer(const RankState& r, int vs) const {
+  const int stage = stage_of_virtual(p_.schedule, p_.pp, vs);
+  if (stage == r.stage) return -1;
+  return stage == (r.stage + 1) % p_.pp ? r.pp_next : r.pp_prev;
+}
+
+int Lowerer::chunk_at(const RankState& r, int vs) const {
+  for (int c = 0; c < part_.chunks(); ++c) {
+    if (sched_.virtual_stage(r.stage, c) == vs) return c;
+  }
+  return 0;
+}
+
+void Lowerer::flush_w(RankState& r, int mb, int chunk) {
+  auto& list = r.pending[static_cast<std::size_t>(mb * part_.chunks() + chunk)];
   std::vector<std::uint32_t> resolved;
   resolved.reserve(list.size());
   for (PendingOp& p : list) {
@@ -2053,18 +2148,20 @@ std::uint32_t Lowerer::mtp_bwd(RankState& r, int mb, int i, std::uint32_t from_d
 
 void Lowerer::forward_pass(RankState& r, int mb, int chunk) {
   const int s = r.stage;
-  const int vs = chunk * p_.pp + s;
+  const int vs = sched_.virtual_stage(s, chunk);
   const int first = part_.first_layer(s, chunk);
   const int last = first + part_.layers_per_chunk(s) - 1;
   const std::int64_t act_bytes = Ts_ * h_ * bytes_.activation;
   std::uint32_t x = kNoOp;
   if (vs == 0) {
     x = embedding_fwd(r, mb);
+  } else if (const int peer = pp_peer(r, vs - 1); peer < 0) {
+    x = r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() + chunk_at(r, vs - 1))];
   } else {
     x = add(r, OpId::make(first, mb, Phase::kForward, OpRole::kPpRecvActivation),
             cached(OpRole::kPpRecvActivation, Phase::kForward, 0,
                    [&] { return comm(OpKind::kRecv, Stream::kPpRecv, act_bytes, act_prec_); }),
-            {}, -1, r.pp_prev,
+            {}, -1, peer,
             p2p_tag(P2pChannel::kPpActivation, static_cast<std::uint32_t>(mb * vstages_ + vs)));
   }
   std::uint32_t prev_first = kNoOp;
@@ -2078,11 +2175,11 @@ void Lowerer::forward_pass(RankState& r, int mb, int chunk) {
     std::uint32_t depth = hidden;
     for (int i = 0; i < m_.mtp_layers; ++i)
       depth = mtp_fwd(r, mb, i, depth);
-  } else {
+  } else if (const int peer = pp_peer(r, vs + 1); peer >= 0) {
     add(r, OpId::make(last, mb, Phase::kForward, OpRole::kPpSendActivation),
         cached(OpRole::kPpSendActivation, Phase::kForward, 0,
                [&] { return comm(OpKind::kSend, Stream::kPpSend, act_bytes, act_prec_); }),
-        {x}, -1, r.pp_next,
+        {x}, -1, peer,
         p2p_tag(P2pChannel::kPpActivation, static_cast<std::uint32_t>(mb * vstages_ + vs + 1)));
   }
   r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() + chunk)] = x;
@@ -2090,7 +2187,8 @@ void Lowerer::forward_pass(RankState& r, int mb, int chunk) {
 
 void Lowerer::backward_pass(RankState& r, int mb, int chunk) {
   const int s = r.stage;
-  const int vs = chunk * p_.pp + s;
+  const int vs = sched_.virtual_stage(s, chunk);
+  r.chunk = chunk;
   const int first = part_.first_layer(s, chunk);
   const int last = first + part_.layers_per_chunk(s) - 1;
   const std::int64_t act_bytes = Ts_ * h_ * bytes_.activation;
@@ -2113,11 +2211,13 @@ void Lowerer::backward_pass(RankState& r, int mb, int chunk) {
                       }),
                {dy, to_main});
     }
+  } else if (const int peer = pp_peer(r, vs + 1); peer < 0) {
+    dy = r.last_bwd_in[static_cast<std::size_t>(mb * part_.chunks() + chunk_at(r, vs + 1))];
   } else {
     dy = add(r, OpId::make(last, mb, Phase::kBackwardInput, OpRole::kPpRecvGrad),
              cached(OpRole::kPpRecvGrad, Phase::kBackwardInput, 0,
                     [&] { return comm(OpKind::kRecv, Stream::kPpRecv, act_bytes, act_prec_); }),
-             {}, -1, r.pp_next,
+             {}, -1, peer,
              p2p_tag(P2pChannel::kPpGradient, static_cast<std::uint32_t>(mb * vstages_ + vs)));
   }
   std::uint32_t prev_first = kNoOp;
@@ -2127,11 +2227,13 @@ void Lowerer::backward_pass(RankState& r, int mb, int chunk) {
   }
   if (vs == 0) {
     embedding_bwd(r, mb, dy);
+  } else if (const int peer = pp_peer(r, vs - 1); peer < 0) {
+    r.last_bwd_in[static_cast<std::size_t>(mb * part_.chunks() + chunk)] = dy;
   } else {
     add(r, OpId::make(first, mb, Phase::kBackwardInput, OpRole::kPpSendGrad),
         cached(OpRole::kPpSendGrad, Phase::kBackwardInput, 0,
                [&] { return comm(OpKind::kSend, Stream::kPpSend, act_bytes, act_prec_); }),
-        {dy}, -1, r.pp_prev,
+        {dy}, -1, peer,
         p2p_tag(P2pChannel::kPpGradient, static_cast<std::uint32_t>(mb * vstages_ + vs - 1)));
   }
 }
@@ -2253,7 +2355,8 @@ Status Lowerer::lower_worker(int rank) {
     r.pp_prev = dense_.rank_at(c);
     c.pp = (s + 1) % p_.pp;
     r.pp_next = dense_.rank_at(c);
-    if ((m_.tied_embeddings || m_.mtp_layers > 0) && (s == 0 || s == p_.pp - 1)) {
+    if ((m_.tied_embeddings || m_.mtp_layers > 0) && p_.lm_head_stage() != 0 &&
+        (s == 0 || s == p_.pp - 1)) {
       c.pp = 0;
       const int a = dense_.rank_at(c);
       c.pp = p_.pp - 1;
@@ -2275,7 +2378,8 @@ Status Lowerer::lower_worker(int rank) {
   r.last_fwd.assign(static_cast<std::size_t>(m_count_ * part_.chunks()), kNoOp);
   r.mtp_loss.assign(static_cast<std::size_t>(m_count_ * m_.mtp_layers), kNoOp);
   r.mtp_in.assign(static_cast<std::size_t>(m_count_ * m_.mtp_layers), kNoOp);
-  if (split_) r.pending.assign(static_cast<std::size_t>(m_count_), {});
+  if (split_) r.pending.assign(static_cast<std::size_t>(m_count_ * part_.chunks()), {});
+  r.last_bwd_in.assign(static_cast<std::size_t>(m_count_ * part_.chunks()), kNoOp);
 
   // ZeRO-1/2 with overlap_param_gather: the previous step's parameter all-gathers run at the start
   // of this step, in the order the forward needs them; each layer's first use waits for its bucket.
@@ -2301,7 +2405,9 @@ Status Lowerer::lower_worker(int rank) {
   }
 
   std::vector<PassRange> passes;
-  for (const PassItem& it : sched_.stage(s)) {
+  const std::vector<PassItem>& order = sched_.stage(s);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const PassItem& it = order[k];
     const auto begin = static_cast<std::uint32_t>(r.rp->size());
     switch (it.pass) {
       case Pass::kForward:
@@ -2311,13 +2417,19 @@ Status Lowerer::lower_worker(int rank) {
         backward_pass(r, it.microbatch, it.chunk);
         break;
       case Pass::kWeight:
-        flush_w(r, it.microbatch);
+        flush_w(r, it.microbatch, it.chunk);
         break;
     }
-    passes.push_back({it.pass, it.microbatch, begin, static_cast<std::uint32_t>(r.rp->size())});
+    passes.push_back({it.pass, it.microbatch, begin, static_cast<std::uint32_t>(r.rp->size()),
+                      sched_.fused(s, k)});
   }
   step_tail(r);
-  if (p_.moe_a2a_overlap && ep_ > 1) merge_forward_backward(*r.rp, passes);
+  if (p_.schedule == Schedule::kDualPipeV) {
+    merge_forward_backward(*r.rp, passes, true);
+    order_pipeline_messages(*r.rp, unit_run_);
+  } else if (p_.moe_a2a_overlap && ep_ > 1) {
+    merge_forward_backward(*r.rp, passes, false);
+  }
   if (layouts_[static_cast<std::size_t>(s)].ops_hint == 0) {
     layouts_[static_cast<std::size_t>(s)].ops_hint = r.rp->size();
   }

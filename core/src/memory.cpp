@@ -414,8 +414,14 @@ int MemoryEstimator::schedule_microbatches(Schedule schedule, int stages, int mi
 }
 
 Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelConfig& p) {
-  const std::array<int, 7> key{
-      p.tp, p.ep, p.pp, p.virtual_stages, p.expert_tp(), p.first_stage_layers, p.last_stage_layers};
+  const std::array<int, 8> key{p.tp,
+                               p.ep,
+                               p.pp,
+                               p.virtual_stages,
+                               p.expert_tp(),
+                               p.first_stage_layers,
+                               p.last_stage_layers,
+                               p.lm_head_stage()};
   auto it = layouts_.find(key);
   if (it != layouts_.end()) return it->second.get();
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model_, p));
@@ -495,7 +501,7 @@ Result<MemoryPeak> MemoryEstimator::peak(const ParallelConfig& p) {
         if (counts[k] > 0) w += counts[k] * static_cast<double>(c.layer[k].raw());
       }
       if (stage == 0 && ch == 0) w += c.embedding_extra;
-      if (stage == p.pp - 1 && ch == chunks - 1) w += c.head_extra;
+      if (stage == p.lm_head_stage() && ch == chunks - 1) w += c.head_extra;
       weight[static_cast<std::size_t>(ch)] = w;
     }
     double best = 0;

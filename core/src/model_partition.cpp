@@ -110,6 +110,7 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
   part.etp_ = p.expert_tp();
   part.stages_ = p.pp;
   part.chunks_ = p.virtual_stages;
+  part.v_shape_ = p.schedule == Schedule::kDualPipeV && p.virtual_stages == 2;
   part.layers_per_pass_ = model.num_layers / p.virtual_stages;
   part.chunk_start_.assign(1, 0);
   for (int n : *counts)
@@ -118,7 +119,8 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
 }
 
 int ModelPartition::stage_of_layer(int layer) const {
-  const int offset = layer % layers_per_pass_;
+  int offset = layer % layers_per_pass_;
+  if (v_shape_ && chunk_of_layer(layer) == 1) offset = layers_per_pass_ - 1 - offset;
   const auto it = std::upper_bound(chunk_start_.begin(), chunk_start_.end(), offset);
   return static_cast<int>(it - chunk_start_.begin()) - 1;
 }
@@ -134,7 +136,7 @@ std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) cons
                  bool expert = false) {
     out.push_back({role, layer, split + replicated, replicated, expert, 1});
   };
-  const bool single_stage = stages_ * chunks_ == 1;
+  const bool single_stage = stages_ * chunks_ == 1 || v_shape_;
   const bool single_stage_tied = m.tied_embeddings && single_stage;
   // Ops adding to the gradients of the embedding (and of the LM head): the lookup, the LM head
   // when tied, and each MTP module's lookup and LM head.

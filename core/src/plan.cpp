@@ -208,7 +208,11 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                "overlaps the expert-parallel all-to-alls, so it needs ep > 1, got ep " +
                    std::to_string(p.ep));
     }
-    if (p.moe_a2a_overlap && !merges_forward_backward(p.schedule, p.pp)) {
+    if (p.moe_a2a_overlap && p.schedule == Schedule::kDualPipeV) {
+      diag.add("/parallel/moe_a2a_overlap",
+               "the dualpipev schedule merges its forward and backward chunks by itself; leave "
+               "moe_a2a_overlap off");
+    } else if (p.moe_a2a_overlap && !merges_forward_backward(p.schedule, p.pp)) {
       diag.add("/parallel/moe_a2a_overlap",
                "merges the passes of the interleaved schedule, or of 1f1b with pp 1 (merged "
                "1F1B passes would wait on each other stage by stage), got " +
@@ -245,6 +249,18 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
     if (p.pp > 1 && mb > 0 && mb < p.pp) {
       diag.add("/parallel/schedule", "the interleaved schedule needs num_microbatches (" + str(mb) +
                                          ") to be at least pp (" + str(p.pp) + ")");
+    }
+  } else if (p.schedule == Schedule::kDualPipeV) {
+    if (p.virtual_stages != 2) {
+      diag.add("/parallel/virtual_stages",
+               "the dualpipev schedule runs 2 model chunks per stage (a V), got virtual_stages " +
+                   str(p.virtual_stages));
+    }
+    if (p.pp < 2) diag.add("/parallel/schedule", "the dualpipev schedule needs pp >= 2");
+    const std::int64_t mb = t.global_batch_size / per_step;
+    if (p.pp > 1 && mb > 0 && mb < 2 * p.pp) {
+      diag.add("/parallel/schedule", "the dualpipev schedule needs num_microbatches (" + str(mb) +
+                                         ") to be at least 2 x pp (" + str(2 * p.pp) + ")");
     }
   } else if (p.virtual_stages != 1) {
     diag.add("/parallel/virtual_stages", "only the interleaved schedule uses virtual stages; got " +

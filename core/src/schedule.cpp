@@ -112,6 +112,75 @@ Order zero_bubble_h1(int p, int m, int s) {
   return o;
 }
 
+// DeepSeek's DualPipeV (deepseek-ai/DualPipe, dualpipev.py, DualPipeV.step), stage s of p:
+// the eight phases of the header. Each chunk runs its forwards and its backwards in micro-batch
+// order; a backward with zero bubble on defers its W to a first-in first-out queue, which the
+// W-only steps drain; a backward without runs its W right after it.
+Order dualpipe_v(int p, int m, int s, std::vector<std::size_t>& fused) {
+  Order o;
+  int next_f[2] = {0, 0};
+  int next_b[2] = {0, 0};
+  std::deque<PassItem> deferred;
+  auto f = [&](int c) { o.push_back(fwd(next_f[c]++, c)); };
+  auto b = [&](int c, bool zero_bubble) {
+    const int mb = next_b[c]++;
+    o.push_back(bwd(mb, c));
+    if (zero_bubble) {
+      deferred.push_back(wgt(mb, c));
+    } else {
+      o.push_back(wgt(mb, c));
+    }
+  };
+  auto w = [&] {
+    o.push_back(deferred.front());
+    deferred.pop_front();
+  };
+  auto merged = [&](int forward_chunk, int backward_chunk) {
+    fused.push_back(o.size());
+    f(forward_chunk);
+    b(backward_chunk, false);
+  };
+  const bool last = s == p - 1;
+  for (int i = 0; i < 2 * (p - s - 1); ++i)  // 1: nF0
+    f(0);
+  for (int i = 0; i < s + 1; ++i) {  // 2: nF0F1
+    f(0);
+    f(1);
+  }
+  for (int i = 0; i < p - s - 1; ++i) {  // 3: nB1W1F1
+    b(1, true);
+    w();
+    f(1);
+  }
+  for (int i = 0; i < m - 2 * p + s + 1; ++i) {  // 4: nF0B1F1B0
+    if (i == 0 && last) {
+      f(0);
+      b(1, false);
+    } else {
+      merged(0, 1);
+    }
+    merged(1, 0);
+  }
+  for (int i = 0; i < p - s - 1; ++i) {  // 5: nB1F1B0
+    b(1, false);
+    merged(1, 0);
+  }
+  bool zero_bubble = false;  // 6: nB1B0, the second half with zero bubble
+  for (int i = 0; i < s + 1; ++i) {
+    if (i == (s + 1) / 2 && s % 2 == 1) zero_bubble = true;
+    b(1, zero_bubble);
+    if (i == (s + 1) / 2 && s % 2 == 0) zero_bubble = true;
+    b(0, zero_bubble);
+  }
+  for (int i = 0; i < p - s - 1; ++i) {  // 7: nWB0
+    w();
+    b(0, true);
+  }
+  while (!deferred.empty())  // 8: nW
+    w();
+  return o;
+}
+
 std::string item_name(const PassItem& it, int stage) {
   const char* pass = it.pass == Pass::kForward ? "F" : (it.pass == Pass::kBackward ? "B" : "W");
   return std::string(pass) + "(mb " + std::to_string(it.microbatch) + ", chunk " +
@@ -141,6 +210,17 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
           "the interleaved schedule needs at least as many micro-batches (" + std::to_string(m) +
           ") as stages (" + std::to_string(p) + ")");
     }
+  } else if (kind == Schedule::kDualPipeV) {
+    if (v != 2) {
+      return Status::invalid_input("the dualpipev schedule runs 2 chunks per stage, got " +
+                                   std::to_string(v));
+    }
+    if (m < 2 * p) {
+      return Status::invalid_input(
+          "the dualpipev schedule needs at least twice as many "
+          "micro-batches (" +
+          std::to_string(m) + ") as stages (" + std::to_string(p) + ")");
+    }
   } else if (v != 1) {
     return Status::invalid_input(std::string(to_string(kind)) +
                                  " runs one model chunk per stage, got " + std::to_string(v));
@@ -149,7 +229,8 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
   sched.kind_ = kind;
   sched.microbatches_ = m;
   sched.chunks_ = v;
-  sched.split_backward_ = kind == Schedule::kZeroBubbleH1;
+  sched.split_backward_ = splits_backward(kind);
+  sched.fused_.resize(static_cast<std::size_t>(p));
   for (int s = 0; s < p; ++s) {
     switch (kind) {
       case Schedule::kGpipe:
@@ -163,6 +244,9 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
         break;
       case Schedule::kZeroBubbleH1:
         sched.orders_.push_back(zero_bubble_h1(p, m, s));
+        break;
+      case Schedule::kDualPipeV:
+        sched.orders_.push_back(dualpipe_v(p, m, s, sched.fused_[static_cast<std::size_t>(s)]));
         break;
     }
   }
@@ -178,11 +262,27 @@ PipelineSchedule PipelineSchedule::from_orders(Schedule kind, int microbatches, 
   sched.chunks_ = chunks;
   sched.split_backward_ = split_backward;
   sched.orders_ = std::move(orders);
+  sched.fused_.resize(sched.orders_.size());
   return sched;
 }
 
+bool PipelineSchedule::fused(int stage, std::size_t index) const {
+  const auto& f = fused_[static_cast<std::size_t>(stage)];
+  return std::binary_search(f.begin(), f.end(), index);
+}
+
 Result<ScheduleRun> run_schedule(const PipelineSchedule& sched, const PassTimes& times) {
+  return run_schedule(sched,
+                      std::vector<PassTimes>(static_cast<std::size_t>(sched.stages()), times));
+}
+
+Result<ScheduleRun> run_schedule(const PipelineSchedule& sched,
+                                 const std::vector<PassTimes>& stage_times) {
   const int p = sched.stages();
+  if (stage_times.size() != static_cast<std::size_t>(p)) {
+    return Status::invalid_input("run_schedule: " + std::to_string(stage_times.size()) +
+                                 " stages' pass times for " + std::to_string(p) + " stages");
+  }
   const int m = sched.microbatches();
   const int vs_count = p * sched.chunks();
   constexpr double kNotDone = std::numeric_limits<double>::quiet_NaN();
@@ -213,35 +313,45 @@ Result<ScheduleRun> run_schedule(const PipelineSchedule& sched, const PassTimes&
     for (int s = 0; s < p; ++s) {
       const auto& order = sched.stage(s);
       auto& i = next[static_cast<std::size_t>(s)];
-      while (i < order.size()) {
-        const PassItem& it = order[i];
+      const PassTimes& times = stage_times[static_cast<std::size_t>(s)];
+      // Whether pass `it` can start, moving `start` past its inputs; its duration.
+      auto inputs = [&](const PassItem& it, double& start, double& duration) {
         const int vs = sched.virtual_stage(s, it.chunk);
-        double start = free[static_cast<std::size_t>(s)];
-        bool ready = true;
-        double duration = 0;
         switch (it.pass) {
           case Pass::kForward:
-            if (vs > 0) ready = done(Pass::kForward, vs - 1, it.microbatch, start);
             duration = times.forward;
-            break;
+            return vs == 0 || done(Pass::kForward, vs - 1, it.microbatch, start);
           case Pass::kBackward:
-            ready = done(Pass::kForward, vs, it.microbatch, start);
-            if (ready && vs < vs_count - 1) {
-              ready = done(Pass::kBackward, vs + 1, it.microbatch, start);
-            }
             duration = times.backward;
-            break;
+            return done(Pass::kForward, vs, it.microbatch, start) &&
+                   (vs == vs_count - 1 || done(Pass::kBackward, vs + 1, it.microbatch, start));
           case Pass::kWeight:
-            ready = done(Pass::kBackward, vs, it.microbatch, start);
             duration = times.weight;
-            break;
+            return done(Pass::kBackward, vs, it.microbatch, start);
+        }
+        return false;
+      };
+      while (i < order.size()) {
+        // A merged pair starts once both passes' inputs are there, and both passes' outputs
+        // leave when the pair ends.
+        const std::size_t n = sched.fused(s, i) && i + 1 < order.size() ? 2 : 1;
+        double start = free[static_cast<std::size_t>(s)];
+        double duration = 0;
+        bool ready = true;
+        for (std::size_t k = 0; k < n && ready; ++k) {
+          double d = 0;
+          ready = inputs(order[i + k], start, d);
+          duration += d;
         }
         if (!ready) break;
-        at(it.pass, vs, it.microbatch) = start + duration;
+        for (std::size_t k = 0; k < n; ++k) {
+          const PassItem& it = order[i + k];
+          at(it.pass, sched.virtual_stage(s, it.chunk), it.microbatch) = start + duration;
+        }
         free[static_cast<std::size_t>(s)] = start + duration;
         run.busy[static_cast<std::size_t>(s)] += duration;
-        ++i;
-        --remaining;
+        i += n;
+        remaining -= n;
         progress = true;
       }
     }
@@ -256,6 +366,9 @@ Result<ScheduleRun> run_schedule(const PipelineSchedule& sched, const PassTimes&
                                  " deadlocks:" + blocked);
   }
   run.makespan = *std::max_element(free.begin(), free.end());
+  run.ends = std::move(end);
+  run.virtual_stages = vs_count;
+  run.microbatches = m;
   double busy = 0;
   for (double b : run.busy)
     busy += b;
@@ -336,6 +449,8 @@ double bubble_fraction(Schedule kind, int p, int m, int v) {
       return pm1 / (static_cast<double>(v) * m + pm1);
     case Schedule::kZeroBubbleH1:
       return pm1 / (3.0 * m + pm1);
+    case Schedule::kDualPipeV:
+      return pm1 / (6.0 * m + pm1);
   }
   return 0;
 }

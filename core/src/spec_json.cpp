@@ -419,6 +419,8 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("first_stage_layers", p.first_stage_layers, Need::kOptional, {0, 1'000'000});
   obj.read("last_stage_layers", p.last_stage_layers, Need::kOptional, {0, 1'000'000});
   obj.read_enum("schedule", p.schedule, Need::kOptional);
+  // DualPipeV's V is two chunks per stage; "virtual_stages" may say so but need not.
+  if (p.schedule == Schedule::kDualPipeV && !obj.has("virtual_stages")) p.virtual_stages = 2;
   obj.read_enum("recompute", p.recompute, Need::kOptional);
   obj.read("zero_stage", p.zero_stage, Need::kOptional, {0, 3});
   obj.read_enum("offload", p.offload, Need::kOptional);

@@ -144,6 +144,12 @@ Status check_runnable(const Plan& plan) {
       diag.add("/parallel/zero_stage", not_yet + "ZeRO-3 with mixture-of-experts models yet");
     }
   }
+  if (p.schedule == Schedule::kDualPipeV) {
+    diag.add("/parallel/schedule",
+             not_yet +
+                 "the dualpipev schedule yet (its V hands a micro-batch from chunk 0 to "
+                 "chunk 1 on the last stage without a send, and it merges passes)");
+  }
   if (m.mlp == MlpKind::kGeglu) diag.add("/model/mlp", not_yet + "GeGLU MLPs (no GeGLU kernel)");
   if (m.mlp == MlpKind::kSquaredRelu) {
     diag.add("/model/mlp", not_yet + "squared-ReLU MLPs (no relu2 kernel)");

@@ -915,6 +915,60 @@ TEST(Lowering, PartitionHoldsEveryParameter) {
   }
 }
 
+// DualPipeV's V: chunk 1 of stage s is virtual stage 2p − 1 − s, so every layer runs on the rank
+// the partition places it on, the embedding and the LM head both on stage 0, and the turn on the
+// last stage hands the activation and the gradient over without a message (the V's ends, stage 0
+// and the last, send and receive m activations, the others 2m). The programs pass the checker
+// (matched sends, no deadlock) on 2 to 4 stages, with data parallelism and ZeRO-1, tied embeddings
+// (one copy: no embedding group), and a DeepSeek-shaped MoE with MTP on ep 2.
+TEST(Lowering, DualPipeVRunsAVWithBothEndsOnStageZero) {
+  for (int pp : {2, 3, 4}) {
+    for (bool tied : {false, true}) {
+      ModelSpec m = tiny();
+      m.num_layers = 4 * pp;
+      m.tied_embeddings = tied;
+      ParallelConfig p;
+      p.pp = pp;
+      p.dp = 2;
+      p.zero_stage = 1;
+      p.schedule = Schedule::kDualPipeV;
+      p.virtual_stages = 2;
+      const int mbs = 2 * pp + 1;
+      const StepProgram prog = lowered(m, training(2 * mbs), p);
+      const std::string what = "pp " + std::to_string(pp) + (tied ? " tied" : "");
+      ASSERT_TRUE(check_program(prog).is_ok()) << what << ": " << check_program(prog).message();
+      for (const CommGroup& g : prog.groups())
+        EXPECT_NE(g.axes, "embedding") << what;
+      auto part = ModelPartition::create(m, p);
+      ASSERT_TRUE(part);
+      for (const RankProgram& r : prog.ranks()) {
+        const auto t = tally(prog, r.rank());
+        const bool first = r.stage() == 0, last = r.stage() == pp - 1;
+        EXPECT_EQ(get(t, OpRole::kEmbedding, kF, OpKind::kEmbedding).count, first ? mbs : 0);
+        EXPECT_EQ(get(t, OpRole::kLmHead, kF, OpKind::kGemm).count, first ? mbs : 0) << what;
+        const int messages = first || last ? mbs : 2 * mbs;
+        EXPECT_EQ(get(t, OpRole::kPpSendActivation, kF, OpKind::kSend).count, messages) << what;
+        EXPECT_EQ(get(t, OpRole::kPpRecvActivation, kF, OpKind::kRecv).count, messages) << what;
+        EXPECT_EQ(get(t, OpRole::kPpSendGrad, kB, OpKind::kSend).count, messages) << what;
+        EXPECT_EQ(get(t, OpRole::kPpRecvGrad, kB, OpKind::kRecv).count, messages) << what;
+        for (const Op& op : r.ops()) {
+          if (op.id.layer() != OpId::kNone && prog.desc(op).kind == OpKind::kGemm) {
+            EXPECT_EQ(part->stage_of_layer(op.id.layer()), r.stage()) << what;
+          }
+        }
+      }
+    }
+  }
+  ParallelConfig moe;
+  moe.pp = 2;
+  moe.dp = 2;
+  moe.ep = 2;
+  moe.schedule = Schedule::kDualPipeV;
+  moe.virtual_stages = 2;
+  const StepProgram prog = lowered(tiny_deepseek(), training(8), moe);
+  EXPECT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+}
+
 // Uneven pipeline stages (Megatron-core's --decoder-first/last-pipeline-num-layers): the first and
 // last stage's layers as given, the others sharing the rest; each stage's layers split into its
 // chunks; every layer on exactly one stage; the balanced split the sweep and accuracy propose.

@@ -171,6 +171,28 @@ TEST(Memory, SchedulesSetTheMicroBatchesInFlight) {
     EXPECT_EQ(st.layers_in_flight, 32 * 12);
 }
 
+// DualPipeV: every stage holds 2p + 1 chunks of L / 2p layers at its peak, and stage 0 holds the
+// embedding and the LM head (its V's two ends), the last stage neither.
+TEST(Memory, DualPipeVHoldsTwoPPlusOneChunksAndBothEndsOnStageZero) {
+  const GpuSpec& gpu = *builtin_catalog().find_gpu("H100-SXM5-80GB");
+  ParallelConfig p = gpt3_parallel();
+  p.schedule = Schedule::kDualPipeV;
+  p.virtual_stages = 2;
+  auto v = estimate_memory(gpt3(), gpt3_training(), p, gpu);
+  ASSERT_TRUE(v) << v.status().message();
+  for (const StageMemory& st : v->stages)
+    EXPECT_DOUBLE_EQ(st.layers_in_flight, 17 * 96 / 16.0) << "stage " << st.stage;
+  p.schedule = Schedule::k1F1B;
+  p.virtual_stages = 1;
+  auto ofob = estimate_memory(gpt3(), gpt3_training(), p, gpu);
+  ASSERT_TRUE(ofob);
+  // 1F1B: the embedding on stage 0, the final norm and the LM head (or its tied copy) on stage 7.
+  EXPECT_GT(ofob->stages[7].embedding_params, 0);
+  EXPECT_EQ(v->stages[7].embedding_params, 0);
+  EXPECT_GT(v->stages[0].embedding_params, ofob->stages[0].embedding_params);
+  EXPECT_EQ(v->stages[3].params, ofob->stages[3].params);
+}
+
 TEST(Memory, OffloadAndParameterServersMoveOptimizerState) {
   const GpuSpec& gpu = *builtin_catalog().find_gpu("H100-SXM5-80GB");
   ParallelConfig p = gpt3_parallel();
@@ -212,8 +234,8 @@ TEST(Memory, EstimatorEqualsEstimateMemory) {
     for (int pp : {1, 2, 4})
       for (int dp : {1, 4})
         for (std::int64_t mbs : {1, 2})
-          for (Schedule sched :
-               {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZeroBubbleH1})
+          for (Schedule sched : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved,
+                                 Schedule::kZeroBubbleH1, Schedule::kDualPipeV})
             for (int v : {1, 2, 4})
               for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
                 for (int zero : {0, 1, 3})

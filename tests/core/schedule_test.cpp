@@ -226,6 +226,94 @@ TEST(Schedule, CheckerRejectsBrokenOrders) {
   EXPECT_NE(check_schedule(twice).message().find("twice"), std::string::npos);
 }
 
+// DeepSeek's DualPipeV: the checker passes over p ≤ 8 and m from 2p up; chunk 1 runs the stages
+// backwards, so virtual stage 2p − 1 (the LM head) sits on stage 0.
+TEST(Schedule, DualPipeVPassesTheCheckerAndRunsAV) {
+  int checked = 0;
+  for (int p : {1, 2, 3, 4, 5, 6, 8}) {
+    for (int m : {2 * p, 2 * p + 1, 3 * p, 4 * p + 3, 8 * p}) {
+      const PipelineSchedule s = make(Schedule::kDualPipeV, p, m, 2);
+      EXPECT_TRUE(s.split_backward());
+      EXPECT_TRUE(check_schedule(s).is_ok())
+          << "dualpipev p" << p << " m" << m << ": " << check_schedule(s).message();
+      ++checked;
+    }
+    for (int s = 0; s < p; ++s) {
+      const PipelineSchedule sched = make(Schedule::kDualPipeV, p, 2 * p, 2);
+      EXPECT_EQ(sched.virtual_stage(s, 0), s);
+      EXPECT_EQ(sched.virtual_stage(s, 1), 2 * p - 1 - s);
+      for (int c : {0, 1})
+        EXPECT_EQ(stage_of_virtual(Schedule::kDualPipeV, p, sched.virtual_stage(s, c)), s);
+    }
+  }
+  EXPECT_EQ(checked, 35);
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kDualPipeV, 4, 7, 2));  // m < 2p
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kDualPipeV, 4, 8, 1));  // not a V
+  EXPECT_FALSE(PipelineSchedule::create(Schedule::kDualPipeV, 4, 8, 3));
+}
+
+// The merged F&B chunks: stage s merges 2(m − 2p + s + 1) + p − s − 1 pairs (the last stage one
+// fewer: its first F0, B1 run apart), each the forward of one micro-batch and the backward of
+// another, of the other chunk.
+TEST(Schedule, DualPipeVMergesForwardAndBackwardChunks) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int m : {2 * p, 3 * p + 1}) {
+      const PipelineSchedule sched = make(Schedule::kDualPipeV, p, m, 2);
+      for (int s = 0; s < p; ++s) {
+        const auto& order = sched.stage(s);
+        int pairs = 0;
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          if (!sched.fused(s, i)) continue;
+          ++pairs;
+          ASSERT_LT(i + 1, order.size());
+          EXPECT_EQ(order[i].pass, Pass::kForward);
+          EXPECT_EQ(order[i + 1].pass, Pass::kBackward);
+          EXPECT_NE(order[i].microbatch, order[i + 1].microbatch);
+          EXPECT_NE(order[i].chunk, order[i + 1].chunk);
+        }
+        EXPECT_EQ(pairs, 2 * (m - 2 * p + s + 1) + p - s - 1 - (s == p - 1 ? 1 : 0))
+            << "p" << p << " m" << m << " stage " << s;
+      }
+    }
+  }
+}
+
+// With F = B = W = 1 per chunk every stage idles p − 1 (a merged pair starting once both its
+// inputs are there): (p − 1) / (6m + p − 1), half of ZB-H1's idle time for the same work per
+// stage (ZB-H1 with F = B = W = 2); per-stage pass times that are all equal give the same run.
+TEST(Schedule, DualPipeVBubbleMatchesTheClosedForm) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int m : {2 * p, 2 * p + 1, 4 * p, 5 * p + 3}) {
+      const PipelineSchedule sched = make(Schedule::kDualPipeV, p, m, 2);
+      auto run = run_schedule(sched, PassTimes{1, 1, 1});
+      ASSERT_TRUE(run) << run.status().message();
+      EXPECT_DOUBLE_EQ(run->makespan, 6.0 * m + p - 1) << "p" << p << " m" << m;
+      EXPECT_NEAR(run->idle_fraction, double(p - 1) / (6 * m + p - 1), 1e-12);
+      EXPECT_NEAR(bubble_fraction(Schedule::kDualPipeV, p, m, 2), run->idle_fraction, 1e-12);
+      auto zb = run_schedule(make(Schedule::kZeroBubbleH1, p, m), PassTimes{2, 2, 2});
+      ASSERT_TRUE(zb);
+      EXPECT_NEAR(run->makespan - 6.0 * m, 0.5 * (zb->makespan - 6.0 * m), 1e-12);
+      auto per_stage = run_schedule(
+          sched, std::vector<PassTimes>(static_cast<std::size_t>(p), PassTimes{1, 1, 1}));
+      ASSERT_TRUE(per_stage);
+      EXPECT_DOUBLE_EQ(per_stage->makespan, run->makespan);
+    }
+  }
+  EXPECT_FALSE(run_schedule(make(Schedule::kDualPipeV, 2, 4, 2), std::vector<PassTimes>(3)));
+}
+
+// Every stage holds 2p + 1 chunk-micro-batches at its peak (DualPipe's "PP + 1" activations for
+// 2p pipeline stages of L / 2p layers: the first stage of 1F1B's L layers plus one chunk).
+TEST(Schedule, DualPipeVHoldsTwoPPlusOneChunksInFlight) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int m : {2 * p, 4 * p + 1}) {
+      const PipelineSchedule sched = make(Schedule::kDualPipeV, p, m, 2);
+      for (int s = 0; s < p; ++s)
+        EXPECT_EQ(peak_in_flight(sched, s), 2 * p + 1) << "p" << p << " m" << m << " stage " << s;
+    }
+  }
+}
+
 TEST(Schedule, ImpossibleShapesAreErrors) {
   EXPECT_FALSE(PipelineSchedule::create(Schedule::kInterleaved, 4, 3, 2));  // m < p
   EXPECT_FALSE(PipelineSchedule::create(Schedule::kInterleaved, 4, 8, 1));

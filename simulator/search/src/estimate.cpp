@@ -8,6 +8,7 @@
 #include "planner/core/lowering.hpp"
 #include "planner/core/model_partition.hpp"
 #include "planner/core/rank_grid.hpp"
+#include "planner/core/schedule.hpp"
 #include "planner/sim/compute_model.hpp"
 #include "planner/sim/simulate.hpp"
 
@@ -625,6 +626,32 @@ Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p
 
 // ---- closed forms
 
+namespace {
+
+// DualPipeV has no closed form for unequal stages: run its schedule with each chunk taking half
+// the stage's times, at m = 2p and 2p + 1, and extend the step of one micro-batch to m (the
+// schedule's passes grow by one steady-state round per micro-batch beyond 2p). The merged chunks
+// hide their pipeline messages, so only the fill's are added.
+double dualpipe_v_makespan(int m, const std::vector<double>& f, const std::vector<double>& b,
+                           const std::vector<double>& w) {
+  const int p = static_cast<int>(f.size());
+  std::vector<PassTimes> times;
+  for (std::size_t s = 0; s < f.size(); ++s)
+    times.push_back({f[s] / 2, b[s] / 2, w[s] / 2});
+  auto run = [&](int microbatches) {
+    auto sched = PipelineSchedule::create(Schedule::kDualPipeV, p, microbatches, 2);
+    if (!sched) return 0.0;
+    auto r = run_schedule(*sched, times);
+    return r ? r->makespan : 0.0;
+  };
+  const int base = 2 * p;
+  const double at_base = run(base);
+  if (m <= base) return at_base;
+  return at_base + (m - base) * (run(base + 1) - at_base);
+}
+
+}  // namespace
+
 double pipeline_makespan(Schedule schedule, int m, int v, const std::vector<double>& f,
                          const std::vector<double>& b, const std::vector<double>& w, double p2p) {
   const std::size_t p = f.size();
@@ -645,6 +672,8 @@ double pipeline_makespan(Schedule schedule, int m, int v, const std::vector<doub
       return m * (max_fbw + period) + (sum_fbw - max_fbw) / v + fill;
     case Schedule::kZeroBubbleH1:
       return m * (max_fbw + period) + static_cast<double>(p - 1) * std::max(0.0, max_zb) + fill;
+    case Schedule::kDualPipeV:
+      return dualpipe_v_makespan(m, f, b, w) + fill;
   }
   return 0;
 }
@@ -861,7 +890,7 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
   const int v = p.virtual_stages;
   const int m = static_cast<int>(in.training.global_batch_size /
                                  (static_cast<std::int64_t>(p.dp) * p.micro_batch_size));
-  const bool split = p.schedule == Schedule::kZeroBubbleH1;
+  const bool split = PipelineSchedule::splits_backward(p.schedule);
   constexpr auto kF = static_cast<std::size_t>(Span::kForward);
   constexpr auto kB = static_cast<std::size_t>(Span::kBackwardAll);
   constexpr auto kBi = static_cast<std::size_t>(Span::kBackwardInput);
@@ -894,8 +923,8 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     add_buckets(bk, moe[kF], nm);
     add_buckets(bk, dense[kB], nd);
     add_buckets(bk, moe[kB], nm);
-    const std::pair<bool, const std::array<SpanCost, kSpans>*> ends[] = {{s == 0, &emb},
-                                                                         {s == pp - 1, &head}};
+    const std::pair<bool, const std::array<SpanCost, kSpans>*> ends[] = {
+        {s == 0, &emb}, {s == p.lm_head_stage(), &head}};
     for (const auto& [here, c] : ends) {
       if (!here) continue;
       fs += (*c)[kF].time;
@@ -941,17 +970,21 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
         bk[static_cast<std::size_t>(sim::TimeBucket::kDp)] += xf + xb;
       }
     }
-    if (p.moe_a2a_overlap && nm > 0) {
+    const bool dualpipe = p.schedule == Schedule::kDualPipeV;
+    if ((p.moe_a2a_overlap || dualpipe) && nm > 0) {
       // Merged forward and backward passes (lowering.cpp merge_forward_backward): the steady
       // state's passes hide their exposed all-to-all time under the other pass's compute, which
-      // runs slowed meanwhile; the warm-up's and the drain's passes run alone.
+      // runs slowed meanwhile; the warm-up's and the drain's passes run alone. DualPipeV merges
+      // 2(m − 2p + s + 1) + p − s − 1 of its 2m forwards (one fewer on the last stage).
       constexpr auto kEpBucket = static_cast<std::size_t>(sim::TimeBucket::kEp);
       const double xf = nm * moe[kF].buckets[kEpBucket];
       const double xb = nm * moe[kB].buckets[kEpBucket];
       const int passes = m * v;
       const int warmup =
-          std::min((pp == 1 ? 0 : (pp - s - 1) * 2 + (v - 1) * pp) + p.extra_warmup(), passes);
-      const double steady = static_cast<double>(passes - warmup) / passes;
+          dualpipe ? passes - (2 * (m - 2 * pp + s + 1) + pp - s - 1 - (s == pp - 1 ? 1 : 0))
+                   : std::min((pp == 1 ? 0 : (pp - s - 1) * 2 + (v - 1) * pp) + p.extra_warmup(),
+                              passes);
+      const double steady = std::max(0.0, static_cast<double>(passes - warmup) / passes);
       const double hf = steady * std::min(xf, bs - xb);
       const double hb = steady * std::min(xb, fs - xf);
       fs -= (1.0 - slow) * hf;
@@ -999,7 +1032,7 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     }
     const double norm = line_s(groups->get(GroupKind::kNorm, OpKind::kAllReduce), 4.0);
     double emb_ar = 0;
-    if (pp > 1 && in.model.tied_embeddings && (s == 0 || s == pp - 1)) {
+    if (pp > 1 && in.model.tied_embeddings && p.lm_head_stage() != 0 && (s == 0 || s == pp - 1)) {
       emb_ar = line_s(groups->get(GroupKind::kEmbedding, OpKind::kAllReduce),
                       static_cast<double>(part->embedding_rows) * pb.grad);
     }

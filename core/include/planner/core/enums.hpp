@@ -22,7 +22,7 @@ enum class RouterScoring { kSoftmax, kSigmoid };
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionEmbedding { kLearned, kRope, kAlibi, kNone };
 enum class Optimizer { kAdam, kAdamW, kSgd };
-enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubbleH1 };
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubbleH1, kDualPipeV };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kOptimizer, kOptimizerAndParams };
 enum class DpSync { kAllReduce, kParameterServer };
@@ -100,11 +100,12 @@ struct EnumTraits<Optimizer> {
 template <>
 struct EnumTraits<Schedule> {
   static constexpr std::string_view kWhat = "pipeline schedule";
-  static constexpr std::array<std::pair<Schedule, std::string_view>, 4> kNames{{
+  static constexpr std::array<std::pair<Schedule, std::string_view>, 5> kNames{{
       {Schedule::kGpipe, "gpipe"},
       {Schedule::k1F1B, "1f1b"},
       {Schedule::kInterleaved, "interleaved"},
       {Schedule::kZeroBubbleH1, "zb-h1"},
+      {Schedule::kDualPipeV, "dualpipev"},
   }};
 };
 template <>

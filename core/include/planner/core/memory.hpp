@@ -178,7 +178,7 @@ class MemoryEstimator {
   GpuSpec gpu_;
   MemoryOptions options_;
   // (tp, ep, pp, vs, etp, first_stage_layers, last_stage_layers)
-  std::map<std::array<int, 7>, std::unique_ptr<Layout>> layouts_;
+  std::map<std::array<int, 8>, std::unique_ptr<Layout>> layouts_;
   std::unordered_map<std::uint64_t, std::unique_ptr<InFlight>> in_flight_;
 };
 

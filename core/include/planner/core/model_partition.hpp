@@ -1,7 +1,9 @@
 // How a model is cut into pipeline stages and model chunks, and which parameters one rank holds.
 //
 // Layers: with p stages and v chunks per stage, every chunk holds L / (p·v) consecutive layers;
-// chunk c of stage s is virtual stage c·p + s and holds layers [(c·p + s)·L/(pv), ...).
+// chunk c of stage s is virtual stage c·p + s and holds layers [(c·p + s)·L/(pv), ...). Under
+// dualpipev (schedule.hpp) chunk 1 of stage s is virtual stage 2p − 1 − s: the second half of the
+// layers runs back from stage p − 1 to stage 0, which holds the LM head beside the embedding.
 // Uneven stages (ParallelConfig::first_stage_layers / last_stage_layers, Megatron-core's
 // --decoder-first/last-pipeline-num-layers): stage s holds n_s layers, the first and the last
 // as given and the others (L − first − last) / (p − given) each; each chunk of stage s holds
@@ -115,18 +117,26 @@ class ModelPartition {
            chunk_start_[static_cast<std::size_t>(stage)];
   }
   int first_layer(int stage, int chunk) const {
+    if (v_shape_ && chunk == 1) {  // chunk 1 runs the stages in reverse (dualpipev)
+      return layers_per_pass_ + chunk_start_.back() -
+             chunk_start_[static_cast<std::size_t>(stage) + 1];
+    }
     return chunk * layers_per_pass_ + chunk_start_[static_cast<std::size_t>(stage)];
   }
   // Where a global layer lives: its virtual stage, chunk and stage.
   int chunk_of_layer(int layer) const { return layer / layers_per_pass_; }
   int stage_of_layer(int layer) const;
   int virtual_stage_of_layer(int layer) const {
-    return chunk_of_layer(layer) * stages_ + stage_of_layer(layer);
+    const int c = chunk_of_layer(layer);
+    const int s = stage_of_layer(layer);
+    return v_shape_ && c == 1 ? 2 * stages_ - 1 - s : c * stages_ + s;
   }
   bool has_embedding(int stage, int chunk) const { return stage == 0 && chunk == 0; }
   bool has_lm_head(int stage, int chunk) const {
-    return stage == stages_ - 1 && chunk == chunks_ - 1;
+    return stage == (v_shape_ ? 0 : stages_ - 1) && chunk == chunks_ - 1;
   }
+  // True when the embedding and the LM head sit on one stage (one stage, or dualpipev's V).
+  bool ends_on_one_stage() const { return stages_ == 1 || v_shape_; }
   // Parameter tensors of one model chunk on one rank of `stage`, in registration (forward)
   // order: embedding, then per layer attn_norm, attn_qkv, attn_out, mlp_norm, MLP or MoE
   // tensors, then final_norm and lm_head.
@@ -149,6 +159,7 @@ class ModelPartition {
   int etp_ = 1;
   int stages_ = 1;
   int chunks_ = 1;
+  bool v_shape_ = false;          // dualpipev: chunk 1 of stage s is virtual stage 2p − 1 − s
   int layers_per_pass_ = 0;       // L / v: the layers of one chunk of every stage
   std::vector<int> chunk_start_;  // per stage (and one past): the offset of its chunk in a pass
 };

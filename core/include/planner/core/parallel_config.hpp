@@ -83,6 +83,9 @@ struct ParallelConfig {
   // Forward passes every pipeline stage runs ahead of its schedule's warm-up: one for the merged
   // passes of moe_a2a_overlap (PipelineSchedule::create).
   int extra_warmup() const { return moe_a2a_overlap ? 1 : 0; }
+  // The pipeline stage holding the final norm, the LM head and the loss: the last, or the first
+  // under dualpipev, whose V puts the last model chunk beside the first.
+  int lm_head_stage() const { return schedule == Schedule::kDualPipeV ? 0 : pp - 1; }
   // Expert data parallel size: (tp x cp x dp) / (etp x ep); 0 when that does not divide.
   std::int64_t expert_dp() const {
     const std::int64_t stage = static_cast<std::int64_t>(tp) * cp * dp;

@@ -19,6 +19,18 @@
 //                micro-batches also holds the m mod p left over (p + m mod p of them), each chunk
 //                runs over all of them in turn and the warm-up grows to (v − 1) times that group;
 //                needs m ≥ p.
+//   dualpipev    DeepSeek's DualPipeV, the cut-in-half DualPipe (deepseek-ai/DualPipe,
+//                dualpipev.py; DeepSeek-V3 report arXiv:2412.19437 §3.2.1): v = 2 chunks in a V,
+//                chunk 0 of stage s is virtual stage s and chunk 1 is 2p − 1 − s, so stage 0 holds
+//                the first and the last model chunk and the turn on stage p − 1 needs no send.
+//                Backward split into B and W as in zero bubble. Stage s runs eight phases:
+//                2(p − s − 1) forwards of chunk 0; s + 1 pairs F0 F1; p − s − 1 times B1 W1 F1
+//                (zero bubble); m − 2p + s + 1 times the merged chunks F0&B1 then F1&B0 (the first
+//                F0, B1 of stage p − 1 not merged); p − s − 1 times B1 then F1&B0; s + 1 pairs B1
+//                B0, deferring W from the middle on; p − s − 1 times W then B0 (deferred W); and
+//                s + 1 deferred W. A merged chunk (fused()) runs one micro-batch's forward and
+//                another's backward as one unit, each one's communication under the other's
+//                compute. Needs m ≥ 2p.
 //   zb-h1        Zero Bubble H1 (Qi et al., ICLR 2024, arXiv:2401.10241 §3.1): backward split into
 //                B (input gradient) and W (weight gradient); 1F1B's order of F and B, each W right
 //                after its B except that stage s keeps up to s weight-gradient passes deferred and
@@ -30,6 +42,10 @@
 //   interleaved (F = B = 1/chunk) (p − 1) / (v·m + p − 1)
 //   zb-h1 (F = B = W = 1, m ≥ p)  (p − 1) / (3m + p − 1), vs 1F1B's (p − 1) / (m + p − 1) at
 //                                 F = 1, B + W = 2.
+//   dualpipev (F = B = W = 1 per chunk, m ≥ 2p)  (p − 1) / (6m + p − 1): every stage idles
+//                                 p − 1 chunk-passes (a merged pair counted as one unit that
+//                                 starts when both inputs are there and sends both outputs when
+//                                 it ends), half of ZB-H1's idle time for the same work per stage.
 #pragma once
 
 #include <cstdint>
@@ -69,13 +85,24 @@ class PipelineSchedule {
                                       bool split_backward,
                                       std::vector<std::vector<PassItem>> orders);
 
+  // True for the schedules that split the backward pass into B and W (zb-h1, dualpipev).
+  static bool splits_backward(Schedule kind) {
+    return kind == Schedule::kZeroBubbleH1 || kind == Schedule::kDualPipeV;
+  }
+
   Schedule kind() const { return kind_; }
   int stages() const { return static_cast<int>(orders_.size()); }
   int microbatches() const { return microbatches_; }
   int chunks() const { return chunks_; }
   bool split_backward() const { return split_backward_; }
   const std::vector<PassItem>& stage(int s) const { return orders_[static_cast<std::size_t>(s)]; }
-  int virtual_stage(int stage, int chunk) const { return chunk * stages() + stage; }
+  int virtual_stage(int stage, int chunk) const {
+    if (kind_ == Schedule::kDualPipeV) return chunk == 0 ? stage : 2 * stages() - 1 - stage;
+    return chunk * stages() + stage;
+  }
+  // True when pass `index` of stage `stage` and the pass after it run merged: one micro-batch's
+  // forward with another's backward (dualpipev's F&B chunks).
+  bool fused(int stage, std::size_t index) const;
 
  private:
   Schedule kind_ = Schedule::k1F1B;
@@ -83,7 +110,14 @@ class PipelineSchedule {
   int chunks_ = 1;
   bool split_backward_ = false;
   std::vector<std::vector<PassItem>> orders_;
+  std::vector<std::vector<std::size_t>> fused_;  // per stage, ascending
 };
+
+// The stage that runs virtual stage `vs` of a pipeline of `stages` stages under `kind`.
+inline int stage_of_virtual(Schedule kind, int stages, int vs) {
+  if (kind == Schedule::kDualPipeV) return vs < stages ? vs : 2 * stages - 1 - vs;
+  return vs % stages;
+}
 
 // Durations of one pass of one model chunk.
 struct PassTimes {
@@ -96,12 +130,25 @@ struct ScheduleRun {
   double makespan = 0;
   double idle_fraction = 0;  // 1 − busy / (stages × makespan)
   std::vector<double> busy;  // per stage
+  // When each pass ended: [pass][virtual stage][micro-batch].
+  std::vector<double> ends;
+  int virtual_stages = 0;
+  int microbatches = 0;
+  double end(Pass pass, int vs, int mb) const {
+    return ends[(static_cast<std::size_t>(pass) * static_cast<std::size_t>(virtual_stages) +
+                 static_cast<std::size_t>(vs)) *
+                    static_cast<std::size_t>(microbatches) +
+                static_cast<std::size_t>(mb)];
+  }
 };
 
 // Runs the schedule: each stage executes its order one pass at a time; F of (mb, virtual stage k)
 // waits for F of (mb, k − 1), B for B of (mb, k + 1) and F of (mb, k), W for B of (mb, k). Fails
 // with the blocked passes when the stages wait on each other forever.
 Result<ScheduleRun> run_schedule(const PipelineSchedule& schedule, const PassTimes& times);
+// The same with each stage's own pass times (one per stage).
+Result<ScheduleRun> run_schedule(const PipelineSchedule& schedule,
+                                 const std::vector<PassTimes>& stage_times);
 
 // The checker every schedule must pass: each stage runs every (micro-batch, chunk) forward and
 // backward (and weight pass when split) exactly once, the forward before the backward before the
