@@ -642,7 +642,13 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
     out << "no pipeline (pp 1)";
   } else {
     out << to_string(p.schedule);
-    if (p.virtual_stages > 1) out << " with " << p.virtual_stages << " virtual stages per GPU";
+    if (p.schedule == Schedule::kDualPipeV) {
+      out << " (two model chunks per GPU in a V, stage 0 holding the first and the last; "
+             "forward and backward chunks of different micro-batches merged, one's "
+             "communication under the other's compute)";
+    } else if (p.virtual_stages > 1) {
+      out << " with " << p.virtual_stages << " virtual stages per GPU";
+    }
     out << " over " << p.pp << " stages; bubble " << pct(x.schedule_bubble)
         << " of the step in closed form, " << pct(x.bubble)
         << (x.simulated ? " simulated (with waits)" : " estimated");
@@ -1239,7 +1245,8 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--vpp,--virtual-pipeline-model-parallel-size", a->vpp,
                   "Fix virtual stage counts (interleaved)")
       ->delimiter(',');
-  cmd->add_option("--schedule", a->schedules, "Schedules: gpipe, 1f1b, interleaved, zb-h1")
+  cmd->add_option("--schedule", a->schedules,
+                  "Schedules: gpipe, 1f1b, interleaved, zb-h1, dualpipev")
       ->delimiter(',');
   cmd->add_option("--recompute,--recompute-granularity", a->recompute,
                   "Recompute: none, selective, full")

@@ -238,7 +238,7 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Device& device, const Con
     }
     PLANNER_RETURN_IF_ERROR(state->upload(device, static_cast<int>(t), values));
     state->index_.emplace_back(key(pt.layer, pt.role), static_cast<int>(t));
-    if (pt.role == OpRole::kEmbedding && c.model.tied_embeddings && part.virtual_stages() == 1) {
+    if (pt.role == OpRole::kEmbedding && c.model.tied_embeddings && part.ends_on_one_stage()) {
       state->tied_single_stage_ = static_cast<int>(t);
     }
   }

@@ -136,19 +136,9 @@ Status check_runnable(const Plan& plan) {
                                         "copy with the communicator's all-to-all); set "
                                         "\"nccl\"");
     }
-    if (p.moe_a2a_overlap) {
-      diag.add("/parallel/moe_a2a_overlap",
-               not_yet + "merged forward and backward passes (it runs one pass at a time)");
-    }
     if (p.zero_stage == 3) {
       diag.add("/parallel/zero_stage", not_yet + "ZeRO-3 with mixture-of-experts models yet");
     }
-  }
-  if (p.schedule == Schedule::kDualPipeV) {
-    diag.add("/parallel/schedule",
-             not_yet +
-                 "the dualpipev schedule yet (its V hands a micro-batch from chunk 0 to "
-                 "chunk 1 on the last stage without a send, and it merges passes)");
   }
   if (m.mlp == MlpKind::kGeglu) diag.add("/model/mlp", not_yet + "GeGLU MLPs (no GeGLU kernel)");
   if (m.mlp == MlpKind::kSquaredRelu) {
@@ -477,6 +467,14 @@ LayerActs& Runner::Impl::acts(int mb, int layer) {
 
 bool Runner::Impl::first_in_chunk(int layer) const {
   return layer == part.first_layer(s.stage, part.chunk_of_layer(layer));
+}
+
+bool Runner::Impl::next_chunk_here(int layer) const {
+  return layer + 1 < model.num_layers && part.stage_of_layer(layer + 1) == s.stage;
+}
+
+bool Runner::Impl::previous_chunk_here(int layer) const {
+  return layer > 0 && part.stage_of_layer(layer - 1) == s.stage;
 }
 
 bool Runner::Impl::last_in_chunk(int layer) const {
@@ -914,7 +912,8 @@ Result<double> Runner::Impl::local_grad_square_sum() {
   // expert parallelism the experts differ across data-parallel ranks and the norm's group spans
   // them too (tp-cp-dp-pp): unsharded dense gradients count on data-parallel rank 0, expert ones
   // on expert-data-parallel rank 0.
-  const bool tied_copy = model.tied_embeddings && part.stages() > 1 && s.stage == part.stages() - 1;
+  const bool tied_copy =
+      model.tied_embeddings && !part.ends_on_one_stage() && s.stage == part.stages() - 1;
   const bool norm_spans_dp = plan.parallel.zero_stage >= 1 || (model.is_moe() && s.ep > 1);
   for (const ParamGroup& grp : state->groups()) {
     if (!grp.sharded) {

@@ -228,6 +228,10 @@ struct Runner::Impl {
   int chunk_of(int layer) const { return part.chunk_of_layer(layer); }
   bool first_in_chunk(int layer) const;
   bool last_in_chunk(int layer) const;
+  // The layer after (before) `layer` runs on this stage in another chunk: dualpipev's turn on the
+  // last stage hands the activation (the gradient) over without a message.
+  bool next_chunk_here(int layer) const;
+  bool previous_chunk_here(int layer) const;
   ChunkIo& io(int mb, int chunk);
   int tensor(int layer, OpRole role) const;
   Communicator* group_comm(const OpCtx& c) const;

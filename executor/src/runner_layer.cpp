@@ -368,7 +368,7 @@ Status Runner::Impl::layer_forward(const OpCtx& c) {
         a = std::move(kept);
       }
       a.ring_sends.clear();
-      if (!last_in_chunk(l)) {
+      if (!last_in_chunk(l) || next_chunk_here(l)) {
         acts(c.mb, l + 1).x = std::move(out);
       } else {
         io(c.mb, chunk_of(l)).out = std::move(out);
@@ -572,7 +572,7 @@ Status Runner::Impl::layer_backward(const OpCtx& c) {
     case OpRole::kAttnResidual: {
       PLANNER_ASSIGN_OR_RETURN(DeviceBuffer dx, alloc_act(s.Ts * s.h, "layer input gradient"));
       dev.add(a.dnorm1.data(), a.dres.data(), s.Ts * s.h, dx.data());
-      if (!first_in_chunk(l)) {
+      if (!first_in_chunk(l) || previous_chunk_here(l)) {
         acts(c.mb, l - 1).dy = std::move(dx);
       } else {
         io(c.mb, chunk_of(l)).din = std::move(dx);

@@ -191,6 +191,30 @@ TEST(SimulateCli, BadFlags) {
       << mismatch.err;
 }
 
+// --schedule dualpipev alone runs two chunks a stage (the V); another --vpp is refused with the
+// field, and too few micro-batches with the bound.
+TEST(SimulateCli, DualPipeVTakesTwoChunksPerStage) {
+  const CommandResult v =
+      run_planner({"simulate", "--model", "megatron-1.7b", "--gpu", "a100-80gb", "--pp", "4",
+                   "--gbs", "8", "--seq", "1024", "--schedule", "dualpipev", "--no-db", "--json"});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const nlohmann::json doc = nlohmann::json::parse(v.out);
+  EXPECT_EQ(doc["parallel"]["schedule"], "dualpipev") << v.out.substr(0, 2000);
+  EXPECT_EQ(doc["parallel"]["virtual_stages"], 2);
+  const CommandResult three =
+      run_planner({"simulate", "--model", "megatron-1.7b", "--gpu", "a100-80gb", "--pp", "4",
+                   "--gbs", "8", "--schedule", "dualpipev", "--vpp", "3", "--no-db"});
+  EXPECT_EQ(three.exit_code, 2);
+  EXPECT_NE(three.err.find("/parallel/virtual_stages: the dualpipev schedule runs 2 model chunks"),
+            std::string::npos)
+      << three.err;
+  const CommandResult few =
+      run_planner({"simulate", "--model", "megatron-1.7b", "--gpu", "a100-80gb", "--pp", "4",
+                   "--gbs", "4", "--schedule", "dualpipev", "--no-db"});
+  EXPECT_EQ(few.exit_code, 2);
+  EXPECT_NE(few.err.find("to be at least 2 x pp (8)"), std::string::npos) << few.err;
+}
+
 TEST(SimulateCli, MegatronSpellingsMeanTheSameAsTheShortFlags) {
   const CommandResult shorts = run_planner(
       {"simulate",    "--model",   "llama3-8b", "--gpu", "h100",  "--tp",   "2",

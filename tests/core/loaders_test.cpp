@@ -115,6 +115,40 @@ TEST(Loaders, MoeAllToAllOverlapNeedsExpertParallelismAndAMergeableSchedule) {
         "got 1f1b with pp 8");
 }
 
+// DeepSeek's DualPipeV: "schedule": "dualpipev" alone means two chunks a stage; other counts, too
+// few micro-batches and the EP overlap flag (it merges its chunks itself) are errors with their
+// fields.
+TEST(Loaders, DualPipeVTakesTwoChunksAndTwicePpMicroBatches) {
+  const std::string v = replaced(kPlan, "\"schedule\": \"interleaved\", \"virtual_stages\": 3",
+                                 "\"schedule\": \"dualpipev\"");
+  auto plan = parse_plan(v, "plan.json", builtin_catalog());
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_EQ(plan->parallel.schedule, Schedule::kDualPipeV);
+  EXPECT_EQ(plan->parallel.virtual_stages, 2);
+  EXPECT_EQ(plan->parallel.lm_head_stage(), 0);
+  EXPECT_EQ(short_label(plan->parallel), "tp8 pp8 dp16 sp mb1 dualpipev rc-selective");
+  auto again = parse_plan(to_json_text(*plan), "again.json", builtin_catalog());
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->parallel.schedule, Schedule::kDualPipeV);
+  auto check = [&](const std::string& text, const std::string& field, const std::string& message) {
+    auto bad = parse_plan(text, "plan.json", builtin_catalog());
+    ASSERT_FALSE(bad) << message;
+    EXPECT_NE(bad.status().message().find(field + ": " + message), std::string::npos)
+        << bad.status().message();
+    EXPECT_EQ(bad.status().exit_code(), 2);
+  };
+  check(replaced(kPlan, "\"schedule\": \"interleaved\"", "\"schedule\": \"dualpipev\""),
+        "/parallel/virtual_stages", "the dualpipev schedule runs 2 model chunks per stage");
+  check(replaced(v, "\"global_batch_size\": 1536", "\"global_batch_size\": 224"),
+        "/parallel/schedule",
+        "the dualpipev schedule needs num_microbatches (14) to be at least 2 x pp (16)");
+  const std::string moe = replaced(replaced(v, "\"gpt3-175b\"", "\"mixtral-8x7b\""),
+                                   "\"tp\": 8, \"pp\": 8,", "\"tp\": 8, \"pp\": 4, \"ep\": 8,");
+  check(replaced(replaced(moe, "\"nodes\": 128", "\"nodes\": 64"), "\"micro_batch_size\"",
+                 "\"moe_a2a_overlap\": true, \"micro_batch_size\""),
+        "/parallel/moe_a2a_overlap", "the dualpipev schedule merges its forward and backward");
+}
+
 TEST(Loaders, PlanCrossChecksReportEveryViolation) {
   // 896 GPUs = 7 x 8 x 16
   const std::string text =

@@ -148,6 +148,14 @@ TEST(LossParity, Pp2ZeroBubble) {
 TEST(LossParity, Pp2TiedEmbeddings) {
   expect_parity(gpt_test_model(true), par(1, 2, 1));
 }
+// DeepSeek's DualPipeV: the V's turn on the last stage hands over without a message, the LM head
+// (and the tied embedding's one copy) on stage 0, merged forward-and-backward chunks.
+TEST(LossParity, Pp2DualPipeV) {
+  expect_parity(gpt_test_model(), with(par(1, 2, 1), Schedule::kDualPipeV, 2));
+}
+TEST(LossParity, Pp2DualPipeVTiedEmbeddings) {
+  expect_parity(gpt_test_model(true), with(par(1, 2, 1), Schedule::kDualPipeV, 2));
+}
 TEST(LossParity, Dp2) {
   expect_parity(gpt_test_model(), par(1, 1, 2));
 }
@@ -221,6 +229,20 @@ TEST(LossParity, Tp2Dp2Ep4SequenceParallel) {
 // (reduce-scattered every micro-batch with ZeRO-2).
 TEST(LossParity, Dp4Ep2ExpertDataParallelZero2) {
   expect_parity(moe_test_model(), zero(ep(par(1, 1, 4), 2), 2), Optimizer::kAdam, 2000);
+}
+
+// DualPipeV's merged chunks with expert parallelism: one micro-batch's dispatch and combine
+// interleaved with another's backward.
+TEST(LossParity, Pp2Dp2Ep2DualPipeV) {
+  expect_parity(moe_test_model(true), with(ep(par(1, 2, 2), 2), Schedule::kDualPipeV, 2));
+}
+
+// Megatron-core's EP all-to-all overlap: merged passes of the interleaved schedule, one more
+// warm-up forward per stage.
+TEST(LossParity, Pp2Dp2Ep2InterleavedAllToAllOverlap) {
+  ParallelConfig p = with(ep(par(1, 2, 2), 2), Schedule::kInterleaved, 2);
+  p.moe_a2a_overlap = true;
+  expect_parity(moe_test_model(true), p);
 }
 
 // ---- 8 ranks

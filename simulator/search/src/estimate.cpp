@@ -629,9 +629,10 @@ Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p
 namespace {
 
 // DualPipeV has no closed form for unequal stages: run its schedule with each chunk taking half
-// the stage's times, at m = 2p and 2p + 1, and extend the step of one micro-batch to m (the
-// schedule's passes grow by one steady-state round per micro-batch beyond 2p). The merged chunks
-// hide their pipeline messages, so only the fill's are added.
+// the stage's times at m = 2p, and add each micro-batch beyond by the larger of what one more adds
+// to that run and the busiest stage's work per micro-batch (where the busiest stage sets the
+// pace, as the LM head's stage 0 does, the run at 2p has not reached that steady state yet). The
+// merged chunks hide their pipeline messages, so only the fill's are added.
 double dualpipe_v_makespan(int m, const std::vector<double>& f, const std::vector<double>& b,
                            const std::vector<double>& w) {
   const int p = static_cast<int>(f.size());
@@ -647,7 +648,10 @@ double dualpipe_v_makespan(int m, const std::vector<double>& f, const std::vecto
   const int base = 2 * p;
   const double at_base = run(base);
   if (m <= base) return at_base;
-  return at_base + (m - base) * (run(base + 1) - at_base);
+  double busiest = 0;
+  for (std::size_t s = 0; s < f.size(); ++s)
+    busiest = std::max(busiest, f[s] + b[s] + w[s]);
+  return at_base + (m - base) * std::max(run(base + 1) - at_base, busiest);
 }
 
 }  // namespace
@@ -1076,7 +1080,9 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
   const auto kPp = static_cast<std::size_t>(sim::TimeBucket::kPp);
   const auto kDp = static_cast<std::size_t>(sim::TimeBucket::kDp);
   const auto kCompute = static_cast<std::size_t>(sim::TimeBucket::kCompute);
-  const double msgs = pp > 1 ? (2.0 * (m - 1) + 2.0 * (pp - 1)) * t_pp : 0.0;
+  // DualPipeV's merged chunks hide the steady state's messages (dualpipe_v_makespan).
+  const double steady_msgs = p.schedule == Schedule::kDualPipeV ? 0.0 : 2.0 * (m - 1);
+  const double msgs = pp > 1 ? (steady_msgs + 2.0 * (pp - 1)) * t_pp : 0.0;
   bk[kPp] += from_secs(msgs);
   bk[kDp] += from_secs(tail0);
   bk[kCompute] += from_secs(optimizer0);

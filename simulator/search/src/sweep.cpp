@@ -149,7 +149,7 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   const ModelSpec& m = spec.model;
   const std::int64_t micro = spec.training.global_batch_size / (u.dp * u.mbs);
   const std::vector<Schedule> all{Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved,
-                                  Schedule::kZeroBubbleH1};
+                                  Schedule::kZeroBubbleH1, Schedule::kDualPipeV};
   // A pp that does not divide the layers gets the balanced uneven split (the embedding and the
   // LM head counted as a layer each), per number of virtual stages.
   const bool even = m.num_layers % u.pp == 0;
@@ -159,6 +159,17 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     if (!allowed(space.schedules, s)) continue;
     // One stage: every schedule runs the same passes; 1F1B stands for them.
     if (u.pp == 1 && s != Schedule::k1F1B) continue;
+    if (s == Schedule::kDualPipeV) {
+      // Two chunks a stage in a V, at least 2·pp micro-batches; a pp that does not split the
+      // layers into 2·pp chunks takes the balanced uneven split of two chunks a stage.
+      if (u.pp < 2 || micro < 2 * u.pp) continue;
+      if (m.num_layers % (2 * u.pp) == 0) {
+        in.schedules.push_back({s, 2});
+      } else if (const auto split = uneven(2)) {
+        in.schedules.push_back({s, 2, split->first, split->second});
+      }
+      continue;
+    }
     if (s != Schedule::kInterleaved) {
       if (even) {
         in.schedules.push_back({s, 1});

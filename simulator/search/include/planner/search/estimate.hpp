@@ -22,6 +22,11 @@
 //   interleaved   T = m·max_s(f+b) + (Σ_s(f+b) − max_s(f+b))/v + 2(p − 1)·t_pp
 //   zb-h1         T = m·max_s(f+b+w... ) + (p − 1)·max_s(f + b − 2w) + 2(p − 1)·t_pp, with b
 //                 excluding w: the bubble (p − 1)(F + B − W) of Qi et al. 2024 (ICLR, §3.1)
+//   dualpipev     no closed form with unequal stages: run_schedule() of the schedule with each
+//                 stage's chunk passes taking half its f, b, w, at m = 2p and 2p + 1, extended
+//                 linearly to m; + 2(p − 1)·t_pp (its merged chunks hide the steady state's
+//                 messages). Its merged chunks hide exposed all-to-all time as moe_a2a_overlap's
+//                 do, for the share of passes they merge.
 //   (for equal stages these reduce to core's bubble_fraction(); tests check them against
 //   run_schedule()).
 //   data parallel  bucketed gradient reduction (core's ModelPartition buckets, Megatron's default

@@ -17,7 +17,8 @@
 //   micro-batch size   divisors of global batch / dp
 //   schedule           gpipe, 1f1b, interleaved with every virtual stage count v ≥ 2 that divides
 //                      layers / pp (needs pp ≥ 2 and at least pp micro-batches; Megatron-core
-//                      runs a number that pp does not divide), zb-h1
+//                      runs a number that pp does not divide), zb-h1, dualpipev (2 chunks a
+//                      stage in a V; needs pp ≥ 2 and at least 2·pp micro-batches)
 //   sequence parallel  off, and on when tp > 1 (MoE with tp > 1 requires it)
 //   recompute          none, selective, full
 //   ZeRO stage         0-3 (only 0 when dp × cp = 1: sharding over one rank changes nothing)
