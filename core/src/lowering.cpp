@@ -2150,7 +2150,7 @@ void Lowerer::forward_pass(RankState& r, int mb, int chunk) {
   const int s = r.stage;
   const int vs = sched_.virtual_stage(s, chunk);
   const int first = part_.first_layer(s, chunk);
-  const int last = first + part_.layers_per_chunk(s) - 1;
+  const int last = first + part_.layers_per_chunk(s, chunk) - 1;
   const std::int64_t act_bytes = Ts_ * h_ * bytes_.activation;
   std::uint32_t x = kNoOp;
   if (vs == 0) {
@@ -2190,7 +2190,7 @@ void Lowerer::backward_pass(RankState& r, int mb, int chunk) {
   const int vs = sched_.virtual_stage(s, chunk);
   r.chunk = chunk;
   const int first = part_.first_layer(s, chunk);
-  const int last = first + part_.layers_per_chunk(s) - 1;
+  const int last = first + part_.layers_per_chunk(s, chunk) - 1;
   const std::int64_t act_bytes = Ts_ * h_ * bytes_.activation;
   const std::uint32_t saved = r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() + chunk)];
   std::uint32_t dy = kNoOp;

@@ -311,7 +311,7 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
     auto chunk_layers = [&](int chunk) {
       double bytes = 0;
       const int first = part.first_layer(stage, chunk);
-      for (int l = first; l < first + part.layers_per_chunk(stage); ++l) {
+      for (int l = first; l < first + part.layers_per_chunk(stage, chunk); ++l) {
         bytes += static_cast<double>(c.layer[kind_index(m.layer_kind(l))].raw());
       }
       return bytes;
@@ -329,7 +329,7 @@ Result<MemoryReport> estimate_memory(const ModelSpec& m, const TrainingSpec& tra
       if (sign == 0.0) continue;
       cur_layers += sign * chunk_layers(it.chunk);
       cur_extra += sign * chunk_extra(it.chunk);
-      cur_layer_count += sign * part.layers_per_chunk(stage);
+      cur_layer_count += sign * part.layers_per_chunk(stage, it.chunk);
       cur_mb += static_cast<int>(sign);
       if (sign > 0 && cur_layers + cur_extra > best_total) {
         best_total = cur_layers + cur_extra;
@@ -431,7 +431,7 @@ Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelCon
     for (int c = 0; c < part.chunks(); ++c) {
       std::array<int, kLayerKinds> counts{};
       const int first = part.first_layer(stage, c);
-      for (int layer = first; layer < first + part.layers_per_chunk(stage); ++layer)
+      for (int layer = first; layer < first + part.layers_per_chunk(stage, c); ++layer)
         ++counts[kind_index(model_.layer_kind(layer))];
       l->kinds.push_back(counts);
     }

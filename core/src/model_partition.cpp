@@ -1,5 +1,7 @@
 #include "planner/core/model_partition.hpp"
 
+#include "planner/core/schedule.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -21,8 +23,14 @@ Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p)
   if (first < 0 || last < 0) {
     return Status::invalid_input("first_stage_layers and last_stage_layers must be >= 0");
   }
+  // dualpipev's V splits a stage's layers in two, the odd one to chunk 0.
+  const bool v_shape = p.schedule == Schedule::kDualPipeV;
+  const int per_chunk = v_shape ? 1 : v;  // what a stage's layers must be a multiple of
   if (first == 0 && last == 0) {
     const std::int64_t chunks = static_cast<std::int64_t>(pp) * v;
+    if (v_shape && layers >= chunks && layers % pp == 0) {
+      return std::vector<int>(static_cast<std::size_t>(pp), layers / pp);
+    }
     if (layers < 1 || layers % chunks != 0) {
       return Status::invalid_input("pp x virtual_stages (" + str(pp) + " x " + str(v) +
                                    ") must divide layers (" + str(layers) +
@@ -52,7 +60,7 @@ Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p)
     int n = each;
     if (s == 0 && first > 0) n = first;
     if (s == pp - 1 && last > 0) n = last;
-    if (n % v != 0) {
+    if (n % per_chunk != 0 || n < v) {
       return Status::invalid_input("stage " + str(s) + "'s " + str(n) + " layers (" + what +
                                    ") do not split into virtual_stages " + str(v) + " chunks");
     }
@@ -97,6 +105,29 @@ std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int 
   return best;
 }
 
+std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp) {
+  if (pp < 2 || layers < 2 * pp) return std::nullopt;
+  if (layers % pp == 0) return std::pair{0, 0};
+  const int middle_stages = pp - 2;
+  std::optional<std::pair<int, int>> best;
+  int best_cost = 0;
+  for (int k = middle_stages > 0 ? 2 : 0; k <= (middle_stages > 0 ? layers / middle_stages : 0);
+       ++k) {
+    const int rest = layers - middle_stages * k;
+    if (rest < 4) break;
+    // Stage 0 also runs the embedding and the LM head: two layers fewer balance it.
+    const int first = std::max(2, (rest - 2) / 2);
+    const int last = rest - first;
+    if (last < 2) continue;
+    const int cost = std::max({first + 2, last, k});
+    if (!best || cost <= best_cost) {
+      best = std::pair{first, last};
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const ParallelConfig& p) {
   if (p.tp < 1 || p.pp < 1 || p.ep < 1 || p.virtual_stages < 1) {
     return Status::invalid_input("model partition: tp, pp, ep and virtual_stages must be >= 1");
@@ -111,18 +142,23 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
   part.stages_ = p.pp;
   part.chunks_ = p.virtual_stages;
   part.v_shape_ = p.schedule == Schedule::kDualPipeV && p.virtual_stages == 2;
-  part.layers_per_pass_ = model.num_layers / p.virtual_stages;
-  part.chunk_start_.assign(1, 0);
-  for (int n : *counts)
-    part.chunk_start_.push_back(part.chunk_start_.back() + n / p.virtual_stages);
+  const int v = p.virtual_stages;
+  const int pv = p.pp * v;
+  part.vs_start_.assign(1, 0);
+  for (int vs = 0; vs < pv; ++vs) {
+    const int s =
+        stage_of_virtual(part.v_shape_ ? Schedule::kDualPipeV : Schedule::k1F1B, p.pp, vs);
+    const int c = part.v_shape_ ? (vs < p.pp ? 0 : 1) : vs / p.pp;
+    const int n = (*counts)[static_cast<std::size_t>(s)];
+    const int layers = n / v + (c < n % v ? 1 : 0);
+    part.vs_start_.push_back(part.vs_start_.back() + layers);
+  }
   return part;
 }
 
-int ModelPartition::stage_of_layer(int layer) const {
-  int offset = layer % layers_per_pass_;
-  if (v_shape_ && chunk_of_layer(layer) == 1) offset = layers_per_pass_ - 1 - offset;
-  const auto it = std::upper_bound(chunk_start_.begin(), chunk_start_.end(), offset);
-  return static_cast<int>(it - chunk_start_.begin()) - 1;
+int ModelPartition::virtual_stage_of_layer(int layer) const {
+  const auto it = std::upper_bound(vs_start_.begin(), vs_start_.end(), layer);
+  return static_cast<int>(it - vs_start_.begin()) - 1;
 }
 
 std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) const {
@@ -149,7 +185,7 @@ std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) cons
     if (single_stage && !m.tied_embeddings) out.back().grad_producers = 1 + mtp;
   }
   const int first = first_layer(stage, chunk);
-  for (int layer = first; layer < first + layers_per_chunk(stage); ++layer)
+  for (int layer = first; layer < first + layers_per_chunk(stage, chunk); ++layer)
     layer_params(layer, out);
   if (has_lm_head(stage, chunk)) {
     add(OpRole::kFinalNorm, OpId::kNone, 0, norm);

@@ -92,7 +92,18 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                                  ") so the embedding splits evenly, got " + str(p.tp));
   }
   const std::int64_t chunks = static_cast<std::int64_t>(p.pp) * p.virtual_stages;
-  if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
+  if (p.schedule == Schedule::kDualPipeV && p.first_stage_layers == 0 && p.last_stage_layers == 0) {
+    // The V splits each stage's layers in two, the odd one to chunk 0.
+    if (m.num_layers % p.pp != 0 || m.num_layers < chunks) {
+      std::string hint;
+      if (const auto split = balanced_v_split(m.num_layers, p.pp)) {
+        hint = "; uneven stages would work: first_stage_layers " + str(split->first) +
+               ", last_stage_layers " + str(split->second);
+      }
+      diag.add("/parallel/pp", "under dualpipev pp (" + str(p.pp) + ") must divide layers (" +
+                                   str(m.num_layers) + "), each stage holding 2 or more" + hint);
+    }
+  } else if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
     if (m.num_layers % chunks != 0) {
       std::string hint;
       if (const auto split = balanced_stage_split(m.num_layers, p.pp, p.virtual_stages)) {

@@ -271,7 +271,7 @@ Status Runner::Impl::init() {
   s.chunks = s.cp > 1 ? 2 : 1;
   s.sc = s.sl / s.chunks;
   s.microbatches = program.info().microbatches;
-  s.local_layers = part.layers_per_chunk(s.stage) * part.chunks();
+  s.local_layers = part.stage_layers(s.stage);
   s.gated = model.mlp == MlpKind::kSwiglu;
   s.layer_norm = model.norm == NormKind::kLayerNorm;
   s.bias = model.bias;
@@ -458,7 +458,7 @@ Status Runner::Impl::ensure_act(DeviceBuffer& b, std::int64_t elements, const ch
 
 int Runner::Impl::local_layer(int layer) const {
   const int chunk = part.chunk_of_layer(layer);
-  return chunk * part.layers_per_chunk(s.stage) + (layer - part.first_layer(s.stage, chunk));
+  return part.local_first(s.stage, chunk) + (layer - part.first_layer(s.stage, chunk));
 }
 
 LayerActs& Runner::Impl::acts(int mb, int layer) {
@@ -478,8 +478,8 @@ bool Runner::Impl::previous_chunk_here(int layer) const {
 }
 
 bool Runner::Impl::last_in_chunk(int layer) const {
-  return layer ==
-         part.first_layer(s.stage, part.chunk_of_layer(layer)) + part.layers_per_chunk(s.stage) - 1;
+  const int chunk = part.chunk_of_layer(layer);
+  return layer == part.first_layer(s.stage, chunk) + part.layers_per_chunk(s.stage, chunk) - 1;
 }
 
 ChunkIo& Runner::Impl::io(int mb, int chunk) {

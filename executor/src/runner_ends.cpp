@@ -155,7 +155,8 @@ Status Runner::Impl::head_op(const OpCtx& c) {
   const int norm = tensor(OpId::kNone, OpRole::kFinalNorm);
   const int w = tensor(OpId::kNone, OpRole::kLmHead);
   const int last_chunk = part.chunks() - 1;
-  const int last_layer = part.first_layer(s.stage, last_chunk) + part.layers_per_chunk(s.stage) - 1;
+  const int last_layer =
+      part.first_layer(s.stage, last_chunk) + part.layers_per_chunk(s.stage, last_chunk) - 1;
   Communicator* comm = group_comm(c);
   const bool fwd = c.phase == Phase::kForward;
   const bool wgrad = c.phase == Phase::kBackwardWeight;

@@ -969,6 +969,67 @@ TEST(Lowering, DualPipeVRunsAVWithBothEndsOnStageZero) {
   EXPECT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
 }
 
+// DualPipeV with stages whose layers do not split in two: DeepSeek-V3's 61 layers on pp 16 take
+// 2 + 14 × 4 + 3 (stage 0 also runs the embedding and the LM head), chunk 0 of a stage the odd
+// layer; the virtual stages hold consecutive layers in the V's order, every layer once; odd layer
+// counts lower into programs that pass the checker.
+TEST(ModelPartition, DualPipeVSplitsOddStagesUnevenly) {
+  EXPECT_EQ(balanced_v_split(61, 16), (std::pair{2, 3}));
+  EXPECT_EQ(balanced_v_split(64, 16), (std::pair{0, 0}));
+  EXPECT_EQ(balanced_v_split(31, 16), std::nullopt);
+  ModelSpec m = tiny();
+  for (int layers : {7, 9, 12, 15, 61}) {
+    for (int pp : {2, 3, 4, 16}) {
+      const auto split = balanced_v_split(layers, pp);
+      if (!split) continue;
+      m.num_layers = layers;
+      ParallelConfig p;
+      p.pp = pp;
+      p.schedule = Schedule::kDualPipeV;
+      p.virtual_stages = 2;
+      p.first_stage_layers = split->first;
+      p.last_stage_layers = split->second;
+      const std::string what = std::to_string(layers) + " layers on pp " + std::to_string(pp);
+      auto part = ModelPartition::create(m, p);
+      ASSERT_TRUE(part) << what << ": " << part.status().message();
+      std::vector<int> held(static_cast<std::size_t>(layers), 0);
+      int next = 0;
+      for (int vs = 0; vs < 2 * pp; ++vs) {
+        const int s = vs < pp ? vs : 2 * pp - 1 - vs, c = vs < pp ? 0 : 1;
+        EXPECT_EQ(part->first_layer(s, c), next) << what << " vs " << vs;
+        EXPECT_GE(part->layers_per_chunk(s, c), 1) << what;
+        EXPECT_LE(part->layers_per_chunk(s, 1), part->layers_per_chunk(s, 0)) << what;
+        for (int l = next; l < next + part->layers_per_chunk(s, c); ++l) {
+          ++held[static_cast<std::size_t>(l)];
+          EXPECT_EQ(part->stage_of_layer(l), s) << what << " layer " << l;
+          EXPECT_EQ(part->chunk_of_layer(l), c) << what << " layer " << l;
+        }
+        next += part->layers_per_chunk(s, c);
+      }
+      EXPECT_EQ(held, std::vector<int>(static_cast<std::size_t>(layers), 1)) << what;
+      if (pp > 4 || layers > 15) continue;
+      const StepProgram prog = lowered(m, training(2 * pp + 1 + 1, 32), p);
+      EXPECT_TRUE(check_program(prog).is_ok()) << what << ": " << check_program(prog).message();
+    }
+  }
+  // DeepSeek-V3's split: stage 0 one layer a chunk, the middle stages two, the last 2 + 1.
+  m.num_layers = 61;
+  ParallelConfig ds;
+  ds.pp = 16;
+  ds.schedule = Schedule::kDualPipeV;
+  ds.virtual_stages = 2;
+  ds.first_stage_layers = 2;
+  ds.last_stage_layers = 3;
+  auto part = ModelPartition::create(m, ds);
+  ASSERT_TRUE(part) << part.status().message();
+  EXPECT_EQ(part->layers_per_chunk(0, 0), 1);
+  EXPECT_EQ(part->layers_per_chunk(0, 1), 1);
+  EXPECT_EQ(part->layers_per_chunk(7, 0), 2);
+  EXPECT_EQ(part->layers_per_chunk(15, 0), 2);
+  EXPECT_EQ(part->layers_per_chunk(15, 1), 1);
+  EXPECT_EQ(part->first_layer(0, 1), 60);
+}
+
 // Uneven pipeline stages (Megatron-core's --decoder-first/last-pipeline-num-layers): the first and
 // last stage's layers as given, the others sharing the rest; each stage's layers split into its
 // chunks; every layer on exactly one stage; the balanced split the sweep and accuracy propose.
@@ -985,8 +1046,8 @@ TEST(ModelPartition, UnevenStages) {
   EXPECT_EQ(*counts, (std::vector<int>{8, 8, 8, 6}));
   auto part = ModelPartition::create(m, p);
   ASSERT_TRUE(part) << part.status().message();
-  EXPECT_EQ(part->layers_per_chunk(0), 4);
-  EXPECT_EQ(part->layers_per_chunk(3), 3);
+  EXPECT_EQ(part->layers_per_chunk(0, 1), 4);
+  EXPECT_EQ(part->layers_per_chunk(3, 0), 3);
   // A pass over the virtual stages holds 15 layers: stage 0 [0, 4), 1 [4, 8), 2 [8, 12), 3
   // [12, 15); the second chunks follow from 15.
   EXPECT_EQ(part->first_layer(3, 0), 12);
@@ -995,8 +1056,8 @@ TEST(ModelPartition, UnevenStages) {
   std::vector<int> held(30, 0);
   for (int s = 0; s < 4; ++s) {
     for (int c = 0; c < 2; ++c) {
-      for (int l = part->first_layer(s, c); l < part->first_layer(s, c) + part->layers_per_chunk(s);
-           ++l) {
+      for (int l = part->first_layer(s, c);
+           l < part->first_layer(s, c) + part->layers_per_chunk(s, c); ++l) {
         ++held[static_cast<std::size_t>(l)];
         EXPECT_EQ(part->stage_of_layer(l), s) << l;
         EXPECT_EQ(part->chunk_of_layer(l), c) << l;

@@ -600,7 +600,7 @@ Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p
     }
     for (int c = 0; c < part.chunks(); ++c) {
       const int first = part.first_layer(s, c);
-      for (int l = first; l < first + part.layers_per_chunk(s); ++l)
+      for (int l = first; l < first + part.layers_per_chunk(s, c); ++l)
         (m.is_moe_layer(l) ? st.moe_layers : st.dense_layers) += 1;
     }
     const int layers = st.dense_layers + st.moe_layers;

@@ -160,12 +160,10 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     // One stage: every schedule runs the same passes; 1F1B stands for them.
     if (u.pp == 1 && s != Schedule::k1F1B) continue;
     if (s == Schedule::kDualPipeV) {
-      // Two chunks a stage in a V, at least 2·pp micro-batches; a pp that does not split the
-      // layers into 2·pp chunks takes the balanced uneven split of two chunks a stage.
+      // Two chunks a stage in a V, at least 2·pp micro-batches; a pp that does not divide the
+      // layers takes the V's balanced uneven split (stage 0 holding both ends).
       if (u.pp < 2 || micro < 2 * u.pp) continue;
-      if (m.num_layers % (2 * u.pp) == 0) {
-        in.schedules.push_back({s, 2});
-      } else if (const auto split = uneven(2)) {
+      if (const auto split = balanced_v_split(m.num_layers, u.pp)) {
         in.schedules.push_back({s, 2, split->first, split->second});
       }
       continue;

@@ -7,7 +7,8 @@
 // Uneven stages (ParallelConfig::first_stage_layers / last_stage_layers, Megatron-core's
 // --decoder-first/last-pipeline-num-layers): stage s holds n_s layers, the first and the last
 // as given and the others (L − first − last) / (p − given) each; each chunk of stage s holds
-// n_s / v of them, so chunk c of stage s starts at layer c·L/v + (n_0 + ... + n_(s−1))/v. The
+// n_s / v of them (under dualpipev n_s need not be even: chunk 0 takes ⌈n_s / 2⌉), and the
+// virtual stages hold consecutive layers in their order. The
 // embedding sits on virtual stage 0 (stage 0), the final norm and LM head on virtual stage pv − 1
 // (stage p − 1). With tied embeddings and more than one stage, the last stage keeps its own copy of
 // the word embedding as LM head (Megatron-LM), kept equal by an all-reduce of their gradients.
@@ -102,6 +103,13 @@ Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p)
 // ⌈(layers + 2) / pp⌉ (94 layers on pp 32 in 2 chunks a stage: 18 + 30 × 2 + 16).
 std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int virtual_stages);
 
+// The same for dualpipev, whose stage 0 holds the embedding and the LM head (each counted as a
+// layer) and whose stages need not split their layers evenly in two: the first and last stage's
+// layers (at least 2 each; 0, 0 when pp divides the layers), the others an equal share, the
+// largest stage smallest. DeepSeek-V3's 61 layers on pp 16: 2 + 14 × 4 + 3. nullopt when the
+// layers are fewer than 2·pp.
+std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp);
+
 class ModelPartition {
  public:
   // Fails when the layers do not split into the stages and chunks (stage_layer_counts) or a size
@@ -111,25 +119,37 @@ class ModelPartition {
   int stages() const { return stages_; }
   int chunks() const { return chunks_; }
   int virtual_stages() const { return stages_ * chunks_; }
-  // Layers of each chunk of `stage` (all alike unless the stages are uneven).
-  int layers_per_chunk(int stage) const {
-    return chunk_start_[static_cast<std::size_t>(stage) + 1] -
-           chunk_start_[static_cast<std::size_t>(stage)];
+  // Layers of chunk `chunk` of `stage` (all alike unless the stages are uneven; under dualpipev
+  // chunk 0 takes the odd layer of a stage whose layers do not split in two).
+  int layers_per_chunk(int stage, int chunk) const {
+    const auto vs = static_cast<std::size_t>(virtual_stage(stage, chunk));
+    return vs_start_[vs + 1] - vs_start_[vs];
   }
   int first_layer(int stage, int chunk) const {
-    if (v_shape_ && chunk == 1) {  // chunk 1 runs the stages in reverse (dualpipev)
-      return layers_per_pass_ + chunk_start_.back() -
-             chunk_start_[static_cast<std::size_t>(stage) + 1];
-    }
-    return chunk * layers_per_pass_ + chunk_start_[static_cast<std::size_t>(stage)];
+    return vs_start_[static_cast<std::size_t>(virtual_stage(stage, chunk))];
+  }
+  // Layers of all chunks of `stage`, and those of its chunks before `chunk`.
+  int stage_layers(int stage) const { return local_first(stage, chunks_); }
+  int local_first(int stage, int chunk) const {
+    int n = 0;
+    for (int c = 0; c < chunk; ++c)
+      n += layers_per_chunk(stage, c);
+    return n;
+  }
+  // The virtual stage of chunk `chunk` of `stage`: c·p + s, or under dualpipev s and 2p − 1 − s.
+  int virtual_stage(int stage, int chunk) const {
+    if (v_shape_) return chunk == 0 ? stage : 2 * stages_ - 1 - stage;
+    return chunk * stages_ + stage;
   }
   // Where a global layer lives: its virtual stage, chunk and stage.
-  int chunk_of_layer(int layer) const { return layer / layers_per_pass_; }
-  int stage_of_layer(int layer) const;
-  int virtual_stage_of_layer(int layer) const {
-    const int c = chunk_of_layer(layer);
-    const int s = stage_of_layer(layer);
-    return v_shape_ && c == 1 ? 2 * stages_ - 1 - s : c * stages_ + s;
+  int virtual_stage_of_layer(int layer) const;
+  int chunk_of_layer(int layer) const {
+    const int vs = virtual_stage_of_layer(layer);
+    return v_shape_ ? (vs < stages_ ? 0 : 1) : vs / stages_;
+  }
+  int stage_of_layer(int layer) const {
+    const int vs = virtual_stage_of_layer(layer);
+    return v_shape_ ? (vs < stages_ ? vs : 2 * stages_ - 1 - vs) : vs % stages_;
   }
   bool has_embedding(int stage, int chunk) const { return stage == 0 && chunk == 0; }
   bool has_lm_head(int stage, int chunk) const {
@@ -159,9 +179,8 @@ class ModelPartition {
   int etp_ = 1;
   int stages_ = 1;
   int chunks_ = 1;
-  bool v_shape_ = false;          // dualpipev: chunk 1 of stage s is virtual stage 2p − 1 − s
-  int layers_per_pass_ = 0;       // L / v: the layers of one chunk of every stage
-  std::vector<int> chunk_start_;  // per stage (and one past): the offset of its chunk in a pass
+  bool v_shape_ = false;       // dualpipev: chunk 1 of stage s is virtual stage 2p − 1 − s
+  std::vector<int> vs_start_;  // per virtual stage (and one past the last): its first layer
 };
 
 }  // namespace planner
