@@ -982,7 +982,32 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
       }
     }
   }
-  if (s.balanced_split) {
+  if (c.pp > 1 && lower(run.notes).find("dualpipe") != std::string::npos) {
+    // DeepSeek-V3's DualPipe feeds micro-batches from both ends of the pipeline and keeps two
+    // copies of the parameters; DualPipeV, its cut-in-half form from the same repository, runs
+    // the same merged forward-and-backward chunks with the same bubble on one copy, in a V.
+    s.dualpipe = true;
+    s.virtual_stages = {2};
+    s.virtual_stages_null = false;
+    s.balanced_split =
+        !p.first_stage_layers && !p.last_stage_layers && s.plan.model.num_layers % c.pp != 0;
+    s.assumptions.push_back(
+        {"/parallel/schedule", "dualpipev",
+         "the record names DualPipe (bidirectional, two parameter copies); planner models its "
+         "cut-in-half form DualPipeV: the same merged forward-and-backward chunks and bubble, "
+         "one parameter copy, two chunks a stage in a V"});
+    if (s.balanced_split) {
+      if (const auto split = balanced_v_split(s.plan.model.num_layers, c.pp)) {
+        s.assumptions.push_back(
+            {"/parallel/first_stage_layers",
+             std::to_string(split->first) + ", last_stage_layers " + std::to_string(split->second),
+             "not published: pp " + std::to_string(c.pp) + " does not divide the " +
+                 std::to_string(s.plan.model.num_layers) +
+                 " layers; the V's balanced split, stage 0 holding the embedding and the LM "
+                 "head"});
+      }
+    }
+  } else if (s.balanced_split) {
     // The split of the one virtual-stage count when it is known, else of one chunk a stage.
     const int v = s.virtual_stages.size() == 1 ? s.virtual_stages.front() : 1;
     if (const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, v)) {
@@ -1162,9 +1187,12 @@ std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* fi
               c.ep = ep;
               c.micro_batch_size = mb;
               c.virtual_stages = v;
-              c.schedule = v > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+              c.schedule = s.dualpipe ? Schedule::kDualPipeV
+                                      : (v > 1 ? Schedule::kInterleaved : Schedule::k1F1B);
               if (s.balanced_split) {
-                const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, v);
+                const auto split = s.dualpipe
+                                       ? balanced_v_split(s.plan.model.num_layers, c.pp)
+                                       : balanced_stage_split(s.plan.model.num_layers, c.pp, v);
                 if (!split) continue;
                 c.first_stage_layers = split->first;
                 c.last_stage_layers = split->second;

@@ -184,6 +184,46 @@ TEST(MapMoeRun, DispatcherFromTheRecordsText) {
   expect(run, MoeA2a::kNccl, "not stated");
 }
 
+// A record naming DeepSeek's DualPipe runs as dualpipev, its cut-in-half form, saying so; a pp
+// that does not divide the layers takes the V's balanced split (DeepSeek-V3's 61 on pp 16:
+// 2 + 14 x 4 + 3).
+TEST(MapMoeRun, DualPipeRunsAsDualPipeV) {
+  const auto runs = sample();
+  PublishedRun run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
+  run.notes = "DualPipe bidirectional pipeline schedule; node-limited routing M=4";
+  run.parallel.pp = 16;
+  run.parallel.dp = 16;
+  run.parallel.ep = 16;
+  run.parallel.virtual_stages.reset();
+  run.parallel.first_stage_layers.reset();
+  run.parallel.last_stage_layers.reset();
+  run.parallel.global_batch = 2048;
+  auto s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_TRUE(s->dualpipe);
+  const ChosenField* schedule = assumption(*s, "/parallel/schedule");
+  ASSERT_NE(schedule, nullptr);
+  EXPECT_EQ(schedule->value, "dualpipev");
+  EXPECT_NE(schedule->reason.find("cut-in-half"), std::string::npos) << schedule->reason;
+  const ChosenField* split = assumption(*s, "/parallel/first_stage_layers");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->value, "2, last_stage_layers 3");
+  const std::vector<ParallelConfig> configs = candidate_configs(*s);
+  ASSERT_FALSE(configs.empty());
+  for (const ParallelConfig& c : configs) {
+    EXPECT_EQ(c.schedule, Schedule::kDualPipeV) << short_label(c);
+    EXPECT_EQ(c.virtual_stages, 2) << short_label(c);
+    EXPECT_EQ(c.first_stage_layers, 2) << short_label(c);
+    EXPECT_EQ(c.last_stage_layers, 3) << short_label(c);
+  }
+  run.notes = "1F1B";
+  auto plain = map(run);
+  ASSERT_TRUE(plain) << plain.status().message();
+  EXPECT_FALSE(plain->dualpipe);
+  for (const ParallelConfig& c : candidate_configs(*plain))
+    EXPECT_NE(c.schedule, Schedule::kDualPipeV) << short_label(c);
+}
+
 // Every record of the sample is modelled (none skipped), each within a bound that a broken
 // mapping (a dense model, experts not split, no all-to-all) exceeds.
 TEST(MoeAccuracy, SampleIsModelled) {

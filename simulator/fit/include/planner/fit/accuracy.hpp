@@ -188,6 +188,8 @@ struct RunSetup {
   // pp does not divide the layers and the record states no split: each candidate takes the
   // balanced uneven split for its virtual stages (balanced_stage_split).
   bool balanced_split = false;
+  // The record names DeepSeek's DualPipe: every candidate runs dualpipev, its cut-in-half form.
+  bool dualpipe = false;
 };
 
 // Maps a record. A record planner cannot model is an error whose message is the reason
