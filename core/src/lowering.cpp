@@ -338,8 +338,6 @@ class Lowerer {
   // The rank running virtual stage `vs` next to this rank's: -1 when it is this rank (the turn
   // of dualpipev's V on the last stage).
   int pp_peer(const RankState& r, int vs) const;
-  // The chunk of this rank running virtual stage `vs`.
-  int chunk_at(const RankState& r, int vs) const;
   void grad_ready(RankState& r, int tensor, std::uint32_t op, int mb);
   int tensor_of(const RankState& r, int layer, OpRole role) const;
   void emit_bucket(RankState& r, int bucket, int mb);
@@ -763,13 +761,6 @@ int Lowerer::pp_peer(const RankState& r, int vs) const {
   const int stage = stage_of_virtual(p_.schedule, p_.pp, vs);
   if (stage == r.stage) return -1;
   return stage == (r.stage + 1) % p_.pp ? r.pp_next : r.pp_prev;
-}
-
-int Lowerer::chunk_at(const RankState& r, int vs) const {
-  for (int c = 0; c < part_.chunks(); ++c) {
-    if (sched_.virtual_stage(r.stage, c) == vs) return c;
-  }
-  return 0;
 }
 
 void Lowerer::flush_w(RankState& r, int mb, int chunk) {
@@ -2156,7 +2147,8 @@ void Lowerer::forward_pass(RankState& r, int mb, int chunk) {
   if (vs == 0) {
     x = embedding_fwd(r, mb);
   } else if (const int peer = pp_peer(r, vs - 1); peer < 0) {
-    x = r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() + chunk_at(r, vs - 1))];
+    x = r.last_fwd[static_cast<std::size_t>(mb * part_.chunks() +
+                                            chunk_of_virtual(p_.schedule, p_.pp, vs - 1))];
   } else {
     x = add(r, OpId::make(first, mb, Phase::kForward, OpRole::kPpRecvActivation),
             cached(OpRole::kPpRecvActivation, Phase::kForward, 0,
@@ -2212,7 +2204,8 @@ void Lowerer::backward_pass(RankState& r, int mb, int chunk) {
                {dy, to_main});
     }
   } else if (const int peer = pp_peer(r, vs + 1); peer < 0) {
-    dy = r.last_bwd_in[static_cast<std::size_t>(mb * part_.chunks() + chunk_at(r, vs + 1))];
+    dy = r.last_bwd_in[static_cast<std::size_t>(mb * part_.chunks() +
+                                                chunk_of_virtual(p_.schedule, p_.pp, vs + 1))];
   } else {
     dy = add(r, OpId::make(last, mb, Phase::kBackwardInput, OpRole::kPpRecvGrad),
              cached(OpRole::kPpRecvGrad, Phase::kBackwardInput, 0,

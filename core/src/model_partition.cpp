@@ -1,7 +1,5 @@
 #include "planner/core/model_partition.hpp"
 
-#include "planner/core/schedule.hpp"
-
 #include <algorithm>
 #include <string>
 
@@ -141,14 +139,14 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
   part.etp_ = p.expert_tp();
   part.stages_ = p.pp;
   part.chunks_ = p.virtual_stages;
-  part.v_shape_ = p.schedule == Schedule::kDualPipeV && p.virtual_stages == 2;
+  const bool v_shape = p.schedule == Schedule::kDualPipeV && p.virtual_stages == 2;
+  part.layout_ = v_shape ? Schedule::kDualPipeV : Schedule::k1F1B;
   const int v = p.virtual_stages;
   const int pv = p.pp * v;
   part.vs_start_.assign(1, 0);
   for (int vs = 0; vs < pv; ++vs) {
-    const int s =
-        stage_of_virtual(part.v_shape_ ? Schedule::kDualPipeV : Schedule::k1F1B, p.pp, vs);
-    const int c = part.v_shape_ ? (vs < p.pp ? 0 : 1) : vs / p.pp;
+    const int s = stage_of_virtual(part.layout_, p.pp, vs);
+    const int c = chunk_of_virtual(part.layout_, p.pp, vs);
     const int n = (*counts)[static_cast<std::size_t>(s)];
     const int layers = n / v + (c < n % v ? 1 : 0);
     part.vs_start_.push_back(part.vs_start_.back() + layers);
@@ -172,7 +170,7 @@ std::vector<ParamTensor> ModelPartition::chunk_params(int stage, int chunk) cons
                  bool expert = false) {
     out.push_back({role, layer, split + replicated, replicated, expert, 1});
   };
-  const bool single_stage = stages_ * chunks_ == 1 || v_shape_;
+  const bool single_stage = stages_ * chunks_ == 1 || v_shape();
   const bool single_stage_tied = m.tied_embeddings && single_stage;
   // Ops adding to the gradients of the embedding (and of the LM head): the lookup, the LM head
   // when tied, and each MTP module's lookup and LM head.

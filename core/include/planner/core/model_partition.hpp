@@ -49,6 +49,7 @@
 #include "planner/core/model_spec.hpp"
 #include "planner/core/parallel_config.hpp"
 #include "planner/core/program.hpp"
+#include "planner/core/schedule.hpp"
 #include "planner/core/status.hpp"
 
 namespace planner {
@@ -136,27 +137,24 @@ class ModelPartition {
       n += layers_per_chunk(stage, c);
     return n;
   }
-  // The virtual stage of chunk `chunk` of `stage`: c·p + s, or under dualpipev s and 2p − 1 − s.
+  // The virtual stage of chunk `chunk` of `stage` (schedule.hpp's virtual_stage_of).
   int virtual_stage(int stage, int chunk) const {
-    if (v_shape_) return chunk == 0 ? stage : 2 * stages_ - 1 - stage;
-    return chunk * stages_ + stage;
+    return virtual_stage_of(layout_, stages_, stage, chunk);
   }
   // Where a global layer lives: its virtual stage, chunk and stage.
   int virtual_stage_of_layer(int layer) const;
   int chunk_of_layer(int layer) const {
-    const int vs = virtual_stage_of_layer(layer);
-    return v_shape_ ? (vs < stages_ ? 0 : 1) : vs / stages_;
+    return chunk_of_virtual(layout_, stages_, virtual_stage_of_layer(layer));
   }
   int stage_of_layer(int layer) const {
-    const int vs = virtual_stage_of_layer(layer);
-    return v_shape_ ? (vs < stages_ ? vs : 2 * stages_ - 1 - vs) : vs % stages_;
+    return stage_of_virtual(layout_, stages_, virtual_stage_of_layer(layer));
   }
   bool has_embedding(int stage, int chunk) const { return stage == 0 && chunk == 0; }
   bool has_lm_head(int stage, int chunk) const {
-    return stage == (v_shape_ ? 0 : stages_ - 1) && chunk == chunks_ - 1;
+    return stage == (v_shape() ? 0 : stages_ - 1) && chunk == chunks_ - 1;
   }
   // True when the embedding and the LM head sit on one stage (one stage, or dualpipev's V).
-  bool ends_on_one_stage() const { return stages_ == 1 || v_shape_; }
+  bool ends_on_one_stage() const { return stages_ == 1 || v_shape(); }
   // Parameter tensors of one model chunk on one rank of `stage`, in registration (forward)
   // order: embedding, then per layer attn_norm, attn_qkv, attn_out, mlp_norm, MLP or MoE
   // tensors, then final_norm and lm_head.
@@ -179,7 +177,10 @@ class ModelPartition {
   int etp_ = 1;
   int stages_ = 1;
   int chunks_ = 1;
-  bool v_shape_ = false;       // dualpipev: chunk 1 of stage s is virtual stage 2p − 1 − s
+  bool v_shape() const { return layout_ == Schedule::kDualPipeV; }
+
+  // How chunks map to virtual stages: kDualPipeV for its V, k1F1B for every other schedule.
+  Schedule layout_ = Schedule::k1F1B;
   std::vector<int> vs_start_;  // per virtual stage (and one past the last): its first layer
 };
 

@@ -70,6 +70,21 @@ struct PassItem {
   bool operator==(const PassItem&) const = default;
 };
 
+// Where the chunks sit in a pipeline of `stages` stages under `kind`: chunk c of stage s is
+// virtual stage c·p + s, or under dualpipev's V s for chunk 0 and 2p − 1 − s for chunk 1; and back.
+inline int virtual_stage_of(Schedule kind, int stages, int stage, int chunk) {
+  if (kind == Schedule::kDualPipeV) return chunk == 0 ? stage : 2 * stages - 1 - stage;
+  return chunk * stages + stage;
+}
+inline int stage_of_virtual(Schedule kind, int stages, int vs) {
+  if (kind == Schedule::kDualPipeV) return vs < stages ? vs : 2 * stages - 1 - vs;
+  return vs % stages;
+}
+inline int chunk_of_virtual(Schedule kind, int stages, int vs) {
+  if (kind == Schedule::kDualPipeV) return vs < stages ? 0 : 1;
+  return vs / stages;
+}
+
 class PipelineSchedule {
  public:
   // Fails when a size is < 1, chunks > 1 for a schedule other than interleaved, or interleaved with
@@ -97,8 +112,7 @@ class PipelineSchedule {
   bool split_backward() const { return split_backward_; }
   const std::vector<PassItem>& stage(int s) const { return orders_[static_cast<std::size_t>(s)]; }
   int virtual_stage(int stage, int chunk) const {
-    if (kind_ == Schedule::kDualPipeV) return chunk == 0 ? stage : 2 * stages() - 1 - stage;
-    return chunk * stages() + stage;
+    return virtual_stage_of(kind_, stages(), stage, chunk);
   }
   // True when pass `index` of stage `stage` and the pass after it run merged: one micro-batch's
   // forward with another's backward (dualpipev's F&B chunks).
@@ -112,12 +126,6 @@ class PipelineSchedule {
   std::vector<std::vector<PassItem>> orders_;
   std::vector<std::vector<std::size_t>> fused_;  // per stage, ascending
 };
-
-// The stage that runs virtual stage `vs` of a pipeline of `stages` stages under `kind`.
-inline int stage_of_virtual(Schedule kind, int stages, int vs) {
-  if (kind == Schedule::kDualPipeV) return vs < stages ? vs : 2 * stages - 1 - vs;
-  return vs % stages;
-}
 
 // Durations of one pass of one model chunk.
 struct PassTimes {
