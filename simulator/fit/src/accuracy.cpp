@@ -982,6 +982,8 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
       }
     }
   }
+  std::optional<std::pair<int, int>> split;  // the balanced split, and how it was chosen
+  std::string how;
   if (c.pp > 1 && lower(run.notes).find("dualpipe") != std::string::npos) {
     // DeepSeek-V3's DualPipe feeds micro-batches from both ends of the pipeline and keeps two
     // copies of the parameters; DualPipeV, its cut-in-half form from the same repository, runs
@@ -996,29 +998,22 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
          "the record names DualPipe (bidirectional, two parameter copies); planner models its "
          "cut-in-half form DualPipeV: the same merged forward-and-backward chunks and bubble, "
          "one parameter copy, two chunks a stage in a V"});
-    if (s.balanced_split) {
-      if (const auto split = balanced_v_split(s.plan.model.num_layers, c.pp)) {
-        s.assumptions.push_back(
-            {"/parallel/first_stage_layers",
-             std::to_string(split->first) + ", last_stage_layers " + std::to_string(split->second),
-             "not published: pp " + std::to_string(c.pp) + " does not divide the " +
-                 std::to_string(s.plan.model.num_layers) +
-                 " layers; the V's balanced split, stage 0 holding the embedding and the LM "
-                 "head"});
-      }
-    }
+    if (s.balanced_split) split = balanced_v_split(s.plan.model.num_layers, c.pp);
+    how = "the V's balanced split, stage 0 holding the embedding and the LM head";
   } else if (s.balanced_split) {
     // The split of the one virtual-stage count when it is known, else of one chunk a stage.
     const int v = s.virtual_stages.size() == 1 ? s.virtual_stages.front() : 1;
-    if (const auto split = balanced_stage_split(s.plan.model.num_layers, c.pp, v)) {
-      s.assumptions.push_back(
-          {"/parallel/first_stage_layers",
-           std::to_string(split->first) + ", last_stage_layers " + std::to_string(split->second),
-           "not published: pp " + std::to_string(c.pp) + " does not divide the " +
-               std::to_string(s.plan.model.num_layers) +
-               " layers; the balanced split, the embedding and the loss counted as a layer "
-               "each (with virtual stages, the split for their number)"});
-    }
+    split = balanced_stage_split(s.plan.model.num_layers, c.pp, v);
+    how =
+        "the balanced split, the embedding and the loss counted as a layer each (with virtual "
+        "stages, the split for their number)";
+  }
+  if (split) {
+    s.assumptions.push_back(
+        {"/parallel/first_stage_layers",
+         std::to_string(split->first) + ", last_stage_layers " + std::to_string(split->second),
+         "not published: pp " + std::to_string(c.pp) + " does not divide the " +
+             std::to_string(s.plan.model.num_layers) + " layers; " + how});
   }
   if (p.sp) {
     s.sequence_parallel = {*p.sp && c.tp > 1};
