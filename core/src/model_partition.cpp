@@ -115,8 +115,7 @@ std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp) {
     if (rest < 4) break;
     // Stage 0 also runs the embedding and the LM head: two layers fewer balance it.
     const int first = std::max(2, (rest - 2) / 2);
-    const int last = rest - first;
-    if (last < 2) continue;
+    const int last = rest - first;  // >= 2: first <= rest / 2 once rest >= 4
     const int cost = std::max({first + 2, last, k});
     if (!best || cost <= best_cost) {
       best = std::pair{first, last};

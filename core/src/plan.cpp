@@ -94,7 +94,7 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
   const std::int64_t chunks = static_cast<std::int64_t>(p.pp) * p.virtual_stages;
   if (p.schedule == Schedule::kDualPipeV && p.first_stage_layers == 0 && p.last_stage_layers == 0) {
     // The V splits each stage's layers in two, the odd one to chunk 0.
-    if (m.num_layers % p.pp != 0 || m.num_layers < chunks) {
+    if (!stage_layer_counts(m.num_layers, p)) {
       std::string hint;
       if (const auto split = balanced_v_split(m.num_layers, p.pp)) {
         hint = "; uneven stages would work: first_stage_layers " + str(split->first) +

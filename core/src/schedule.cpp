@@ -286,21 +286,17 @@ Result<ScheduleRun> run_schedule(const PipelineSchedule& sched,
   const int m = sched.microbatches();
   const int vs_count = p * sched.chunks();
   constexpr double kNotDone = std::numeric_limits<double>::quiet_NaN();
-  // end[pass][virtual stage][mb]
-  std::vector<double> end(static_cast<std::size_t>(3 * vs_count * m), kNotDone);
-  auto at = [&](Pass pass, int vs, int mb) -> double& {
-    return end[(static_cast<std::size_t>(pass) * static_cast<std::size_t>(vs_count) +
-                static_cast<std::size_t>(vs)) *
-                   static_cast<std::size_t>(m) +
-               static_cast<std::size_t>(mb)];
-  };
+  ScheduleRun run;
+  run.virtual_stages = vs_count;
+  run.microbatches = m;
+  run.ends.assign(static_cast<std::size_t>(3 * vs_count * m), kNotDone);
+  auto at = [&](Pass pass, int vs, int mb) -> double& { return run.ends[run.slot(pass, vs, mb)]; };
   auto done = [&](Pass pass, int vs, int mb, double& t) {
     const double e = at(pass, vs, mb);
     if (std::isnan(e)) return false;
     t = std::max(t, e);
     return true;
   };
-  ScheduleRun run;
   run.busy.assign(static_cast<std::size_t>(p), 0.0);
   std::vector<double> free(static_cast<std::size_t>(p), 0.0);
   std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
@@ -366,9 +362,6 @@ Result<ScheduleRun> run_schedule(const PipelineSchedule& sched,
                                  " deadlocks:" + blocked);
   }
   run.makespan = *std::max_element(free.begin(), free.end());
-  run.ends = std::move(end);
-  run.virtual_stages = vs_count;
-  run.microbatches = m;
   double busy = 0;
   for (double b : run.busy)
     busy += b;

@@ -82,8 +82,8 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "host synchronisation before the optimizer); costs are per op of the step program (what the "
      "framework runs for it), per software stack",
      "core/host_model.hpp: costs per stack (planner sim-models, Software stacks), fitted on "
-     "measured runs "
-     "of that stack (vTrain's A100 sweep for megatron-deepspeed); the gather loop from DeepSpeed's "
+     "measured runs of that stack (vTrain's A100 sweep for megatron-deepspeed); the gather loop "
+     "from DeepSpeed's "
      "partition_parameters.py (_allgather_param, 2021 releases); the pass synchronisation from "
      "Megatron-LM's megatron/timers.py of 2020-2022 (_Timer.start and stop call "
      "torch.cuda.synchronize(); schedules.py times every forward_step and backward_step)"},

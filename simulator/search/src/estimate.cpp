@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "planner/core/flops.hpp"
@@ -628,6 +629,21 @@ Result<const Estimator::Partition*> Estimator::partition(const ParallelConfig& p
 
 namespace {
 
+// DualPipeV's schedules over p stages at m = 2p and 2p + 1 (its fewest micro-batches), built
+// once per pipeline depth and thread: the sweep estimates many plans of each depth.
+const std::pair<PipelineSchedule, PipelineSchedule>& dualpipe_v_schedules(int p) {
+  thread_local std::map<int, std::pair<PipelineSchedule, PipelineSchedule>> cache;
+  auto it = cache.find(p);
+  if (it == cache.end()) {
+    auto make = [&](int m) {
+      auto sched = PipelineSchedule::create(Schedule::kDualPipeV, p, m, 2);
+      return sched ? *std::move(sched) : PipelineSchedule{};
+    };
+    it = cache.emplace(p, std::pair{make(2 * p), make(2 * p + 1)}).first;
+  }
+  return it->second;
+}
+
 // DualPipeV has no closed form for unequal stages: run its schedule with each chunk taking half
 // the stage's times at m = 2p, and add each micro-batch beyond by the larger of what one more adds
 // to that run and the busiest stage's work per micro-batch (where the busiest stage sets the
@@ -639,19 +655,17 @@ double dualpipe_v_makespan(int m, const std::vector<double>& f, const std::vecto
   std::vector<PassTimes> times;
   for (std::size_t s = 0; s < f.size(); ++s)
     times.push_back({f[s] / 2, b[s] / 2, w[s] / 2});
-  auto run = [&](int microbatches) {
-    auto sched = PipelineSchedule::create(Schedule::kDualPipeV, p, microbatches, 2);
-    if (!sched) return 0.0;
-    auto r = run_schedule(*sched, times);
+  const auto& [at_2p, at_2p1] = dualpipe_v_schedules(p);
+  auto run = [&](const PipelineSchedule& sched) {
+    auto r = run_schedule(sched, times);
     return r ? r->makespan : 0.0;
   };
-  const int base = 2 * p;
-  const double at_base = run(base);
-  if (m <= base) return at_base;
+  const double at_base = run(at_2p);
+  if (m <= 2 * p) return at_base;
   double busiest = 0;
   for (std::size_t s = 0; s < f.size(); ++s)
     busiest = std::max(busiest, f[s] + b[s] + w[s]);
-  return at_base + (m - base) * std::max(run(base + 1) - at_base, busiest);
+  return at_base + (m - 2 * p) * std::max(run(at_2p1) - at_base, busiest);
 }
 
 }  // namespace
@@ -979,13 +993,13 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
       // Merged forward and backward passes (lowering.cpp merge_forward_backward): the steady
       // state's passes hide their exposed all-to-all time under the other pass's compute, which
       // runs slowed meanwhile; the warm-up's and the drain's passes run alone. DualPipeV merges
-      // 2(m − 2p + s + 1) + p − s − 1 of its 2m forwards (one fewer on the last stage).
+      // the pairs its schedule marks, two more per micro-batch beyond 2p.
       constexpr auto kEpBucket = static_cast<std::size_t>(sim::TimeBucket::kEp);
       const double xf = nm * moe[kF].buckets[kEpBucket];
       const double xb = nm * moe[kB].buckets[kEpBucket];
       const int passes = m * v;
       const int warmup =
-          dualpipe ? passes - (2 * (m - 2 * pp + s + 1) + pp - s - 1 - (s == pp - 1 ? 1 : 0))
+          dualpipe ? passes - (dualpipe_v_schedules(pp).first.fused_pairs(s) + 2 * (m - 2 * pp))
                    : std::min((pp == 1 ? 0 : (pp - s - 1) * 2 + (v - 1) * pp) + p.extra_warmup(),
                               passes);
       const double steady = std::max(0.0, static_cast<double>(passes - warmup) / passes);

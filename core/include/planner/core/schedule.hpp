@@ -117,6 +117,10 @@ class PipelineSchedule {
   // True when pass `index` of stage `stage` and the pass after it run merged: one micro-batch's
   // forward with another's backward (dualpipev's F&B chunks).
   bool fused(int stage, std::size_t index) const;
+  // How many merged pairs stage `stage` runs.
+  int fused_pairs(int stage) const {
+    return static_cast<int>(fused_[static_cast<std::size_t>(stage)].size());
+  }
 
  private:
   Schedule kind_ = Schedule::k1F1B;
@@ -142,12 +146,13 @@ struct ScheduleRun {
   std::vector<double> ends;
   int virtual_stages = 0;
   int microbatches = 0;
-  double end(Pass pass, int vs, int mb) const {
-    return ends[(static_cast<std::size_t>(pass) * static_cast<std::size_t>(virtual_stages) +
-                 static_cast<std::size_t>(vs)) *
-                    static_cast<std::size_t>(microbatches) +
-                static_cast<std::size_t>(mb)];
+  std::size_t slot(Pass pass, int vs, int mb) const {
+    return (static_cast<std::size_t>(pass) * static_cast<std::size_t>(virtual_stages) +
+            static_cast<std::size_t>(vs)) *
+               static_cast<std::size_t>(microbatches) +
+           static_cast<std::size_t>(mb);
   }
+  double end(Pass pass, int vs, int mb) const { return ends[slot(pass, vs, mb)]; }
 };
 
 // Runs the schedule: each stage executes its order one pass at a time; F of (mb, virtual stage k)
