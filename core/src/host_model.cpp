@@ -124,7 +124,8 @@ HostCosts host_costs(SoftwareStack stack) {
   return c;
 }
 
-Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t members) {
+Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t members,
+               int extra_kernels) {
   if (d.stream == Stream::kHost) return Time(0);
   if (is_p2p(d.kind)) return c.p2p;
   if (is_collective(d.kind)) {
@@ -134,9 +135,10 @@ Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t me
   }
   // Copies cost nothing here; the optimizer step is covered by per_step.
   if (!is_compute(d.kind) || d.kind == OpKind::kOptimizerStep) return Time(0);
-  const Time t = d.kind == OpKind::kGemm        ? c.gemm
-                 : d.kind == OpKind::kAttention ? c.attention
-                                                : c.memory_bound;
+  const Time t = (d.kind == OpKind::kGemm        ? c.gemm
+                  : d.kind == OpKind::kAttention ? c.attention
+                                                 : c.memory_bound) +
+                 Time(extra_kernels * c.memory_bound.raw());
   if (phase != Phase::kBackwardInput && phase != Phase::kBackwardWeight) return t;
   return Time(std::llround(static_cast<double>(t.raw()) * c.backward_factor));
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "support/command.hpp"
 
@@ -73,11 +75,11 @@ TEST(AccuracyCli, ReferenceRunsMeetTheTargets) {
 }
 
 // Ranking accuracy on vTrain's measured sweep (720 configurations of GPT models on 1-8 A100s under
-// Megatron-DeepSpeed): with the stack's host model, MAPE 9.1 %, mean Spearman 0.920, mean top-1
+// Megatron-DeepSpeed): with the stack's host model, MAPE 8.7 %, mean Spearman 0.920, mean top-1
 // regret 4.5 % (the bounds leave a little room); without it (--host-costs none) 29.7 %, 0.405 and
 // 14.6 %: the GPU waiting for the host is what made small models, large tp and micro-batch 1 look
 // fast. The targets are MAPE <= 8 %, Spearman >= 0.9 and regret <= 3 %.
-constexpr double kVtrainMaxMapePercent = 10;
+constexpr double kVtrainMaxMapePercent = 9.2;
 constexpr double kVtrainMinSpearman = 0.9;
 constexpr double kVtrainMaxRegret = 0.05;
 
@@ -93,6 +95,33 @@ TEST(AccuracyCli, TheHostModelIsWhatRanksTheVtrainSweep) {
   const CommandResult bad = run_planner({"accuracy", csv, "--no-db", "--host-costs", "gemm=-1"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--host-costs"), std::string::npos) << bad.err;
+}
+
+// vTrain's GPTs have 16 heads: on tp 8 at micro-batch 1 each rank's b·np = 2 scores are too few
+// rows for Megatron's fused softmax kernel, which runs them as PyTorch ops (four more kernels
+// forward and backward, each one more op for the host). Its 16 rows were -27 % before the
+// fallback was modelled (-4 to -11 % with it); micro-batch 2 (b·np = 4, fused) stays as it was.
+TEST(AccuracyCli, VtrainsTp8MicroBatch1RunsTheSoftmaxAsPytorchOps) {
+  const std::string csv = std::string(PLANNER_TEST_DATA_DIR) + "/reference/vtrain_calibration.csv";
+  const std::vector<std::string> ids = {
+      "L12-h1024-g8-b8-mb1-tp8-dp1-pp1", "L20-h1024-g8-b8-mb1-tp8-dp1-pp1",
+      "L12-h2048-g8-b8-mb1-tp8-dp1-pp1", "L20-h2048-g8-b8-mb1-tp8-dp1-pp1",
+      "L20-h2048-g8-b8-mb2-tp8-dp1-pp1"};
+  std::vector<std::string> args = {"accuracy", csv, "--json", "--no-db", "--only"};
+  args.insert(args.end(), ids.begin(), ids.end());
+  const CommandResult r = run_planner(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), ids.size());
+  for (const nlohmann::json& run : j["runs"]) {
+    const double error = run["error_percent"].get<double>();
+    if (run["id"].get<std::string>().find("-mb1-") != std::string::npos) {
+      EXPECT_GT(error, -13) << run["id"];
+      EXPECT_LT(error, 5) << run["id"];
+    } else {
+      EXPECT_LT(error, -8) << run["id"];  // fused: the tp 8 cost the host model does not have
+    }
+  }
 }
 
 TEST(AccuracyCli, RankingOnTheVtrainSweep) {

@@ -47,6 +47,36 @@ Time ComputeModel::gemm_time(const OpDesc& d) const {
   return std::max(compute, memory_time(d.bytes_read + d.bytes_written)) + c.kernel_overhead;
 }
 
+bool fused_softmax_available(const OpDesc& d) {
+  const std::int64_t sq = d.m, sk = d.n, batches = d.batch;
+  if (bytes_per_element(d.precision) != 2 || sk <= 16 || sk > kFusedSoftmaxMaxKeys || sq % 4 != 0 ||
+      sk % 4 != 0 || batches % 4 != 0) {
+    return false;
+  }
+  std::int64_t pow2 = 1;
+  while (pow2 < sk)
+    pow2 *= 2;
+  constexpr std::int64_t kWarpSize = 32, kThreadsPerBlock = 128;
+  const std::int64_t warp = std::min(pow2, kWarpSize);
+  const std::int64_t per_block = (kThreadsPerBlock / warp) * (pow2 <= 128 ? 2 : 1);
+  return (d.flags & kCausal) != 0 ? batches % per_block == 0 : sq % per_block == 0;
+}
+
+ScorePasses ComputeModel::score_passes(const OpDesc& d, bool backward) const {
+  if (attention_ == AttentionKernel::kUnfused) return backward ? kUnfusedBackward : kUnfusedForward;
+  if (fused_softmax_available(d)) return backward ? kFusedSoftmaxBackward : kFusedSoftmaxForward;
+  if (bytes_per_element(d.precision) == 4) {
+    return backward ? kTorchSoftmaxFp32Backward : kTorchSoftmaxFp32Forward;
+  }
+  return backward ? kTorchSoftmaxBackward : kTorchSoftmaxForward;
+}
+
+int ComputeModel::extra_host_kernels(const OpDesc& d, bool backward) const {
+  if (d.kind != OpKind::kAttention || attention_ == AttentionKernel::kFlash) return 0;
+  const ScorePasses fused = backward ? kFusedSoftmaxBackward : kFusedSoftmaxForward;
+  return std::max(0, score_passes(d, backward).kernels - fused.kernels);
+}
+
 Time ComputeModel::attention_time(const OpDesc& d, bool backward) const {
   return attention_ == AttentionKernel::kFlash ? flash_attention_time(d, backward)
                                                : unfused_attention_time(d, backward);
@@ -74,15 +104,12 @@ Time ComputeModel::unfused_attention_time(const OpDesc& d, bool backward) const 
   const double scores =
       static_cast<double>(d.batch) * static_cast<double>(s_q) * static_cast<double>(s_kv);
   Time t(0);
-  const bool fused = attention_ == AttentionKernel::kFusedSoftmax;
-  ScorePasses passes{};
+  const ScorePasses passes = score_passes(d, backward);
   if (!backward) {
     t = gemm(s_q, s_kv, dim) + gemm(s_q, dim, s_kv);  // QKᵀ, PV
-    passes = fused ? kFusedSoftmaxForward : kUnfusedForward;
   } else {
     t = gemm(s_kv, dim, s_q) + gemm(s_q, s_kv, dim) + gemm(s_q, dim, s_kv) +
         gemm(s_kv, dim, s_q);  // dV, dP, dQ, dK
-    passes = fused ? kFusedSoftmaxBackward : kUnfusedBackward;
   }
   // The GEMMs' own score traffic is inside their roofline; the softmax and dropout kernels (and,
   // unfused, the scale and mask kernels) stream the rest.

@@ -33,7 +33,11 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "GEMMs of the tile model over the whole block, plus the s x s scores streamed through HBM: "
      "by Megatron's fused scale-mask-softmax and the dropout kernel (4 reads and writes of a "
      "score forward, 5 backward), or unfused by separate scale, mask, softmax and dropout kernels "
-     "(10 forward, 9 backward)",
+     "(10 forward, 9 backward); where Megatron's fused kernel cannot take the scores (its "
+     "is_kernel_available: 16-bit, 16 < sk <= 4096, sq, sk and b x heads multiples of 4 and, "
+     "causal, of the kernel's batches per block), as PyTorch's fp32 softmax with its casts (20 "
+     "forward, 22 backward, 6 kernels each); every kernel beyond the fused path's is one more op "
+     "for the host to issue",
      "the scores are materialised in HBM and counted in the memory check; the causal mask is "
      "applied to the scores, not skipped",
      "Megatron-LM's core attention before FlashAttention (mpu/transformer.py of 2019: scale, "

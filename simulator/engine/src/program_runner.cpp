@@ -258,7 +258,9 @@ void Runner::init_host(RankState& s) {
         s.syncs.push_back(static_cast<std::uint32_t>(i));
       }
     }
-    h += host_cost(c, d, id.phase(), members);
+    const bool backward =
+        id.phase() == Phase::kBackwardInput || id.phase() == Phase::kBackwardWeight;
+    h += host_cost(c, d, id.phase(), members, compute_.extra_host_kernels(d, backward));
     s.host[i] = h;
   }
   if (s.syncs.empty()) return;

@@ -305,10 +305,10 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
       mo.stream = d.stream;
       mo.part = part_of(ph);
       mo.compute = is_compute(d.kind);
-      mo.host = host_cost(input_.host, d, ph);
+      const bool backward = ph == Phase::kBackwardInput || ph == Phase::kBackwardWeight;
+      mo.host = host_cost(input_.host, d, ph, 1, cm.extra_host_kernels(d, backward));
       if (mo.compute) {
-        mo.compute_time =
-            cm.op_time(d, ph == Phase::kBackwardInput || ph == Phase::kBackwardWeight);
+        mo.compute_time = cm.op_time(d, backward);
       } else {
         mo.kind = d.kind;
         mo.bytes = d.comm_bytes;

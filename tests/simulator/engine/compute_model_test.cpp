@@ -9,6 +9,7 @@
 #include <string>
 
 #include "planner/core/catalog.hpp"
+#include "planner/core/host_model.hpp"
 
 namespace planner::sim {
 namespace {
@@ -143,6 +144,89 @@ TEST(ComputeModel, UnfusedSoftmaxStreamsTheScoresMoreOftenThanTheFusedKernel) {
   EXPECT_EQ(attention_kernel(AttentionImpl::kUnfused), AttentionKernel::kUnfused);
   EXPECT_EQ(attention_kernel(AttentionImpl::kFusedSoftmax), AttentionKernel::kFusedSoftmax);
   EXPECT_EQ(attention_kernel(AttentionImpl::kCudnn), AttentionKernel::kFlash);
+}
+
+// Megatron's fused scale-mask-softmax takes causal 16-bit scores only when b·np divides into its
+// blocks (four rows a block for 1,024 keys): vTrain's GPT with 16 heads on tp 8 at micro-batch 1
+// has b·np = 2 and runs the softmax as PyTorch ops; micro-batch 2 (b·np = 4) is fused.
+TEST(ComputeModel, FusedSoftmaxAvailabilityFollowsMegatronsKernelCheck) {
+  OpDesc d;
+  d.kind = OpKind::kAttention;
+  d.precision = Precision::kFp16;
+  d.flags = kCausal;
+  d.m = 1024;
+  d.n = 1024;
+  d.k = 128;
+  d.batch = 2;
+  EXPECT_FALSE(fused_softmax_available(d));
+  d.batch = 4;
+  EXPECT_TRUE(fused_softmax_available(d));
+  d.batch = 6;  // a multiple of 2 but not of 4
+  EXPECT_FALSE(fused_softmax_available(d));
+  d.batch = 4;
+  d.m = d.n = 128;  // 128 keys: warps of 32 lanes, two rows a warp: 8 rows a block
+  EXPECT_FALSE(fused_softmax_available(d));
+  d.batch = 8;
+  EXPECT_TRUE(fused_softmax_available(d));
+  d.flags = 0;  // not causal: sq must divide into the blocks instead
+  d.batch = 4;
+  EXPECT_TRUE(fused_softmax_available(d));
+  d.m = d.n = 8192;  // more keys than the kernel takes
+  EXPECT_FALSE(fused_softmax_available(d));
+  d.m = d.n = 1024;
+  d.precision = Precision::kFp32;  // fp32 scores
+  EXPECT_FALSE(fused_softmax_available(d));
+  d.precision = Precision::kBf16;
+  d.m = d.n = 16;  // too few keys
+  EXPECT_FALSE(fused_softmax_available(d));
+}
+
+// Where the fused kernel cannot take the scores, the fp32 PyTorch softmax streams them 16 more
+// times forward and 17 more backward (in 16-bit elements), with four more kernels each, and the
+// host issues those kernels too; flash attention and the fused path add none.
+TEST(ComputeModel, TorchSoftmaxFallbackStreamsTheScoresAndCostsTheHostKernels) {
+  const HardwareProfile& p = preset("A100-SXM4-40GB");
+  const ComputeModel fused(p, AttentionKernel::kFusedSoftmax);
+  const ComputeModel unfused(p, AttentionKernel::kUnfused);
+  const ComputeModel flash(p, AttentionKernel::kFlash);
+  OpDesc d;
+  d.kind = OpKind::kAttention;
+  d.precision = Precision::kFp16;
+  d.flags = kCausal;
+  d.m = 1024;
+  d.n = 1024;
+  d.k = 128;
+  d.batch = 4;
+  EXPECT_EQ(fused.extra_host_kernels(d, false), 0);
+  EXPECT_EQ(unfused.extra_host_kernels(d, false), 3);
+  EXPECT_EQ(unfused.extra_host_kernels(d, true), 2);
+  EXPECT_EQ(flash.extra_host_kernels(d, false), 0);
+  d.batch = 2;  // b·np = 2: the PyTorch ops
+  EXPECT_EQ(fused.extra_host_kernels(d, false), 4);
+  EXPECT_EQ(fused.extra_host_kernels(d, true), 4);
+  EXPECT_EQ(flash.extra_host_kernels(d, true), 0);
+  const double scores = 2.0 * 1024 * 1024;
+  const double bandwidth = to_GBps(p.compute.memory_bandwidth) * 1e9;
+  const double overhead = to_seconds(p.compute.kernel_overhead);
+  // The GEMMs are the same on every path: take them from the unfused op.
+  const double gemms_fwd =
+      to_seconds(unfused.op_time(d, false)) - (scores * (10 * 2 + 1) / bandwidth + 5 * overhead);
+  const double gemms_bwd =
+      to_seconds(unfused.op_time(d, true)) - (scores * (9 * 2 + 1) / bandwidth + 4 * overhead);
+  EXPECT_GT(gemms_fwd, 0);
+  EXPECT_NEAR(to_seconds(fused.op_time(d, false)),
+              gemms_fwd + scores * (20 * 2 + 1) / bandwidth + 6 * overhead, 1e-9);
+  EXPECT_NEAR(to_seconds(fused.op_time(d, true)),
+              gemms_bwd + scores * (22 * 2 + 1) / bandwidth + 6 * overhead, 1e-9);
+  // The host cost: one memory-bound op more per extra kernel, backward scaled like the rest.
+  HostCosts c;
+  c.attention = Time(37'000'000);
+  c.memory_bound = Time(28'000'000);
+  c.backward_factor = 1.5;
+  EXPECT_EQ(host_cost(c, d, Phase::kForward, 1, fused.extra_host_kernels(d, false)),
+            Time(37'000'000 + 4 * 28'000'000));
+  EXPECT_EQ(host_cost(c, d, Phase::kBackwardInput, 1, fused.extra_host_kernels(d, true)),
+            Time(std::llround(1.5 * (37'000'000 + 4 * 28'000'000))));
 }
 
 // The tile model against GEMMs measured on one H200 (tests/data/gpu, bench/gpu/README.md): cuBLAS

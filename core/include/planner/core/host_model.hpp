@@ -10,7 +10,8 @@
 // max(h_i, when its stream and dependencies allow). Costs are per op of the step program, by
 // kind and pass (host_cost below). An op of the step program stands for what the framework runs
 // for it (a GEMM with its bias add, an attention core with its masking, softmax, dropout and
-// transposes), so the costs are per program op, not per CUDA kernel.
+// transposes), so the costs are per program op, not per CUDA kernel; an attention core whose
+// softmax runs as separate PyTorch kernels costs one memory-bound op more per extra kernel.
 //
 // Parameters are per software stack (software_stack.hpp), fitted on measured runs of that stack
 // and never per run; host_costs() gives the built-in ones with their sources.
@@ -80,8 +81,11 @@ inline bool gathers_tensor_by_tensor(const HostCosts& c, const OpDesc& d) {
 HostCosts host_costs(SoftwareStack stack);
 
 // The host time to issue `d` in `phase` (zero for host-stream work, which is the host's own);
-// `members`: the size of a collective's group.
-Time host_cost(const HostCosts& costs, const OpDesc& d, Phase phase, std::int64_t members = 1);
+// `members`: the size of a collective's group; `extra_kernels`: kernels the op launches beyond
+// what its kind's cost covers (an attention core whose softmax runs as separate PyTorch ops,
+// ComputeModel::extra_host_kernels), each issued at the memory-bound cost.
+Time host_cost(const HostCosts& costs, const OpDesc& d, Phase phase, std::int64_t members = 1,
+               int extra_kernels = 0);
 
 // Overrides costs from text "gemm=30,attention=120,memory=20,collective=25,p2p=30,backward=0.5,
 // micro_batch=200,step=3000,gather_member=6" (microseconds; backward a factor), any subset, or

@@ -76,7 +76,30 @@ inline constexpr ScorePasses kFusedSoftmaxBackward{5, 2};
 // 9e + 1, four kernels. The saved tensors are the same (the mask multiply keeps only the mask).
 inline constexpr ScorePasses kUnfusedForward{10, 5};
 inline constexpr ScorePasses kUnfusedBackward{9, 4};
+// Megatron's fallback when its fused kernel cannot take the scores (fused_softmax_available):
+// FusedScaleMaskSoftmax.forward_torch_softmax with the softmax in fp32 (Megatron's default with
+// query-key layer scaling), for 16-bit scores (e = 2 bytes, fp32 = 2e): forward the cast to fp32
+// (e + 2e), the scale (4e), masked_fill (4e), torch.nn.Softmax (4e), the cast back (2e + e) and
+// dropout (2e + 1): 20e + 1, six kernels. Backward their gradients in reverse: dropout (2e + 1),
+// the casts (3e each), the softmax (reads its fp32 output and gradient, writes: 6e), the mask and
+// the scale (4e each): 22e + 1, six kernels. 32-bit scores skip the casts: the unfused passes
+// without the mask's second kernel (8e + 1 and 9e + 1, four kernels each).
+inline constexpr ScorePasses kTorchSoftmaxForward{20, 6};
+inline constexpr ScorePasses kTorchSoftmaxBackward{22, 6};
+inline constexpr ScorePasses kTorchSoftmaxFp32Forward{8, 4};
+inline constexpr ScorePasses kTorchSoftmaxFp32Backward{9, 4};
 inline constexpr double kDropoutMaskBytes = 1;
+
+// Whether Megatron's fused scale-mask-softmax kernel takes an attention op's scores
+// (FusedScaleMaskSoftmax.is_kernel_available, megatron/model/fused_softmax.py of Megatron-LM and
+// Megatron-DeepSpeed): 16-bit scores, 16 < sk <= kFusedSoftmaxMaxKeys, sq and sk multiples of 4,
+// b·np (the op's batch: micro-batch × local heads) a multiple of 4 and of the kernel's batches
+// per block (get_batch_per_block: 128 threads in warps of min(2^ceil(log2 sk), 32) lanes, two
+// rows a warp when 2^ceil(log2 sk) <= 128) for the causal kernel, sq a multiple of it otherwise.
+// Otherwise Megatron runs the softmax as PyTorch ops (kTorchSoftmax*): tp 8 with 16 heads at
+// micro-batch 1 (b·np = 2) does.
+inline constexpr std::int64_t kFusedSoftmaxMaxKeys = 4096;  // 2048 before 2021, 16384 from 2023
+bool fused_softmax_available(const OpDesc& attention);
 
 class ComputeModel {
  public:
@@ -95,7 +118,15 @@ class ComputeModel {
   Time attention_time(const OpDesc& desc, bool backward) const;
   Time memory_time(Bytes bytes) const;
 
+  // The kernels an attention op launches beyond those of the kernel its stack's host costs were
+  // measured with (flash, or Megatron's fused softmax: one program op each): the unfused and the
+  // PyTorch-fallback softmax's extra scale, mask, cast and softmax kernels, each one more op for
+  // the host to issue. Zero for flash-style attention and for other ops.
+  int extra_host_kernels(const OpDesc& desc, bool backward) const;
+
  private:
+  // The score passes besides the GEMMs of a materialised-scores attention op.
+  ScorePasses score_passes(const OpDesc& desc, bool backward) const;
   Time flash_attention_time(const OpDesc& desc, bool backward) const;
   Time unfused_attention_time(const OpDesc& desc, bool backward) const;
 
