@@ -145,7 +145,10 @@ struct Estimator::Probe {
   std::array<Block, 2> layer;  // one dense and one MoE layer
   Block embedding;             // stage 0 ends: token broadcast, embedding and its reduction
   Block head;                  // last stage ends: final norm, LM head, loss
-  Bytes pp_message;            // one pipeline activation (or gradient) message
+  // The multi-token-prediction modules after the head (DeepSeek-V3 §2.2): each one's embedding,
+  // norms, projection, transformer layer, LM head and loss, on the LM head's stage.
+  Block mtp;
+  Bytes pp_message;  // one pipeline activation (or gradient) message
   double optimizer_bytes_per_param = 0;
   Time kernel_overhead;
 };
@@ -264,7 +267,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
     // The first layer of each kind on the rank, and the rank's ends.
     std::array<int, 2> first_layer{OpId::kNone, OpId::kNone};
     std::vector<int> block_index(rp.size(), -1);       // op -> index in its block
-    std::vector<signed char> block_of(rp.size(), -1);  // op -> its block (0-3)
+    std::vector<signed char> block_of(rp.size(), -1);  // op -> its block (0-4)
     for (std::size_t i = 0; i < rp.size(); ++i) {
       const Op& op = rp.op(i);
       const OpDesc& d = prog.desc(op);
@@ -288,7 +291,10 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
       const int layer = op.id.layer();
       Block* blk = nullptr;
       signed char id = 0;
-      if (layer != OpId::kNone) {
+      if (layer != OpId::kNone && layer >= small.num_layers) {
+        blk = &probe->mtp;  // every MTP module (layers num_layers and up)
+        id = 4;
+      } else if (layer != OpId::kNone) {
         const int kind = small.is_moe_layer(layer) ? 1 : 0;
         if (first_layer[static_cast<std::size_t>(kind)] == OpId::kNone &&
             !probe->layer[static_cast<std::size_t>(kind)].present) {
@@ -335,6 +341,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   }
   probe->embedding.present = !probe->embedding.ops.empty();
   probe->head.present = !probe->head.ops.empty();
+  probe->mtp.present = !probe->mtp.ops.empty();
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = probes_.emplace(key, std::move(probe));
   return it->second.get();
@@ -791,8 +798,8 @@ SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_
 }  // namespace
 
 struct Estimator::BlockCosts {
-  // Per block (dense layer, MoE layer, embedding end, head end) and span.
-  std::array<std::array<SpanCost, kSpans>, 4> cost{};
+  // Per block (dense layer, MoE layer, embedding end, head end, MTP modules) and span.
+  std::array<std::array<SpanCost, kSpans>, 5> cost{};
 };
 
 const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
@@ -804,20 +811,21 @@ const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
   const ComputeProfile& cp = e_->input_.profile->compute;
   const double slowdown = cp.comm_slowdown < 1 ? cp.comm_slowdown / (1.0 - cp.comm_slowdown) : 0;
   auto out = std::make_unique<BlockCosts>();
-  const Block* blocks[] = {&probe.layer[0], &probe.layer[1], &probe.embedding, &probe.head};
-  for (std::size_t k = 0; k < 4; ++k) {
+  const Block* blocks[] = {&probe.layer[0], &probe.layer[1], &probe.embedding, &probe.head,
+                           &probe.mtp};
+  for (std::size_t k = 0; k < std::size(blocks); ++k) {
     const Block& blk = *blocks[k];
     if (!blk.present) continue;
+    // A receive takes as long as its send: it starts when the symmetric peer's send does
+    // (span_cost) and delivers the block when that transfer ends.
     std::vector<double> comm(blk.ops.size(), 0.0);
     for (std::size_t i = 0; i < blk.ops.size(); ++i) {
       const MiniOp& op = blk.ops[i];
-      if (op.compute || op.kind == OpKind::kRecv) continue;
+      if (op.compute) continue;
       comm[i] = line_s(groups.get(op.group, op.kind), static_cast<double>(op.bytes.raw()));
     }
     for (std::size_t sp = 0; sp < kSpans; ++sp)
       out->cost[k][sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown);
-    // A receive takes as long as its send.
-    (void)comm;
   }
   return *block_costs_.emplace(key, std::move(out)).first->second;
 }
@@ -917,6 +925,7 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
   const auto& moe = bc.cost[1];
   const auto& emb = bc.cost[2];
   const auto& head = bc.cost[3];
+  const auto& mtp = bc.cost[4];
 
   const auto* dp_ag = groups->get(GroupKind::kDp, OpKind::kAllGather);
   const auto* dp_rs = groups->get(GroupKind::kDp, OpKind::kReduceScatter);
@@ -942,7 +951,7 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     add_buckets(bk, dense[kB], nd);
     add_buckets(bk, moe[kB], nm);
     const std::pair<bool, const std::array<SpanCost, kSpans>*> ends[] = {
-        {s == 0, &emb}, {s == p.lm_head_stage(), &head}};
+        {s == 0, &emb}, {s == p.lm_head_stage(), &head}, {s == p.lm_head_stage(), &mtp}};
     for (const auto& [here, c] : ends) {
       if (!here) continue;
       fs += (*c)[kF].time;

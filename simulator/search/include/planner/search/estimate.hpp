@@ -5,8 +5,9 @@
 //   * compute: the step program itself. A *probe* lowers a small version of the plan (core's
 //     lowering, 2 pipeline stages of one layer period each, one micro-batch) and times every
 //     compute op with the simulator's ComputeModel; per-layer forward, backward, weight-gradient
-//     and recompute times, the embedding and LM-head ends, the optimizer's bytes per parameter and
-//     the pipeline message size come from it. Probes are cached per (tp, cp, ep, sequence parallel,
+//     and recompute times, the embedding and LM-head ends, the multi-token-prediction modules (on
+//     the LM head's stage), the optimizer's bytes per parameter and the pipeline message size come
+//     from it. Probes are cached per (tp, cp, ep, sequence parallel,
 //     micro-batch size, recompute).
 //   * communication: CollectivePlanner::cost_lines() on the plan's actual GPUs (Placement by the
 //     plan's rank order): the algorithm and protocol the simulator would select for each size, at
@@ -17,7 +18,8 @@
 // The closed forms (per micro-batch and stage: f forward, b backward incl. recompute, w the
 // weight-gradient part; m micro-batches, p stages, v virtual stages, t_pp one pipeline message):
 //   tp and ep collectives   exposed (each feeds the next compute op); cp K/V exchange exposed
-//                           beyond the attention compute it overlaps.
+//                           beyond the attention compute it overlaps (a block's receive ends when
+//                           the symmetric peer's send of it does).
 //   gpipe, 1f1b   T = (m − 1)·max_s(f+b) + Σ_s(f+b) + 2(p − 1)·t_pp       (Narayanan et al. 2021)
 //   interleaved   T = m·max_s(f+b) + (Σ_s(f+b) − max_s(f+b))/v + 2(p − 1)·t_pp
 //   zb-h1         T = m·max_s(f+b+w... ) + (p − 1)·max_s(f + b − 2w) + 2(p − 1)·t_pp, with b
