@@ -67,19 +67,20 @@ Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p)
   return counts;
 }
 
-std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int v) {
+std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int v, int head_units) {
   if (pp < 2 || v < 1 || layers < pp * v) return std::nullopt;
   if (layers % (pp * v) == 0) return std::pair{0, 0};
   const int middle_stages = pp - 2;
   std::optional<std::pair<int, int>> best;
   int best_cost = 0;
   // Each middle stage's layers m (a multiple of v); the first and last share the rest, as evenly
-  // as v allows (the first takes the odd chunk: the last also computes the LM head and the loss).
-  // A split is balanced when no stage holds more than one layer per chunk beyond the even share
-  // ⌈(layers + 2) / pp⌉: 94 layers on pp 32 with 2 chunks a stage have only 18 + 30 × 2 + 16,
-  // whose first stage, six times the share, would set the step; such a layout needs chunks of
-  // unequal size (Megatron-core's --pipeline-model-parallel-layout), which planner does not model.
-  const int share = (layers + 2 + pp - 1) / pp;
+  // as v and their ends allow (on a tie the first takes the odd chunk: the last also computes the
+  // LM head and the loss). A split is balanced when no stage holds more than one layer per chunk
+  // beyond the even share ⌈(layers + 1 + head_units) / pp⌉: 94 layers on pp 32 with 2 chunks a
+  // stage have only 18 + 30 × 2 + 16, whose first stage, six times the share, would set the step;
+  // such a layout needs chunks of unequal size (Megatron-core's --pipeline-model-parallel-layout),
+  // which planner does not model.
+  const int share = (layers + 1 + head_units + pp - 1) / pp;
   const int max_m = middle_stages > 0 ? layers / middle_stages : 0;
   for (int m = middle_stages > 0 ? v : 0; m <= max_m; m += middle_stages > 0 ? v : 1) {
     const int rest = layers - middle_stages * m;
@@ -88,10 +89,17 @@ std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int 
       continue;
     }
     const int chunks = rest / v;
-    const int first = (chunks + 1) / 2 * v;
+    // The embedding counts as a layer, the LM head's end as head_units.
+    int first = 0, ends = 0;
+    for (int c = chunks - 1; c >= 1; --c) {
+      const int e = std::max(c * v + 1, (chunks - c) * v + head_units);
+      if (first == 0 || e < ends) {
+        first = c * v;
+        ends = e;
+      }
+    }
     const int last = rest - first;
-    // The embedding and the LM head with the loss count as a layer each.
-    const int cost = std::max({first + 1, last + 1, m});
+    const int cost = std::max(ends, m);
     // On a tie, the larger middle share: fewer layers beside the embedding and the LM head.
     if (!best || cost <= best_cost) {
       best = std::pair{first, last};
@@ -103,7 +111,7 @@ std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int 
   return best;
 }
 
-std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp) {
+std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp, int head_units) {
   if (pp < 2 || layers < 2 * pp) return std::nullopt;
   if (layers % pp == 0) return std::pair{0, 0};
   const int middle_stages = pp - 2;
@@ -113,10 +121,10 @@ std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp) {
        ++k) {
     const int rest = layers - middle_stages * k;
     if (rest < 4) break;
-    // Stage 0 also runs the embedding and the LM head: two layers fewer balance it.
-    const int first = std::max(2, (rest - 2) / 2);
+    // Stage 0 also runs the embedding and the LM head's end: as many layers fewer balance it.
+    const int first = std::max(2, (rest - 1 - head_units) / 2);
     const int last = rest - first;  // >= 2: first <= rest / 2 once rest >= 4
-    const int cost = std::max({first + 2, last, k});
+    const int cost = std::max({first + 1 + head_units, last, k});
     if (!best || cost <= best_cost) {
       best = std::pair{first, last};
       best_cost = cost;

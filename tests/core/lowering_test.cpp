@@ -1104,6 +1104,15 @@ TEST(ModelPartition, UnevenStages) {
   EXPECT_EQ(balanced_stage_split(94, 32, 1), (std::pair{2, 2}));
   EXPECT_EQ(balanced_stage_split(94, 32, 2), std::nullopt);
   EXPECT_EQ(balanced_stage_split(126, 16, 2), (std::pair{8, 6}));
+  // DeepSeek-V3's 61 layers on pp 16: 3 + 14 × 4 + 2 by Megatron's count; with its MTP module on
+  // the LM head's stage counted too (lm_head_units 3: the head, the module's layer and its own
+  // head), 4 + 14 × 4 + 1. The V's split keeps 2 + 14 × 4 + 3 either way.
+  ModelSpec deepseek = builtin_catalog().model("deepseek-v3").value();
+  EXPECT_EQ(deepseek.mtp_layers, 1);
+  EXPECT_EQ(lm_head_units(deepseek), 3);
+  EXPECT_EQ(balanced_stage_split(61, 16, 1), (std::pair{3, 2}));
+  EXPECT_EQ(balanced_stage_split(61, 16, 1, lm_head_units(deepseek)), (std::pair{4, 1}));
+  EXPECT_EQ(balanced_v_split(61, 16, lm_head_units(deepseek)), (std::pair{2, 3}));
   for (int layers : {30, 61, 70, 94, 105, 126}) {
     for (int pp : {2, 3, 4, 8, 12, 16, 32}) {
       for (int v : {1, 2, 3}) {

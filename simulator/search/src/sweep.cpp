@@ -151,10 +151,24 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   const std::vector<Schedule> all{Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved,
                                   Schedule::kZeroBubbleH1, Schedule::kDualPipeV};
   // A pp that does not divide the layers gets the balanced uneven split (the embedding and the
-  // LM head counted as a layer each), per number of virtual stages.
+  // LM head counted as a layer each), per number of virtual stages; with MTP modules also the
+  // split that counts them on the LM head's stage (lm_head_units), when it differs.
   const bool even = m.num_layers % u.pp == 0;
-  const auto uneven = [&](int v) { return balanced_stage_split(m.num_layers, u.pp, v); };
-  const std::optional<std::pair<int, int>> one_chunk = even ? std::nullopt : uneven(1);
+  std::vector<int> head_units{1};
+  if (lm_head_units(m) != 1) head_units.push_back(lm_head_units(m));
+  using Split = std::pair<int, int>;
+  auto splits = [&](auto&& split_of) {
+    std::vector<Split> out;
+    for (int h : head_units) {
+      const std::optional<Split> x = split_of(h);
+      if (x && std::find(out.begin(), out.end(), *x) == out.end()) out.push_back(*x);
+    }
+    return out;
+  };
+  const auto uneven = [&](int v) {
+    return splits([&](int h) { return balanced_stage_split(m.num_layers, u.pp, v, h); });
+  };
+  const std::vector<Split> one_chunk = even ? std::vector<Split>{} : uneven(1);
   for (Schedule s : all) {
     if (!allowed(space.schedules, s)) continue;
     // One stage: every schedule runs the same passes; 1F1B stands for them.
@@ -163,16 +177,18 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
       // Two chunks a stage in a V, at least 2·pp micro-batches; a pp that does not divide the
       // layers takes the V's balanced uneven split (stage 0 holding both ends).
       if (u.pp < 2 || micro < 2 * u.pp) continue;
-      if (const auto split = balanced_v_split(m.num_layers, u.pp)) {
-        in.schedules.push_back({s, 2, split->first, split->second});
+      for (const Split& split :
+           splits([&](int h) { return balanced_v_split(m.num_layers, u.pp, h); })) {
+        in.schedules.push_back({s, 2, split.first, split.second});
       }
       continue;
     }
     if (s != Schedule::kInterleaved) {
       if (even) {
         in.schedules.push_back({s, 1});
-      } else if (one_chunk) {
-        in.schedules.push_back({s, 1, one_chunk->first, one_chunk->second});
+      } else {
+        for (const Split& split : one_chunk)
+          in.schedules.push_back({s, 1, split.first, split.second});
       }
       continue;
     }
@@ -187,9 +203,8 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     for (std::int64_t v : divisors(m.num_layers)) {
       if (v < 2 || v > m.num_layers / u.pp) continue;
       if (!allowed(space.virtual_stages, static_cast<int>(v))) continue;
-      if (const auto split = uneven(static_cast<int>(v))) {
-        in.schedules.push_back({s, static_cast<int>(v), split->first, split->second});
-      }
+      for (const Split& split : uneven(static_cast<int>(v)))
+        in.schedules.push_back({s, static_cast<int>(v), split.first, split.second});
     }
   }
   // Megatron-core's EP all-to-all overlap: a variant of every schedule whose passes it can merge,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -266,6 +267,42 @@ TEST(Sweep, AnalyticEstimateCountsMtpAndTheContextParallelExchange) {
     ASSERT_GT(p.simulated->exposed(sim::TimeBucket::kCp), Time(0)) << short_label(p.parallel);
     EXPECT_GT(p.estimate.exposed(sim::TimeBucket::kCp), Time(0)) << short_label(p.parallel);
   }
+}
+
+// DeepSeek-V3's 61 layers on pp 16 (256 B300s, ep 8, 1F1B): the sweep tries Megatron's balanced
+// split (3 + 14 × 4 + 2, the embedding and the loss counted as a layer each) and the one that also
+// counts the MTP module on the last stage (4 + 14 × 4 + 1); the second balances the stages and
+// simulates faster.
+TEST(Sweep, SearchesTheSplitThatCountsTheMtpModule) {
+  SweepRequest req = moe_request("deepseek-v3", 61, 512, 256, 256, 1, 4, 10);
+  req.scenarios[0].model.mtp_layers = 1;
+  req.space.tp = {1};
+  req.space.pp = {16};
+  req.space.cp = {1};
+  req.space.ep = {8};
+  req.space.micro_batch_sizes = {1};
+  req.space.schedules = {Schedule::k1F1B};
+  req.space.recompute = {Recompute::kNone};
+  req.space.zero_stages = {1};
+  req.space.overlap = {true};
+  req.space.moe_a2a = {MoeA2a::kNccl};
+  req.space.orders = {"tp-cp-ep-dp-pp"};
+  // B300s: DeepSeek-V3 on pp 16 × ep 8 needs more than an H100 or H200 holds.
+  req.scenarios[0].gpu = builtin_catalog().gpu("b300").value();
+  req.scenarios[0].topology = topo::topology_for_gpu(req.scenarios[0].gpu).value();
+  auto run = run_sweep(req);
+  ASSERT_TRUE(run) << run.status().message();
+  std::map<std::pair<int, int>, Time> simulated;
+  for (const RankedPlan& p : run->result.ranking) {
+    if (p.simulated)
+      simulated[{p.parallel.first_stage_layers, p.parallel.last_stage_layers}] =
+          p.simulated->step_time;
+  }
+  ASSERT_EQ(simulated.size(), 2u);
+  const std::pair<int, int> megatron{3, 2}, with_mtp{4, 1};
+  ASSERT_TRUE(simulated.count(megatron) && simulated.count(with_mtp));
+  EXPECT_LT(to_seconds(simulated[with_mtp]), 0.95 * to_seconds(simulated[megatron]));
+  EXPECT_EQ(run->result.ranking.front().parallel.first_stage_layers, 4);
 }
 
 // The MoE all-to-all is a search dimension for plans with expert parallelism (without it there is

@@ -94,22 +94,32 @@ struct RankParams {
 // virtual_stages chunks.
 Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p);
 
+// The layers the LM head's stage carries beyond its decoder layers, for a balanced split: the LM
+// head with the loss counts as one, and each multi-token-prediction module as two more (its
+// transformer layer, and its own LM head with the loss).
+inline int lm_head_units(const ModelSpec& m) {
+  return 1 + 2 * m.mtp_layers;
+}
+
 // The uneven split to use when pp × virtual_stages does not divide `layers`: the first and last
 // stage's layers (0, 0 when the even split works). The embedding and the LM head with the loss
 // count as one layer each, as Megatron-core's --account-for-embedding-in-pipeline-split and
 // --account-for-loss-in-pipeline-split and DeepSpeed's 'type:transformer|embedding' partition
-// count them, and the split minimises the largest stage: Llama 3 405B's 126 layers on pp 16 give
-// 7 + 14 × 8 + 7, BLOOM's 70 on pp 12 give 5 + 10 × 6 + 5. nullopt when no split exists, or when
-// the best one leaves a stage more than virtual_stages layers above the even share
-// ⌈(layers + 2) / pp⌉ (94 layers on pp 32 in 2 chunks a stage: 18 + 30 × 2 + 16).
-std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int virtual_stages);
+// count them (`head_units`: the LM head stage's extra layers, lm_head_units()), and the split
+// minimises the largest stage: Llama 3 405B's 126 layers on pp 16 give 7 + 14 × 8 + 7, BLOOM's
+// 70 on pp 12 give 5 + 10 × 6 + 5, DeepSeek-V3's 61 with its MTP module on pp 16 4 + 14 × 4 + 1.
+// nullopt when no split exists, or when the best one leaves a stage more than virtual_stages
+// layers above the even share ⌈(layers + 1 + head_units) / pp⌉ (94 layers on pp 32 in 2 chunks a
+// stage: 18 + 30 × 2 + 16).
+std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int virtual_stages,
+                                                        int head_units = 1);
 
 // The same for dualpipev, whose stage 0 holds the embedding and the LM head (each counted as a
-// layer) and whose stages need not split their layers evenly in two: the first and last stage's
-// layers (at least 2 each; 0, 0 when pp divides the layers), the others an equal share, the
-// largest stage smallest. DeepSeek-V3's 61 layers on pp 16: 2 + 14 × 4 + 3. nullopt when the
-// layers are fewer than 2·pp.
-std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp);
+// layer, the head as `head_units`) and whose stages need not split their layers evenly in two:
+// the first and last stage's layers (at least 2 each; 0, 0 when pp divides the layers), the others
+// an equal share, the largest stage smallest. DeepSeek-V3's 61 layers on pp 16: 2 + 14 × 4 + 3.
+// nullopt when the layers are fewer than 2·pp.
+std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp, int head_units = 1);
 
 class ModelPartition {
  public:
