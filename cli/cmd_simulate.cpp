@@ -43,7 +43,6 @@ struct SimulateArgs {
   bool no_ops = false;
   int top = 10;
   StackArgs stack;
-  std::string attention;
   DbOptions db;
 };
 
@@ -153,6 +152,7 @@ Json result_json(const app::PlacedPlan& setup, const sim::SimResult& r,
   out["hfu"] = r.hfu;
   out["bubble_fraction"] = r.bubble_fraction;
   out["stack"] = std::string(to_string(stack.stack));
+  out["attention"] = std::string(to_string(stack.attention));
   out["host_costs"] = describe(stack.host);
   out["host_wait_s"] = to_seconds(r.host_wait);
   out["host_bound_fraction"] = r.host_bound_fraction;
@@ -328,11 +328,13 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   o.check_memory = !args.ignore_memory;
   PLANNER_ASSIGN_OR_RETURN(ResolvedStack stack, resolve_stack(args.stack));
   o.run.host = stack.host;
-  AttentionImpl attention = default_attention(stack.stack);
-  if (!args.attention.empty()) {
-    PLANNER_ASSIGN_OR_RETURN(attention, parse_flag<AttentionImpl>("--attention", args.attention));
+  o.run.attention = sim::attention_kernel(stack.attention);
+  if (setup.plan.parallel.cp > 1 && !is_flash_style(stack.attention)) {
+    return Status::invalid_input("--attention " + std::string(to_string(stack.attention)) +
+                                 ": context parallelism (cp " +
+                                 std::to_string(setup.plan.parallel.cp) +
+                                 ") needs a flash-style attention kernel (ring attention)");
   }
-  o.run.attention = sim::attention_kernel(attention);
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;
@@ -430,9 +432,6 @@ void register_simulate_commands(CLI::App& app, CliContext& ctx) {
   cmd->add_flag("--no-ops", a->no_ops, "Do not record per-op predictions in the database");
   cmd->add_option("--top", a->top, "Critical-path entries to show (default 10)");
   add_stack_options(cmd, a->stack);
-  cmd->add_option("--attention", a->attention,
-                  "Attention kernel: unfused, fused-softmax, flash, flash2, flash3 or cudnn "
-                  "(default: the stack's; unfused and fused-softmax keep the s x s scores in HBM)");
   add_db_options(cmd, a->db);
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return simulate_command(ctx, *a); }; });

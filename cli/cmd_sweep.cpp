@@ -361,6 +361,7 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a,
   PLANNER_ASSIGN_OR_RETURN(ResolvedStack stack, resolve_stack(a.stack));
   req.options.stack = stack.stack;
   req.options.host = stack.host;
+  req.options.attention = stack.attention;
   return Status::ok();
 }
 
@@ -804,6 +805,7 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
   }
   if (!no_plan.empty()) out["no_plan"] = no_plan;
   out["stack"] = std::string(to_string(setup.request().options.stack));
+  out["attention"] = std::string(to_string(setup.request().options.attention_impl()));
   out["host_costs"] = describe(setup.request().options.sim.run.host);
   return out;
 }
@@ -994,8 +996,8 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
     }
   }
   const search::SweepOptions& so = setup.request().options;
-  out << "software: " << to_string(so.stack) << " (host model: " << describe(so.sim.run.host)
-      << ")\n";
+  out << "software: " << to_string(so.stack) << ", " << to_string(so.attention_impl())
+      << " attention (host model: " << describe(so.sim.run.host) << ")\n";
   const search::SweepCounts& c = res.counts;
   out << "\n"
       << fmt_int(c.candidates) << " valid plans: " << fmt_int(c.out_of_memory)

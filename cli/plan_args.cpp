@@ -179,12 +179,20 @@ void add_stack_options(CLI::App* cmd, StackArgs& args) {
                   "memory, collective, p2p, micro_batch, step, gather_member; backward is a "
                   "factor; pass_sync=1 makes the host synchronise with the GPU before every "
                   "pass), or \"none\" for no host model");
+  cmd->add_option("--attention", args.attention,
+                  "Attention kernel: unfused, fused-softmax, flash, flash2, flash3 or cudnn "
+                  "(default: the stack's; unfused and fused-softmax keep the s x s scores in HBM)");
 }
 
 Result<ResolvedStack> resolve_stack(const StackArgs& args) {
   ResolvedStack out;
   PLANNER_ASSIGN_OR_RETURN(out.stack, parse_flag<SoftwareStack>("--stack", args.stack));
   out.host = host_costs(out.stack);
+  out.attention = default_attention(out.stack);
+  if (!args.attention.empty()) {
+    PLANNER_ASSIGN_OR_RETURN(out.attention,
+                             parse_flag<AttentionImpl>("--attention", args.attention));
+  }
   if (!args.host_costs.empty()) {
     auto parsed = parse_host_costs(args.host_costs, out.host);
     if (!parsed) return Status::invalid_input("--host-costs: " + parsed.status().message());

@@ -67,11 +67,14 @@ Result<E> parse_flag(const std::string& flag, const std::string& text) {
 struct StackArgs {
   std::string stack = "megatron-core";
   std::string host_costs;
+  std::string attention;
 };
+// --stack, --host-costs and --attention.
 void add_stack_options(CLI::App* cmd, StackArgs& args);
 struct ResolvedStack {
   SoftwareStack stack = SoftwareStack::kMegatronCore;
   HostCosts host;
+  AttentionImpl attention = AttentionImpl::kFlash;  // --attention, else the stack's default
 };
 Result<ResolvedStack> resolve_stack(const StackArgs& args);
 

@@ -424,6 +424,15 @@ TEST(SimulateCli, StackHostModelAndAttention) {
   const nlohmann::json flash =
       step({"--stack", "megatron-deepspeed", "--host-costs", "none", "--attention", "flash2"});
   EXPECT_LT(flash["step_time_s"].get<double>(), unfused["step_time_s"].get<double>());
+  EXPECT_EQ(unfused["attention"], "fused-softmax");
+  EXPECT_EQ(flash["attention"], "flash2");
+  EXPECT_EQ(core["attention"], "flash");
+  // Ring attention needs a flash-style kernel.
+  const CommandResult ring =
+      run_planner({"simulate", "--model", "megatron-1.7b", "--gpu", "a100-40gb", "--cp", "2",
+                   "--gbs", "8", "--seq", "2048", "--stack", "megatron-deepspeed", "--no-db"});
+  EXPECT_EQ(ring.exit_code, 2);
+  EXPECT_NE(ring.err.find("flash-style"), std::string::npos) << ring.err;
 
   const CommandResult bad = run_planner(
       {"simulate", "--model", "gpt-tiny", "--gpu", "h100", "--stack", "jax", "--no-db"});

@@ -177,6 +177,76 @@ TEST(SweepCli, JsonIsTheSameForAnyThreadCount) {
             a["ranking"][99]["tokens_per_usd"].get<double>());
 }
 
+// A sweep runs the stack's attention kernel, as simulate does: Megatron-DeepSpeed's fused softmax
+// keeps the s×s scores (more memory, slower than flash attention, no ring attention), --attention
+// overrides it, and the simulated best plan agrees with `planner simulate --stack`.
+TEST(SweepCli, RunsTheStacksAttentionKernel) {
+  auto sweep = [](std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--json", "--no-db", "--cp", "1"});
+    const CommandResult r = run_planner(small(extra));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const nlohmann::json core = sweep({"--host-costs", "none"});
+  const nlohmann::json ds = sweep({"--stack", "megatron-deepspeed", "--host-costs", "none"});
+  const nlohmann::json ds_flash =
+      sweep({"--stack", "megatron-deepspeed", "--host-costs", "none", "--attention", "flash"});
+  ASSERT_FALSE(core.is_null() || ds.is_null() || ds_flash.is_null());
+  EXPECT_EQ(core["attention"], "flash");
+  EXPECT_EQ(ds["attention"], "fused-softmax");
+  EXPECT_EQ(ds_flash["attention"], "flash");
+  auto best = [](const nlohmann::json& j) {
+    return j["ranking"][0]["simulated"]["step_time_s"].get<double>();
+  };
+  EXPECT_GT(best(ds), best(ds_flash));
+  EXPECT_GT(ds["counts"]["out_of_memory"].get<int>(),
+            ds_flash["counts"]["out_of_memory"].get<int>());
+  EXPECT_LT(ds["estimate_error"]["max_abs_pct"].get<double>(), 10);
+  // The simulated best plan is what `planner simulate` gives under the same stack.
+  const nlohmann::json& p = ds["ranking"][0]["parallel"];
+  std::vector<std::string> args = {"simulate",
+                                   "--model",
+                                   "llama3-8b",
+                                   "--gpu",
+                                   "h100",
+                                   "--tp",
+                                   std::to_string(p["tp"].get<int>()),
+                                   "--pp",
+                                   std::to_string(p["pp"].get<int>()),
+                                   "--dp",
+                                   std::to_string(p["dp"].get<int>()),
+                                   "--mbs",
+                                   std::to_string(p["micro_batch_size"].get<int>()),
+                                   "--zero",
+                                   std::to_string(p["zero_stage"].get<int>()),
+                                   "--recompute",
+                                   p["recompute"].get<std::string>(),
+                                   "--schedule",
+                                   p["schedule"].get<std::string>(),
+                                   "--vpp",
+                                   std::to_string(p["virtual_stages"].get<int>()),
+                                   "--seq",
+                                   "2048",
+                                   "--gbs",
+                                   "64",
+                                   "--stack",
+                                   "megatron-deepspeed",
+                                   "--host-costs",
+                                   "none",
+                                   "--json",
+                                   "--no-db"};
+  if (p["sequence_parallel"].get<bool>()) args.push_back("--sp");
+  const CommandResult sim = run_planner(args);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NEAR(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(), best(ds),
+              0.02 * best(ds));
+  // Ring attention needs a flash-style kernel.
+  const CommandResult ring =
+      run_planner(small({"--stack", "megatron-deepspeed", "--cp", "2", "--no-db"}));
+  EXPECT_EQ(ring.exit_code, 2);
+  EXPECT_TRUE(contains(ring.err, "flash-style")) << ring.err;
+}
+
 TEST(SweepCli, CsvHasAHeaderAndARowPerPlan) {
   const CommandResult r = run_planner(small({"--csv", "--keep", "12", "--no-db"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -260,7 +260,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   lo.ranks = representative_ranks(q, RankSubset::kOnePerStage);
   PLANNER_ASSIGN_OR_RETURN(StepProgram prog, lower(small, t, q, lo));
 
-  const sim::ComputeModel cm(*input_.profile);
+  const sim::ComputeModel cm(*input_.profile, input_.attention);
   auto probe = std::make_unique<Probe>();
   probe->kernel_overhead = input_.profile->compute.kernel_overhead;
   for (const RankProgram& rp : prog.ranks()) {

@@ -428,6 +428,20 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
   setup->request_ = request;
   setup->request_.options.sim.run.host =
       request.options.host ? *request.options.host : host_costs(request.options.stack);
+  const AttentionImpl attention = request.options.attention_impl();
+  setup->request_.options.sim.run.attention = sim::attention_kernel(attention);
+  if (!is_flash_style(attention)) {
+    setup->request_.options.sim.memory.flash_attention = false;
+    // Ring attention (context parallelism) runs on flash-style kernels only.
+    std::vector<int>& cp = setup->request_.space.cp;
+    if (std::any_of(cp.begin(), cp.end(), [](int c) { return c > 1; })) {
+      return Status::invalid_input(
+          "context parallelism (cp > 1) needs a flash-style attention kernel (ring attention); "
+          "the sweep's is " +
+          std::string(to_string(attention)));
+    }
+    cp = {1};
+  }
   for (std::size_t i = 0; i < request.scenarios.size(); ++i) {
     const SweepScenario& in = request.scenarios[i];
     Scenario sc;
@@ -456,7 +470,8 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     ei.cluster = sc.cluster;
     ei.profile = sc.profile;
     ei.fabric = sc.fabric;
-    ei.memory = request.options.sim.memory;
+    ei.memory = setup->request_.options.sim.memory;
+    ei.attention = setup->request_.options.sim.run.attention;
     ei.fp32_grads = request.options.sim.lower.fp32_grads;
     ei.host = setup->request_.options.sim.run.host;
     auto est = Estimator::create(ei);

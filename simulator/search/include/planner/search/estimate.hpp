@@ -83,6 +83,7 @@ struct EstimatorInput {
   MemoryOptions memory;
   bool fp32_grads = false;  // as LowerOptions::fp32_grads
   HostCosts host;           // as RunOptions::host: the issuing thread's cost per op
+  sim::AttentionKernel attention = sim::AttentionKernel::kFlash;  // as RunOptions::attention
 };
 
 struct PlanEstimate {

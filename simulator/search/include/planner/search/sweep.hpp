@@ -147,6 +147,10 @@ struct SweepOptions {
   // and simulation of the sweep, unless `host` overrides them.
   SoftwareStack stack = SoftwareStack::kMegatronCore;
   std::optional<HostCosts> host;
+  // The attention kernel of every estimate and simulation (its time, and whether the s×s scores
+  // take memory), unless given: the stack's (default_attention).
+  std::optional<AttentionImpl> attention;
+  AttentionImpl attention_impl() const { return attention.value_or(default_attention(stack)); }
 };
 
 struct SweepRequest {
