@@ -149,7 +149,8 @@ TEST(ComputeModel, UnfusedSoftmaxStreamsTheScoresMoreOftenThanTheFusedKernel) {
 // Megatron's fused scale-mask-softmax takes causal 16-bit scores only when b·np divides into its
 // blocks (four rows a block for 1,024 keys): vTrain's GPT with 16 heads on tp 8 at micro-batch 1
 // has b·np = 2 and runs the softmax as PyTorch ops; micro-batch 2 (b·np = 4) is fused.
-TEST(ComputeModel, FusedSoftmaxAvailabilityFollowsMegatronsKernelCheck) {
+// A causal fp16 attention op over 1,024 queries and keys of head dim 128, `batch` = b·np.
+OpDesc causal_scores(std::int64_t batch) {
   OpDesc d;
   d.kind = OpKind::kAttention;
   d.precision = Precision::kFp16;
@@ -157,7 +158,12 @@ TEST(ComputeModel, FusedSoftmaxAvailabilityFollowsMegatronsKernelCheck) {
   d.m = 1024;
   d.n = 1024;
   d.k = 128;
-  d.batch = 2;
+  d.batch = batch;
+  return d;
+}
+
+TEST(ComputeModel, FusedSoftmaxAvailabilityFollowsMegatronsKernelCheck) {
+  OpDesc d = causal_scores(2);
   EXPECT_FALSE(fused_softmax_available(d));
   d.batch = 4;
   EXPECT_TRUE(fused_softmax_available(d));
@@ -189,14 +195,7 @@ TEST(ComputeModel, TorchSoftmaxFallbackStreamsTheScoresAndCostsTheHostKernels) {
   const ComputeModel fused(p, AttentionKernel::kFusedSoftmax);
   const ComputeModel unfused(p, AttentionKernel::kUnfused);
   const ComputeModel flash(p, AttentionKernel::kFlash);
-  OpDesc d;
-  d.kind = OpKind::kAttention;
-  d.precision = Precision::kFp16;
-  d.flags = kCausal;
-  d.m = 1024;
-  d.n = 1024;
-  d.k = 128;
-  d.batch = 4;
+  OpDesc d = causal_scores(4);
   EXPECT_EQ(fused.extra_host_kernels(d, false), 0);
   EXPECT_EQ(unfused.extra_host_kernels(d, false), 3);
   EXPECT_EQ(unfused.extra_host_kernels(d, true), 2);
