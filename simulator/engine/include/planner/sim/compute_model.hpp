@@ -98,7 +98,9 @@ inline constexpr double kDropoutMaskBytes = 1;
 // rows a warp when 2^ceil(log2 sk) <= 128) for the causal kernel, sq a multiple of it otherwise.
 // Otherwise Megatron runs the softmax as PyTorch ops (kTorchSoftmax*): tp 8 with 16 heads at
 // micro-batch 1 (b·np = 2) does.
-inline constexpr std::int64_t kFusedSoftmaxMaxKeys = 4096;  // 2048 before 2021, 16384 from 2023
+// 4,096 in Megatron-LM and Megatron-DeepSpeed of the fused-softmax era (2,048 earlier);
+// Megatron-core later raised it to 16,384.
+inline constexpr std::int64_t kFusedSoftmaxMaxKeys = 4096;
 bool fused_softmax_available(const OpDesc& attention);
 
 class ComputeModel {

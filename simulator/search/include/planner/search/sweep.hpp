@@ -7,8 +7,9 @@
 //   tp     divisors allowed by check_parallel(), within the cluster's NVLink domain unless
 //          tp_within_nvlink is off
 //   cp     1, and powers of two leaving at least kMinTokensPerCpRank tokens per rank (ring
-//   attention
-//          on shorter blocks cannot hide its K/V exchange), that check_parallel() accepts
+//          attention on shorter blocks cannot hide its K/V exchange), that check_parallel()
+//          accepts; only 1 when the attention kernel (SweepOptions::attention) materialises the
+//          scores, as ring attention needs a flash-style kernel
 //   ep     1 for dense models; for MoE the divisors of the expert count that divide dp × cp
 //   pp     divisors of the layer count
 //   dp     divisors of the global batch (with the micro-batch size); world = tp·cp·dp·pp must be
