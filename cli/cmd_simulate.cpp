@@ -329,12 +329,6 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(ResolvedStack stack, resolve_stack(args.stack));
   o.run.host = stack.host;
   o.run.attention = sim::attention_kernel(stack.attention);
-  if (setup.plan.parallel.cp > 1 && !is_flash_style(stack.attention)) {
-    return Status::invalid_input("--attention " + std::string(to_string(stack.attention)) +
-                                 ": context parallelism (cp " +
-                                 std::to_string(setup.plan.parallel.cp) +
-                                 ") needs a flash-style attention kernel (ring attention)");
-  }
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;

@@ -9,6 +9,7 @@
 #include "planner/core/rank_grid.hpp"
 #include "planner/core/schedule.hpp"
 #include "planner/sim/collectives.hpp"
+#include "planner/sim/simulate.hpp"
 
 namespace planner::app {
 namespace {
@@ -45,9 +46,9 @@ Result<PlanExplanation> explain_plan(const search::SweepSetup& setup,
     out.step_time = sim->step_time;
   } else {
     const sim::SimOptions& options = setup.request().options.sim;
-    MemoryOptions mo = options.memory;
-    if (options.run.attention == sim::AttentionKernel::kUnfused) mo.flash_attention = false;
-    PLANNER_ASSIGN_OR_RETURN(memory, estimate_memory(plan.model, plan.training, p, plan.gpu, mo));
+    PLANNER_ASSIGN_OR_RETURN(
+        memory, estimate_memory(plan.model, plan.training, p, plan.gpu,
+                                sim::memory_with(options.memory, options.run.attention)));
     out.bubble = ranked.estimate.bubble_fraction;
     out.step_time = ranked.estimate.step_time;
   }

@@ -46,6 +46,11 @@ Result<SimResult> simulate(const SimInput& input) {
     check_parallel(plan.model, plan.training, plan.parallel, diag);
     PLANNER_RETURN_IF_ERROR(diag.to_status());
   }
+  if (plan.parallel.cp > 1 && options.run.attention != AttentionKernel::kFlash) {
+    return Status::invalid_input(
+        "context parallelism (cp " + std::to_string(plan.parallel.cp) +
+        ") needs a flash-style attention kernel (ring attention); the plan's keeps the scores");
+  }
   SimResult out;
   out.model = plan.model.name;
   out.gpu = plan.gpu.name;
@@ -57,10 +62,9 @@ Result<SimResult> simulate(const SimInput& input) {
   out.tokens_per_step = plan.training.tokens_per_step();
 
   implements(SimModel::kStepAccounting);
-  MemoryOptions memory = options.memory;
-  if (options.run.attention != AttentionKernel::kFlash) memory.flash_attention = false;
-  PLANNER_ASSIGN_OR_RETURN(
-      out.memory, estimate_memory(plan.model, plan.training, plan.parallel, plan.gpu, memory));
+  PLANNER_ASSIGN_OR_RETURN(out.memory,
+                           estimate_memory(plan.model, plan.training, plan.parallel, plan.gpu,
+                                           memory_with(options.memory, options.run.attention)));
   if (!out.memory.fits && options.check_memory) {
     out.out_of_memory = OutOfMemory{out.memory.peak_stage, out.memory.peak, out.memory.capacity};
     return out;

@@ -216,7 +216,7 @@ Estimator::Session Estimator::session() const {
 
 Estimator::Session::Session(const Estimator& e)
     : e_(&e), memory_(e.input_.model, e.input_.training, e.input_.gpu, [&] {
-        MemoryOptions o = e.input_.memory;
+        MemoryOptions o = sim::memory_with(e.input_.memory, e.input_.attention);
         o.fp32_grads = e.input_.fp32_grads;
         return o;
       }()) {}

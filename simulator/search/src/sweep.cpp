@@ -431,8 +431,7 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
   const AttentionImpl attention = request.options.attention_impl();
   setup->request_.options.sim.run.attention = sim::attention_kernel(attention);
   if (!is_flash_style(attention)) {
-    setup->request_.options.sim.memory.flash_attention = false;
-    // Ring attention (context parallelism) runs on flash-style kernels only.
+    // Ring attention (context parallelism) runs on flash-style kernels only (sim::simulate).
     std::vector<int>& cp = setup->request_.space.cp;
     if (std::any_of(cp.begin(), cp.end(), [](int c) { return c > 1; })) {
       return Status::invalid_input(
@@ -470,7 +469,7 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     ei.cluster = sc.cluster;
     ei.profile = sc.profile;
     ei.fabric = sc.fabric;
-    ei.memory = setup->request_.options.sim.memory;
+    ei.memory = request.options.sim.memory;
     ei.attention = setup->request_.options.sim.run.attention;
     ei.fp32_grads = request.options.sim.lower.fp32_grads;
     ei.host = setup->request_.options.sim.run.host;

@@ -37,9 +37,16 @@ struct SimOptions {
   RankSubset ranks = RankSubset::kOnePerStage;
   RunOptions run;
   bool check_memory = true;
-  MemoryOptions memory;  // with run.attention unfused, the scores are stored (flash_attention off)
+  MemoryOptions memory;  // as memory_with(): a kernel that keeps the scores stores them
   LowerOptions lower;    // bucket size, fp32 gradients, clipping (its `ranks` is ignored)
 };
+
+// The memory options under an attention kernel: any but flash-style keeps the s×s scores
+// (flash_attention off).
+inline MemoryOptions memory_with(MemoryOptions memory, AttentionKernel attention) {
+  if (attention != AttentionKernel::kFlash) memory.flash_attention = false;
+  return memory;
+}
 
 struct SimInput {
   Plan plan;  // model, GPU, training, parallel config (plan.cluster is informational)

@@ -83,7 +83,8 @@ struct EstimatorInput {
   MemoryOptions memory;
   bool fp32_grads = false;  // as LowerOptions::fp32_grads
   HostCosts host;           // as RunOptions::host: the issuing thread's cost per op
-  sim::AttentionKernel attention = sim::AttentionKernel::kFlash;  // as RunOptions::attention
+  // As RunOptions::attention; a kernel that keeps the scores stores them (sim::memory_with).
+  sim::AttentionKernel attention = sim::AttentionKernel::kFlash;
 };
 
 struct PlanEstimate {
