@@ -19,6 +19,7 @@ enum class Style {
   kQwen2Moe,
   kQwen3Moe,
   kDeepseek,
+  kGlm4Moe,
   kGptOss,
   kLlama4,
   kDbrx,
@@ -37,7 +38,7 @@ struct Architecture {
   std::string_view family;
 };
 
-constexpr std::array<Architecture, 22> kArchitectures{{
+constexpr std::array<Architecture, 23> kArchitectures{{
     {"LlamaForCausalLM", "llama", Style::kLlama, "llama"},
     {"MistralForCausalLM", "mistral", Style::kLlama, "mistral"},
     {"Qwen2ForCausalLM", "qwen2", Style::kLlama, "qwen2"},
@@ -47,6 +48,7 @@ constexpr std::array<Architecture, 22> kArchitectures{{
     {"Qwen3MoeForCausalLM", "qwen3_moe", Style::kQwen3Moe, "qwen3-moe"},
     {"DeepseekV3ForCausalLM", "deepseek_v3", Style::kDeepseek, "deepseek-v3"},
     {"DeepseekV2ForCausalLM", "deepseek_v2", Style::kDeepseek, "deepseek-v2"},
+    {"Glm4MoeForCausalLM", "glm4_moe", Style::kGlm4Moe, "glm4-moe"},
     {"GptOssForCausalLM", "gpt_oss", Style::kGptOss, "gpt-oss"},
     {"Llama4ForConditionalGeneration", "llama4", Style::kLlama4, "llama4"},
     {"Llama4ForCausalLM", "llama4_text", Style::kLlama4, "llama4"},
@@ -277,8 +279,13 @@ struct MoeKeys {
   std::string_view expert_ffn = "moe_intermediate_size";
 };
 
+// A config.json describes the architecture, not how it is trained: the experts are dropless
+// (capacity factor 0), Megatron-core's default (--moe-expert-capacity-factor unset) and how
+// DeepSeek-V3 (arXiv:2412.19437 §2.1.2: "does not drop any tokens"), Qwen3-MoE, GPT-OSS and
+// Llama 4 were trained, as planner's presets of them say; a plan sets a capacity factor to drop.
 MoeSpec read_moe(HfReader& r, const ModelSpec& m, const MoeKeys& keys) {
   MoeSpec moe;
+  moe.capacity_factor = 0;
   moe.num_experts = as_int(r.integer(keys.experts, 0, true));
   moe.top_k = as_int(r.integer(keys.top_k, 0, true));
   moe.expert_ffn_hidden =
@@ -303,19 +310,12 @@ void read_qwen_sparsity(HfReader& r, MoeSpec& moe) {
   }
 }
 
-// DeepSeek-V2/V3: MLA, fine-grained and shared experts, the first k layers dense, group-limited
-// routing, and V3's sigmoid scoring and multi-token prediction.
-void read_deepseek(HfReader& r, ModelSpec& m) {
-  read_llama_like(r, m);
-  m.kv_heads = m.heads;  // MLA: num_key_value_heads repeats the heads
-  MlaSpec mla;
-  mla.q_lora_rank = as_int(r.count("q_lora_rank", 0));
-  mla.kv_lora_rank = as_int(r.integer("kv_lora_rank", 0, true));
-  mla.qk_nope_head_dim = as_int(r.integer("qk_nope_head_dim", 0, true));
-  mla.qk_rope_head_dim = as_int(r.integer("qk_rope_head_dim", 0, true));
-  mla.v_head_dim = as_int(r.integer("v_head_dim", 0, true));
-  m.mla = mla;
-  m.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+// DeepSeek's MoE block (DeepseekV3MoE, and GLM-4.5's Glm4MoeMoE after it): fine-grained routed
+// experts of moe_intermediate_size, n_shared_experts of the same width, the first
+// first_k_dense_replace layers dense, group-limited routing (n_group, topk_group), and the
+// multi-token-prediction modules (num_nextn_predict_layers). `scoring`: the router's function when
+// the config does not name one (scoring_func).
+void read_deepseek_moe(HfReader& r, ModelSpec& m, std::string_view scoring_default) {
   MoeSpec moe = read_moe(r, m, {"n_routed_experts"});
   moe.shared_experts = as_int(r.count("n_shared_experts", 0));
   moe.shared_expert_ffn_hidden = moe.expert_ffn_hidden;
@@ -330,7 +330,7 @@ void read_deepseek(HfReader& r, ModelSpec& m) {
   }
   moe.expert_groups = as_int(r.integer("n_group", 1, false));
   moe.group_top_k = as_int(r.integer("topk_group", moe.expert_groups, false));
-  const std::string scoring = r.string("scoring_func", "softmax");
+  const std::string scoring = r.string("scoring_func", std::string(scoring_default));
   if (scoring == "sigmoid") {
     moe.scoring = RouterScoring::kSigmoid;
   } else if (scoring != "softmax") {
@@ -339,6 +339,32 @@ void read_deepseek(HfReader& r, ModelSpec& m) {
   m.moe = moe;
   m.mtp_layers = as_int(r.count("num_nextn_predict_layers", 0));
   m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+}
+
+// DeepSeek-V2/V3: MLA, fine-grained and shared experts, the first k layers dense, group-limited
+// routing, and V3's sigmoid scoring and multi-token prediction.
+void read_deepseek(HfReader& r, ModelSpec& m) {
+  read_llama_like(r, m);
+  m.kv_heads = m.heads;  // MLA: num_key_value_heads repeats the heads
+  MlaSpec mla;
+  mla.q_lora_rank = as_int(r.count("q_lora_rank", 0));
+  mla.kv_lora_rank = as_int(r.integer("kv_lora_rank", 0, true));
+  mla.qk_nope_head_dim = as_int(r.integer("qk_nope_head_dim", 0, true));
+  mla.qk_rope_head_dim = as_int(r.integer("qk_rope_head_dim", 0, true));
+  mla.v_head_dim = as_int(r.integer("v_head_dim", 0, true));
+  m.mla = mla;
+  m.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  read_deepseek_moe(r, m, "softmax");
+}
+
+// GLM-4.5 (transformers' Glm4MoeForCausalLM): grouped-query attention with head_dim, biases on q,
+// k and v only (attention_bias; negligible, as for Qwen2), and DeepSeek-V3's MoE block with its
+// router always sigmoid-scored (Glm4MoeTopkRouter) and its MTP layer. Partial rotary embedding and
+// the optional q/k norms change no GEMM.
+void read_glm4_moe(HfReader& r, ModelSpec& m) {
+  read_llama_like(r, m);
+  m.bias = false;
+  read_deepseek_moe(r, m, "sigmoid");
 }
 
 // GPT-OSS: every layer MoE (intermediate_size is the expert width), biases on attention and
@@ -547,6 +573,9 @@ Result<ModelSpec> import_hf_config(std::string_view text, std::string_view sourc
     }
     case Style::kDeepseek:
       read_deepseek(r, m);
+      break;
+    case Style::kGlm4Moe:
+      read_glm4_moe(r, m);
       break;
     case Style::kGptOss:
       read_gpt_oss(r, m);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "planner/core/catalog.hpp"
 #include "planner/core/flops.hpp"
 #include "planner/core/hf_import.hpp"
 #include "planner/core/loaders.hpp"
@@ -19,8 +20,9 @@ Result<ModelSpec> import_fixture(const std::string& name) {
 
 // How a publisher counts active parameters.
 enum class Active {
-  kWithEmbedding,     // Mistral, Meta, Qwen, Databricks, AllenAI: everything a token touches
-  kWithoutEmbedding,  // DeepSeek, OpenAI, NVIDIA: the input embedding table left out
+  kWithEmbedding,            // Mistral, Meta, Qwen, Databricks, AllenAI: everything a token touches
+  kWithoutEmbedding,         // DeepSeek, OpenAI, NVIDIA: the input embedding table left out
+  kWithoutEmbeddingAndHead,  // Zhipu (GLM-4.5): the embedding table and the output layer left out
 };
 
 struct Published {
@@ -67,8 +69,9 @@ TEST_P(HfImportMoe, ParameterCountsMatchThePublishedTotals) {
     active -= static_cast<double>(m->mtp_params() - (m->moe->num_experts - m->moe->top_k) *
                                                         m->expert_params() * m->mtp_layers);
   }
-  if (p.convention == Active::kWithoutEmbedding) {
-    active -= static_cast<double>(m->embedding_params());
+  if (p.convention != Active::kWithEmbedding) active -= static_cast<double>(m->embedding_params());
+  if (p.convention == Active::kWithoutEmbeddingAndHead) {
+    active -= static_cast<double>(m->lm_head_params());
   }
   expect_matches(total + p.not_modeled, p.total, p.unit, std::string(p.file) + " total");
   expect_matches(active, p.active, p.unit, std::string(p.file) + " active");
@@ -109,6 +112,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "Databricks 2024-03-27: 132B total parameters, 36B active"},
         Published{"olmoe-1b-7b.config.json", 6.9e9, 1.3e9, Active::kWithEmbedding, 0.1e9, 0,
                   "OLMoE paper (arXiv:2409.02060): 6.9B total, 1.3B active"},
+        Published{"glm-4.5.config.json", 355e9, 32e9, Active::kWithoutEmbeddingAndHead, 1e9, 0,
+                  "zai-org/GLM-4.5 model card: 355 billion total parameters, 32 billion active"},
+        Published{"glm-4.5-air.config.json", 106e9, 12e9, Active::kWithoutEmbeddingAndHead, 1e9, 0,
+                  "zai-org/GLM-4.5 model card: GLM-4.5-Air, 106 billion total, 12 billion active"},
         Published{"nemotron-3-nano-30b-a3b.config.json", 31.6e9, 3.2e9, Active::kWithoutEmbedding,
                   0.1e9, 0,
                   "NVIDIA Nemotron 3 Nano model card: 31.6B total, 3.2B active (3.6B with "
@@ -150,6 +157,33 @@ TEST(HfImportMoeDetails, DeepSeekV3) {
   const double hub =
       static_cast<double>(m->total_params() + m->embedding_params() + m->lm_head_params());
   EXPECT_NEAR(hub / 685e9, 1.0, 0.01);
+}
+
+// GLM-4.5: DeepSeek-V3's MoE block (sigmoid router, one shared expert, the first 3 layers dense,
+// one MTP layer) behind grouped-query attention, and dropless as a config.json import always is.
+TEST(HfImportMoeDetails, Glm45) {
+  auto m = import_fixture("glm-4.5.config.json");
+  ASSERT_TRUE(m) << m.status().message();
+  EXPECT_EQ(m->family, "glm4-moe");
+  EXPECT_FALSE(m->mla);
+  EXPECT_EQ(m->heads, 96);
+  EXPECT_EQ(m->kv_heads, 8);
+  EXPECT_EQ(m->head_dim, 128);  // 96 x 128 = 12,288 query width on a 5,120 hidden
+  EXPECT_EQ(m->q_dim(), 12288);
+  EXPECT_EQ(m->moe->num_experts, 160);
+  EXPECT_EQ(m->moe->shared_experts, 1);
+  EXPECT_EQ(m->moe->shared_expert_ffn_hidden, 1536);
+  EXPECT_EQ(m->moe->first_dense_layers, 3);
+  EXPECT_EQ(m->moe->scoring, RouterScoring::kSigmoid);  // no scoring_func key: GLM's router
+  EXPECT_EQ(m->moe->capacity_factor, 0);
+  EXPECT_EQ(m->moe_layers(), 89);
+  EXPECT_EQ(m->mtp_layers, 1);
+  EXPECT_FALSE(m->bias);  // q/k/v biases only
+  // The same model as the preset.
+  const ModelSpec* preset = builtin_catalog().find_model("glm-4.5");
+  ASSERT_NE(preset, nullptr);
+  EXPECT_EQ(preset->total_params(), m->total_params());
+  EXPECT_EQ(preset->active_params(), m->active_params());
 }
 
 TEST(HfImportMoeDetails, DeepSeekV2LiteHasNoQueryLatent) {

@@ -66,23 +66,28 @@ TEST(ModelSpec, GqaShrinksOnlyKeyValueProjections) {
 }
 
 // Every MoE preset against its publisher's totals (the preset's source says which). Active counts
-// follow each publisher's convention: DeepSeek, OpenAI and NVIDIA leave the embedding table out.
+// follow each publisher's convention: DeepSeek, OpenAI and NVIDIA leave the embedding table out,
+// Zhipu (GLM-4.5) the embedding table and the output layer.
 // Published figures are rounded: within 1% of the figure widened by half its last digit.
 TEST(ModelSpec, MoePresetsMatchThePublishedTotals) {
+  enum class Active { kAll, kWithoutEmbedding, kWithoutEmbeddingAndHead };
   struct Case {
     const char* name;
     double total, active, unit;
-    bool active_without_embedding;
+    Active convention;
     double not_modeled;  // Llama 4: the 0.87B vision encoder in Meta's totals
   };
-  for (const Case& c : {Case{"deepseek-v3", 671e9, 37e9, 1e9, true, 0},
-                        Case{"qwen3-235b-a22b", 235e9, 22e9, 1e9, false, 0},
-                        Case{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.1e9, false, 0},
-                        Case{"gpt-oss-120b", 116.83e9, 5.13e9, 0.01e9, true, 0},
-                        Case{"llama4-scout", 109e9, 17e9, 1e9, false, 0.872e9},
-                        Case{"llama4-maverick", 400e9, 17e9, 1e9, false, 0.872e9},
-                        Case{"mixtral-8x22b", 141e9, 39e9, 1e9, false, 0},
-                        Case{"nemotron-3-nano", 31.6e9, 3.2e9, 0.1e9, true, 0}}) {
+  for (const Case& c :
+       {Case{"deepseek-v3", 671e9, 37e9, 1e9, Active::kWithoutEmbedding, 0},
+        Case{"qwen3-235b-a22b", 235e9, 22e9, 1e9, Active::kAll, 0},
+        Case{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.1e9, Active::kAll, 0},
+        Case{"gpt-oss-120b", 116.83e9, 5.13e9, 0.01e9, Active::kWithoutEmbedding, 0},
+        Case{"llama4-scout", 109e9, 17e9, 1e9, Active::kAll, 0.872e9},
+        Case{"llama4-maverick", 400e9, 17e9, 1e9, Active::kAll, 0.872e9},
+        Case{"mixtral-8x22b", 141e9, 39e9, 1e9, Active::kAll, 0},
+        Case{"nemotron-3-nano", 31.6e9, 3.2e9, 0.1e9, Active::kWithoutEmbedding, 0},
+        Case{"glm-4.5", 355e9, 32e9, 1e9, Active::kWithoutEmbeddingAndHead, 0},
+        Case{"glm-4.5-air", 106e9, 12e9, 1e9, Active::kWithoutEmbeddingAndHead, 0}}) {
     const ModelSpec& m = preset(c.name);
     const double mtp_inactive = m.mtp_layers > 0 && m.is_moe_layer(m.num_layers)
                                     ? static_cast<double>(m.mtp_layers) *
@@ -92,7 +97,10 @@ TEST(ModelSpec, MoePresetsMatchThePublishedTotals) {
     const double mtp = static_cast<double>(m.mtp_params());
     const double total = static_cast<double>(m.total_params()) - mtp + c.not_modeled;
     double active = static_cast<double>(m.active_params()) - (mtp - mtp_inactive);
-    if (c.active_without_embedding) active -= static_cast<double>(m.embedding_params());
+    if (c.convention != Active::kAll) active -= static_cast<double>(m.embedding_params());
+    if (c.convention == Active::kWithoutEmbeddingAndHead) {
+      active -= static_cast<double>(m.lm_head_params());
+    }
     EXPECT_LE(std::abs(total - c.total), 0.01 * c.total + c.unit / 2) << c.name << " " << total;
     EXPECT_LE(std::abs(active - c.active), 0.01 * c.active + c.unit / 2) << c.name << " " << active;
   }
@@ -104,6 +112,7 @@ TEST(ModelSpec, MoePresetsPretrainingSequenceLength) {
   EXPECT_EQ(preset("deepseek-v3").pretrain_seq_len, 4096);
   EXPECT_EQ(preset("qwen3-235b-a22b").pretrain_seq_len, 4096);
   EXPECT_EQ(preset("qwen3-30b-a3b").pretrain_seq_len, 4096);
+  EXPECT_EQ(preset("glm-4.5").pretrain_seq_len, 4096);  // GLM-4.5 report: 4K, then 32K and 128K
   for (const char* name :
        {"gpt-oss-120b", "llama4-scout", "llama4-maverick", "mixtral-8x22b", "nemotron-3-nano"}) {
     EXPECT_EQ(preset(name).pretrain_seq_len, 0) << name;

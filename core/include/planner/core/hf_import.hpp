@@ -6,9 +6,10 @@
 //   RWForCausalLM name), and the mixtures of experts MixtralForCausalLM, Qwen2MoeForCausalLM (its
 //   gated shared expert), Qwen3MoeForCausalLM, DeepseekV2ForCausalLM and DeepseekV3ForCausalLM
 //   (multi-head latent attention, shared experts, first_k_dense_replace, group-limited routing,
-//   sigmoid scoring, num_nextn_predict_layers), GptOssForCausalLM (attention and expert biases,
-//   alternating sliding-window attention from layer_types), Llama4ForConditionalGeneration and
-//   Llama4ForCausalLM (the text model in text_config: a shared expert, MoE every
+//   sigmoid scoring, num_nextn_predict_layers), Glm4MoeForCausalLM (GLM-4.5: DeepSeek-V3's MoE
+//   block and MTP layer behind grouped-query attention), GptOssForCausalLM (attention and expert
+//   biases, alternating sliding-window attention from layer_types), Llama4ForConditionalGeneration
+//   and Llama4ForCausalLM (the text model in text_config: a shared expert, MoE every
 //   interleave_moe_layer_step-th layer, dense layers of intermediate_size_mlp; the vision encoder
 //   is not modelled), DbrxForCausalLM, OlmoeForCausalLM and the hybrid NemotronHForCausalLM
 //   (hybrid_override_pattern of Mamba-2, attention, MLP and MoE blocks).
