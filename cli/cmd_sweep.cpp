@@ -1006,7 +1006,9 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
   if (c.over_deadline > 0) out << ", " << fmt_int(c.over_deadline) << " past the deadline";
   out << "; the best " << c.simulated << " simulated (" << fmt(seconds, 1) << " s in all)\n";
   if (c.simulation_failures > 0) {
-    out << c.simulation_failures << " simulations failed; those plans are left out\n";
+    out << c.simulation_failures
+        << " simulations failed; those plans are left out (first: " << res.simulation_failure
+        << ")\n";
   }
   if (res.error.plans > 0) {
     out << "estimate vs simulation on those " << res.error.plans << ": mean |error| "

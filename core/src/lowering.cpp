@@ -88,11 +88,11 @@ struct PassRange {
 // stage's order run as one, so that one's dispatch and combine all-to-alls run under the other's
 // compute. Each pass is cut into segments after every EP all-to-all, and the pair's ops are put
 // in the order forward segment 0, backward segment 0, forward segment 1, ...: the compute stream
-// alternates between the two passes, and each all-to-all waits only for its own pass. Pairs are
-// taken left to right, a pass in at most one (1F1B's steady state: F(k + w) with B(k); with one
-// stage, B(k) with F(k + 1)). A pair where an op would come before one it depends on keeps its
-// order. With `marked`, only the pairs the schedule marks fused merge (dualpipev's F&B chunks).
-void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passes, bool marked) {
+// alternates between the two passes, and each all-to-all waits only for its own pass. The pairs
+// are those the schedule marks fused (PipelineSchedule::fused: the steady state's F(k + w) with
+// B(k), dualpipev's F&B chunks). A pair where an op would come before one it depends on keeps its
+// order.
+void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passes) {
   std::vector<std::uint32_t> order(rp.size());
   std::iota(order.begin(), order.end(), 0u);
   auto segments = [&](const PassRange& p) {
@@ -108,7 +108,7 @@ void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passe
   for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
     const PassRange& a = passes[i];
     const PassRange& b = passes[i + 1];
-    const bool pair = a.end == b.begin && a.microbatch != b.microbatch && (!marked || a.fused) &&
+    const bool pair = a.end == b.begin && a.microbatch != b.microbatch && a.fused &&
                       ((a.pass == Pass::kForward && b.pass == Pass::kBackward) ||
                        (a.pass == Pass::kBackward && b.pass == Pass::kForward));
     if (!pair) continue;
@@ -458,7 +458,7 @@ void Lowerer::setup_sizes() {
   gated_ = is_gated(m_.mlp);
   m_count_ = sched_.microbatches();
   vstages_ = part_.virtual_stages();
-  if (p_.schedule == Schedule::kDualPipeV) {
+  if (p_.schedule == Schedule::kDualPipeV || (p_.moe_a2a_overlap && p_.ep > 1 && p_.pp > 1)) {
     if (auto run = run_schedule(sched_, PassTimes{}); run) unit_run_ = std::move(*run);
   }
   b_ = p_.micro_batch_size;
@@ -2418,10 +2418,15 @@ Status Lowerer::lower_worker(int rank) {
   }
   step_tail(r);
   if (p_.schedule == Schedule::kDualPipeV) {
-    merge_forward_backward(*r.rp, passes, true);
+    merge_forward_backward(*r.rp, passes);
     order_pipeline_messages(*r.rp, unit_run_);
   } else if (p_.moe_a2a_overlap && ep_ > 1) {
-    merge_forward_backward(*r.rp, passes, false);
+    merge_forward_backward(*r.rp, passes);
+    // A merged pair interleaves its passes' segments, so its sends and receives move with them:
+    // a pass without an all-to-all (a dense layer's chunk) keeps its messages together while its
+    // partner's split. Stages then disagree on the order of their messages; order them as
+    // dualpipev's are.
+    if (p_.pp > 1) order_pipeline_messages(*r.rp, unit_run_);
   }
   if (layouts_[static_cast<std::size_t>(s)].ops_hint == 0) {
     layouts_[static_cast<std::size_t>(s)].ops_hint = r.rp->size();

@@ -29,12 +29,15 @@ Order gpipe(int m) {
   return o;
 }
 
-Order one_f_one_b(int p, int m, int s, int extra) {
+// `steady_pairs`: where each steady-state forward pass sits (the pass after it is the backward of
+// another micro-batch it runs merged with, under the EP all-to-all overlap).
+Order one_f_one_b(int p, int m, int s, int extra, std::vector<std::size_t>& steady_pairs) {
   const int warmup = std::min(p - s - 1 + extra, m);
   Order o;
   for (int i = 0; i < warmup; ++i)
     o.push_back(fwd(i));
   for (int i = 0; i < m - warmup; ++i) {
+    if (warmup > 0) steady_pairs.push_back(o.size());
     o.push_back(fwd(warmup + i));
     o.push_back(bwd(i));
   }
@@ -61,7 +64,7 @@ std::vector<std::pair<int, int>> interleaved_table(int p, int m, int v) {
   return table;
 }
 
-Order interleaved(int p, int m, int v, int s, int extra) {
+Order interleaved(int p, int m, int v, int s, int extra, std::vector<std::size_t>& steady_pairs) {
   const std::vector<std::pair<int, int>> table = interleaved_table(p, m, v);
   const int total = m * v;
   // Megatron-LM runs everything as warm-up when there are exactly p micro-batches. The warm-up
@@ -83,8 +86,10 @@ Order interleaved(int p, int m, int v, int s, int extra) {
     o.push_back(forward(k));
   const int steady = total - warmup;
   for (int k = 0; k < steady; ++k) {
-    o.push_back(forward(warmup + k));
-    o.push_back(backward(k));
+    const PassItem f = forward(warmup + k), b = backward(k);
+    if (f.microbatch != b.microbatch) steady_pairs.push_back(o.size());
+    o.push_back(f);
+    o.push_back(b);
   }
   for (int k = steady; k < total; ++k)
     o.push_back(backward(k));
@@ -189,6 +194,26 @@ std::string item_name(const PassItem& it, int stage) {
 
 }  // namespace
 
+// Megatron-core's combined 1F1B (the EP all-to-all overlap, extra_warmup > 0): every steady-state
+// forward pass runs merged with the backward pass after it (F(k + w), B(k)); the warm-up's and
+// the drain's passes run alone. The pairs are kept only when the stages never wait on each other
+// forever with them merged (run with unit pass times, a pair starting once both its inputs are
+// there): with fewer than about 2p micro-batches a pair's backward can need the next stage's
+// pair, which needs this pair's forward. The schedule then runs unmerged.
+void PipelineSchedule::fuse_steady_state(PipelineSchedule& sched, int extra) {
+  // Megatron-core merges 1F1B's passes only without a pipeline (with stages, each merged pair
+  // would wait for the next stage's, stage by stage: ParallelConfig's check refuses it).
+  if (extra == 0 || (sched.kind_ == Schedule::k1F1B && sched.stages() > 1)) {
+    for (auto& f : sched.fused_)
+      f.clear();
+    return;
+  }
+  if (!run_schedule(sched, PassTimes{})) {
+    for (auto& f : sched.fused_)
+      f.clear();
+  }
+}
+
 Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, int v, int extra) {
   if (p < 1 || m < 1 || v < 1) {
     return Status::invalid_input(
@@ -237,10 +262,12 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
         sched.orders_.push_back(gpipe(m));
         break;
       case Schedule::k1F1B:
-        sched.orders_.push_back(one_f_one_b(p, m, s, extra));
+        sched.orders_.push_back(
+            one_f_one_b(p, m, s, extra, sched.fused_[static_cast<std::size_t>(s)]));
         break;
       case Schedule::kInterleaved:
-        sched.orders_.push_back(interleaved(p, m, v, s, extra));
+        sched.orders_.push_back(
+            interleaved(p, m, v, s, extra, sched.fused_[static_cast<std::size_t>(s)]));
         break;
       case Schedule::kZeroBubbleH1:
         sched.orders_.push_back(zero_bubble_h1(p, m, s));
@@ -250,6 +277,7 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
         break;
     }
   }
+  if (kind == Schedule::k1F1B || kind == Schedule::kInterleaved) fuse_steady_state(sched, extra);
   return sched;
 }
 

@@ -198,6 +198,54 @@ TEST(Schedule, OneExtraWarmupForwardForTheCombined1F1B) {
   EXPECT_FALSE(PipelineSchedule::create(Schedule::k1F1B, 4, 8, 1, -1));
 }
 
+// The pairs the combined 1F1B runs merged (PipelineSchedule::fused): only the steady state's F(k +
+// w) with B(k), as Megatron-core's loop merges them (none without the extra warm-up, none for
+// 1F1B with more than one stage, none when everything is warm-up: m = p); kept wherever the stages
+// can run them merged (m >= 2p), dropped together where a merged pair would wait on the next
+// stage's pair forever (p <= m < 2p for most shapes). Either way the schedule runs to the end.
+TEST(Schedule, TheCombined1F1BMergesTheSteadyStateWhereItCan) {
+  int merged = 0, unmerged = 0;
+  for (int p : {1, 2, 3, 4, 8}) {
+    for (int m = std::max(2, p); m <= 3 * p + 1; ++m) {
+      for (int v : {1, 2, 3}) {
+        if (v > 1 && p < 2) continue;
+        const Schedule kind = v > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+        const std::string name = std::string(to_string(kind)) + " p" + std::to_string(p) + " m" +
+                                 std::to_string(m) + " v" + std::to_string(v);
+        auto plain = PipelineSchedule::create(kind, p, m, v, 0);
+        auto sched = PipelineSchedule::create(kind, p, m, v, 1);
+        ASSERT_TRUE(plain && sched) << name;
+        ASSERT_TRUE(run_schedule(*sched, PassTimes{})) << name;
+        int pairs = 0;
+        for (int s = 0; s < p; ++s) {
+          EXPECT_EQ(plain->fused_pairs(s), 0) << name;
+          pairs += sched->fused_pairs(s);
+          const std::vector<PassItem>& order = sched->stage(s);
+          for (std::size_t i = 0; i < order.size(); ++i) {
+            if (!sched->fused(s, i)) continue;
+            ASSERT_LT(i + 1, order.size()) << name;
+            EXPECT_EQ(order[i].pass, Pass::kForward) << name;
+            EXPECT_EQ(order[i + 1].pass, Pass::kBackward) << name;
+            EXPECT_NE(order[i].microbatch, order[i + 1].microbatch) << name;
+            // The first backward pass of the stage comes no earlier than its first pair.
+            for (std::size_t j = 0; j < i; ++j)
+              EXPECT_NE(order[j].pass, Pass::kBackward) << name << " stage " << s << " pair " << i;
+            break;
+          }
+        }
+        if ((kind == Schedule::kInterleaved && m == p) || (kind == Schedule::k1F1B && p > 1)) {
+          EXPECT_EQ(pairs, 0) << name;
+        } else if (m >= 2 * p && (kind == Schedule::kInterleaved || p == 1)) {
+          EXPECT_GT(pairs, 0) << name;
+        }
+        ++(pairs > 0 ? merged : unmerged);
+      }
+    }
+  }
+  EXPECT_GT(merged, 40);
+  EXPECT_GT(unmerged, 5);
+}
+
 TEST(Schedule, OneF1BOrderIsPipeDreamFlush) {
   const PipelineSchedule s = make(Schedule::k1F1B, 4, 6);
   // Stage 1: two warm-up forwards, then alternate, then drain.

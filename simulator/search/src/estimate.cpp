@@ -1,6 +1,7 @@
 #include "planner/search/estimate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -651,6 +652,24 @@ const std::pair<PipelineSchedule, PipelineSchedule>& dualpipe_v_schedules(int p)
   return it->second;
 }
 
+// The merged pairs stage `s` runs under the EP all-to-all overlap (PipelineSchedule::fused: the
+// steady state's, none where merging them would make the stages wait forever), per schedule
+// shape; the schedule is built once per shape and thread.
+int a2a_overlap_pairs(Schedule kind, int p, int m, int v, int s) {
+  thread_local std::map<std::array<int, 4>, std::vector<int>> cache;
+  const std::array<int, 4> key{static_cast<int>(kind), p, m, v};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::vector<int> pairs(static_cast<std::size_t>(p), 0);
+    if (auto sched = PipelineSchedule::create(kind, p, m, v, 1); sched) {
+      for (int k = 0; k < p; ++k)
+        pairs[static_cast<std::size_t>(k)] = sched->fused_pairs(k);
+    }
+    it = cache.emplace(key, std::move(pairs)).first;
+  }
+  return it->second[static_cast<std::size_t>(s)];
+}
+
 // DualPipeV has no closed form for unequal stages: run its schedule with each chunk taking half
 // the stage's times at m = 2p, and add each micro-batch beyond by the larger of what one more adds
 // to that run and the busiest stage's work per micro-batch (where the busiest stage sets the
@@ -1009,8 +1028,7 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
       const int passes = m * v;
       const int warmup =
           dualpipe ? passes - (dualpipe_v_schedules(pp).first.fused_pairs(s) + 2 * (m - 2 * pp))
-                   : std::min((pp == 1 ? 0 : (pp - s - 1) * 2 + (v - 1) * pp) + p.extra_warmup(),
-                              passes);
+                   : passes - a2a_overlap_pairs(p.schedule, pp, m, v, s);
       const double steady = std::max(0.0, static_cast<double>(passes - warmup) / passes);
       const double hf = steady * std::min(xf, bs - xb);
       const double hb = steady * std::min(xb, fs - xf);

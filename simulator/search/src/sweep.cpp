@@ -1010,6 +1010,10 @@ Result<std::vector<RankedPlan>> simulate_candidates(const SweepSetup& setup,
         errors[idx] = r.status();
         continue;
       }
+      if (!sim) {
+        const std::string why = sim.status().message();
+        r->note = "simulation failed: " + why.substr(0, why.find('\n'));
+      }
       out[idx] = std::move(r).value();
       const std::int64_t n = done.fetch_add(1) + 1;
       if (sink != nullptr) {
@@ -1176,7 +1180,9 @@ Result<SweepResult> finish(const SweepSetup& setup, const AnalyticPartial& merge
   for (RankedPlan& r : simulated) {
     sim_ids.push_back(r.id);
     if (!r.simulated) {
-      ++out.counts.simulation_failures;
+      if (out.counts.simulation_failures++ == 0) {
+        out.simulation_failure = short_label(r.parallel) + ": " + r.note;
+      }
       continue;
     }
     ++out.counts.simulated;

@@ -652,6 +652,40 @@ TEST(Simulate, AllToAllOverlapHidesTheExpertTrafficUnderTheOtherPass) {
   }
 }
 
+// The EP all-to-all overlap where the merged pairs used to make the stages wait on each other
+// forever: chunks of dense layers beside chunks of MoE layers (a dense layer's pass has no
+// all-to-all to cut it at, so its pipeline messages moved differently from its partner's; GLM-4.5
+// and DeepSeek-V3 open with dense layers), and fewer than 2p micro-batches, where a pair's
+// backward needs the next stage's pair, which needs this pair's forward. Every plan simulates; the
+// first merges its steady state and hides all-to-all time; with 2 and 3 micro-batches on 2 stages
+// the pairs that can run merged do, and the step is no slower than without the overlap.
+TEST(Simulate, AllToAllOverlapNeverDeadlocksTheStages) {
+  auto run = [&](int first_dense, std::int64_t microbatches, bool overlap) {
+    ModelSpec m = *builtin_catalog().find_model("qwen3-30b-a3b");
+    m.num_layers = 8;
+    m.moe->first_dense_layers = first_dense;
+    ParallelConfig p;
+    p.pp = 2;
+    p.dp = 8;
+    p.ep = 8;
+    p.virtual_stages = 4;  // chunks of one layer: layers 0-2 dense, the rest MoE
+    p.schedule = Schedule::kInterleaved;
+    p.moe_a2a_overlap = overlap;
+    SimInput in = input_for("dgx-h100-superpod", 2, p, microbatches * p.dp, m);
+    in.options.check_memory = false;
+    return simulate_ok(in);
+  };
+  const SimResult dense_apart = run(3, 8, false);
+  const SimResult dense_merged = run(3, 8, true);
+  EXPECT_LT(dense_merged.exposed(TimeBucket::kEp), dense_apart.exposed(TimeBucket::kEp));
+  EXPECT_LT(dense_merged.step_time, dense_apart.step_time);
+  for (std::int64_t m : {2, 3}) {
+    const SimResult apart = run(0, m, false);
+    const SimResult merged = run(0, m, true);
+    EXPECT_LE(merged.step_time, apart.step_time) << m << " micro-batches";
+  }
+}
+
 // DeepSeek's DualPipeV on Qwen3-30B-A3B with ep 8 across two DGX H100 nodes, pp 2, eight
 // micro-batches: its merged forward-and-backward chunks hide all-to-all time that ZB-H1 (the same
 // split backward, one pass at a time) leaves exposed, and the step is shorter.

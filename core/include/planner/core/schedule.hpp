@@ -115,7 +115,8 @@ class PipelineSchedule {
     return virtual_stage_of(kind_, stages(), stage, chunk);
   }
   // True when pass `index` of stage `stage` and the pass after it run merged: one micro-batch's
-  // forward with another's backward (dualpipev's F&B chunks).
+  // forward with another's backward (dualpipev's F&B chunks; with extra_warmup, the steady state's
+  // pairs of 1f1b and interleaved, unless merging them would make the stages wait forever).
   bool fused(int stage, std::size_t index) const;
   // How many merged pairs stage `stage` runs.
   int fused_pairs(int stage) const {
@@ -123,6 +124,8 @@ class PipelineSchedule {
   }
 
  private:
+  static void fuse_steady_state(PipelineSchedule& sched, int extra);
+
   Schedule kind_ = Schedule::k1F1B;
   int microbatches_ = 0;
   int chunks_ = 1;

@@ -267,6 +267,8 @@ struct SweepResult {
   SweepCounts counts;
   EstimateError error;
   FailureModel failures;
+  // The first failed simulation's plan and why it failed (counts.simulation_failures > 0).
+  std::string simulation_failure;
 };
 
 // ---- the steps (run_sweep() runs them all in one process)
