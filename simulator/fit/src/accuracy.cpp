@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include "planner/core/diagnostics.hpp"
@@ -738,6 +739,11 @@ std::string show_recompute(const Recompute& r) {
 constexpr std::string_view kForceBalanced[] = {
     "force-balance",        "forcedbalance",      "force_load_balancing",  "force-load-balancing",
     "force load balancing", "fake balanced gate", "forced token balancing"};
+// Phrases of records that say their routing was the router's own, which win over the phrases
+// above in the notes (the Megatron-MoE model zoo's dropless rows quote the force-balancing flag
+// to say how their forced twins were run), not in the record's id.
+constexpr std::string_view kUnforced[] = {"unforced", "no force balancing", "no force-balancing",
+                                          "not force-balanced", "real router load"};
 
 // ep and etp of an MoE record; tp, cp and dp are set.
 Status map_expert_parallel(const PublishedRun& run, RunSetup& s) {
@@ -833,17 +839,26 @@ void map_routing(const PublishedRun& run, RunSetup& s) {
     return;
   }
   c.moe_capacity_factor = 0;
-  const bool balanced =
-      std::any_of(std::begin(kForceBalanced), std::end(kForceBalanced),
-                  [&](std::string_view w) { return text.find(w) != std::string::npos; });
+  auto names = [](std::string_view in, std::span<const std::string_view> words) {
+    return std::any_of(words.begin(), words.end(),
+                       [&](std::string_view w) { return in.find(w) != std::string_view::npos; });
+  };
+  // The record's id says it first ("..._forcedbalance"), then its notes.
+  const bool forced_id = names(lower(run.id), kForceBalanced);
+  const bool unforced = !forced_id && names(text, kUnforced);
+  const bool balanced = forced_id || (!unforced && names(text, kForceBalanced));
   c.moe_imbalance = 1.0;
-  s.assumptions.push_back({"routing", "dropless, imbalance 1",
-                           std::string(text.find("dropless") != std::string::npos
-                                           ? "the record says dropless"
-                                           : "not stated: dropless, Megatron-core's default "
-                                             "(--moe-expert-capacity-factor unset)") +
-                               (balanced ? "; the benchmark force-balances the routing"
-                                         : "; routing balance not stated: balanced")});
+  s.assumptions.push_back(
+      {"routing", "dropless, imbalance 1",
+       std::string(text.find("dropless") != std::string::npos
+                       ? "the record says dropless"
+                       : "not stated: dropless, Megatron-core's default "
+                         "(--moe-expert-capacity-factor unset)") +
+           (balanced   ? "; the benchmark force-balances the routing"
+            : unforced ? "; the record's routing is the router's own, not force-balanced, and it "
+                         "states no imbalance: modelled balanced, so expect the step to be "
+                         "predicted too fast"
+                       : "; routing balance not stated: balanced")});
 }
 
 // How an MoE record's tokens cross between ranks (ParallelConfig::moe_a2a) from its notes: a

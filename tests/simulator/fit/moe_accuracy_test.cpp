@@ -104,6 +104,20 @@ TEST(MapMoeRun, MixtralRoutingFromTheRecordsText) {
   ASSERT_TRUE(s) << s.status().message();
   EXPECT_NE(assumption(*s, "routing")->reason.find("force-balances"), std::string::npos);
 
+  // A record that quotes the force-balancing flag (to say how its twin ran) but says its own
+  // routing was the router's: not force-balanced.
+  run.id = "mz_h100_qwen3_235b_a22b_256g_seq16k_dropless";
+  run.notes =
+      "TFLOPS \"295 (forced balance) / 237 (dropless)\" (\"Add "
+      "--moe-router-force-load-balancing to test forced load balancing\"). Dropless = real "
+      "(unforced) router load.";
+  s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  routing = assumption(*s, "routing");
+  EXPECT_EQ(routing->reason.find("force-balances"), std::string::npos) << routing->reason;
+  EXPECT_NE(routing->reason.find("not force-balanced"), std::string::npos) << routing->reason;
+  EXPECT_DOUBLE_EQ(s->plan.parallel.moe_imbalance, 1.0);
+
   run.id = "mz_h100_mixtral_8x22b_128g_tokendrop_cf1";
   run.notes = "Token Drop training. Flags: --moe-expert-capacity-factor 1.5";
   s = map(run);
