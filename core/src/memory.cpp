@@ -410,7 +410,12 @@ MemoryEstimator& MemoryEstimator::operator=(MemoryEstimator&&) noexcept = defaul
 
 int MemoryEstimator::schedule_microbatches(Schedule schedule, int stages, int microbatches) {
   if (schedule == Schedule::kGpipe) return microbatches;
-  return std::min(microbatches, kInFlightSaturation * stages);
+  if (schedule != Schedule::kInterleaved) {
+    return std::min(microbatches, kInFlightSaturation * stages);
+  }
+  // The interleaved schedule's last group holds p + m mod p micro-batches and sets the warm-up,
+  // which spans up to two groups of p before it: keep m mod p, and three groups before the last.
+  return std::min(microbatches, (kInFlightSaturation + 2) * stages + microbatches % stages);
 }
 
 Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelConfig& p) {

@@ -267,6 +267,44 @@ TEST(Memory, EstimatorEqualsEstimateMemory) {
   EXPECT_GT(checked, 500);
 }
 
+// The interleaved schedule with a number of micro-batches that is not a multiple of pp: its last
+// group holds p + m mod p micro-batches and lengthens every stage's warm-up by (v − 1)(m mod p)
+// chunks, however many micro-batches come before it. The estimator caps m for its in-flight
+// profile and must keep m mod p (Llama 3 70B, pp 5, 16 chunks of one layer: 128 micro-batches
+// hold more in flight than 20 do).
+TEST(Memory, EstimatorKeepsTheInterleavedLastGroup) {
+  const ModelSpec& model = *builtin_catalog().find_model("llama3-70b");
+  const GpuSpec& gpu = *builtin_catalog().find_gpu("GB200");
+  int checked = 0;
+  for (int pp : {2, 3, 5}) {
+    for (std::int64_t m : {7, 13, 22, 61, 128}) {
+      TrainingSpec training;
+      training.global_batch_size = 8 * m;
+      training.seq_length = 8192;
+      MemoryEstimator estimator(model, training, gpu);
+      for (int v : {2, 4, 8, 16}) {
+        ParallelConfig p;
+        p.pp = pp;
+        p.dp = 8;
+        p.schedule = Schedule::kInterleaved;
+        p.virtual_stages = v;
+        Diagnostics diag("grid");
+        check_parallel(model, training, p, diag);
+        if (!diag.empty()) continue;
+        auto report = estimate_memory(model, training, p, gpu);
+        ASSERT_TRUE(report) << short_label(p) << ": " << report.status().message();
+        auto peak = estimator.peak(p);
+        ASSERT_TRUE(peak) << short_label(p) << ": " << peak.status().message();
+        EXPECT_NEAR(static_cast<double>(peak->bytes.raw()), static_cast<double>(report->peak.raw()),
+                    1.0)
+            << short_label(p) << " m " << m;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
 // Expert weights: experts / ep per rank, each split over etp; ZeRO shards their gradients,
 // optimizer states and weights over expert data parallelism (tp·cp·dp / (etp·ep)), the dense
 // weights over dp·cp.

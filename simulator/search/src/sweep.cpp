@@ -957,11 +957,23 @@ Candidate candidate_of(const RankedPlan& r) {
   return {r.id, r.objective, r.economics.time_to_train_s, r.economics.total_cost.raw()};
 }
 
+// `why`, when given, says why a plan that ran was not simulated (the simulator's memory model
+// found it too large where the estimate's found it fits).
 Result<std::optional<PlanMetrics>> simulate_one(const SweepSetup& setup, int scenario,
-                                                const ParallelConfig& parallel) {
+                                                const ParallelConfig& parallel,
+                                                std::string* why = nullptr) {
   auto r = setup.simulate(scenario, parallel);
   if (!r) return r.status();
-  if (!r->simulated) return std::optional<PlanMetrics>();
+  if (!r->simulated) {
+    if (why != nullptr && r->out_of_memory) {
+      const sim::OutOfMemory& oom = *r->out_of_memory;
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "does not fit when simulated: stage %d needs %.2f of %.2f GiB",
+                    oom.stage, to_GiB(oom.needed), to_GiB(oom.capacity));
+      *why = buf;
+    }
+    return std::optional<PlanMetrics>();
+  }
   return std::optional<PlanMetrics>(metrics_of(*r));
 }
 
@@ -1003,7 +1015,8 @@ Result<std::vector<RankedPlan>> simulate_candidates(const SweepSetup& setup,
         errors[idx] = d.status();
         continue;
       }
-      auto sim = simulate_one(setup, d->scenario, d->parallel);
+      std::string why;
+      auto sim = simulate_one(setup, d->scenario, d->parallel, &why);
       auto r = build_plan(setup, d->scenario, candidates[idx].id, d->parallel,
                           sim ? *sim : std::optional<PlanMetrics>());
       if (!r) {
@@ -1011,8 +1024,10 @@ Result<std::vector<RankedPlan>> simulate_candidates(const SweepSetup& setup,
         continue;
       }
       if (!sim) {
-        const std::string why = sim.status().message();
-        r->note = "simulation failed: " + why.substr(0, why.find('\n'));
+        const std::string error = sim.status().message();
+        r->note = "simulation failed: " + error.substr(0, error.find('\n'));
+      } else if (!*sim) {
+        r->note = why;
       }
       out[idx] = std::move(r).value();
       const std::int64_t n = done.fetch_add(1) + 1;

@@ -150,7 +150,9 @@ struct MemoryPeak {
 // than GPipe reach their steady state within kInFlightSaturation × pp micro-batches (1F1B holds
 // at most pp − s, interleaving and ZB-H1 repeat a period of pp micro-batches after a warm-up
 // shorter than 2·pp; tests/core/memory_test.cpp checks it), so their profile is computed with at
-// most that many. Not thread-safe: use one estimator per thread.
+// most that many; the interleaved schedule with (kInFlightSaturation + 2) × pp + m mod pp, as its
+// last group of p + m mod p micro-batches lengthens a warm-up that spans the groups of p before
+// it. Not thread-safe: use one estimator per thread.
 class MemoryEstimator {
  public:
   static constexpr int kInFlightSaturation = 2;
