@@ -146,13 +146,13 @@ void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passe
   if (merged) rp.reorder(order);
 }
 
-// Under dualpipev a stage sends to and receives from both neighbours, in both directions. Sends
-// and receives are rendezvous on their stream in program order, so the stages must agree on one
-// order per link: every pipeline send and receive is ordered by when its message's producing
-// pass ends in the schedule's own run (unit pass times; the same run on every rank), ties by
-// tag. A send moves down to after its producer and the sends before it; a receive moves up to
-// before its first consumer and the receives after it (pre-posted, as DualPipe posts its receives
-// ahead of the chunk that needs them).
+// Under dualpipev a stage sends to and receives from both neighbours, in both directions (and
+// under the interleaved schedule its chunks do too). Sends and receives are rendezvous on their
+// stream in program order, so the stages must agree on one order per link: every pipeline send and
+// receive is ordered by when its message's producing pass ends in the schedule's own run (unit pass
+// times; the same run on every rank), ties by tag. A send moves down to after its producer and the
+// sends before it; a receive moves up to before its first consumer and the receives after it
+// (pre-posted, as DualPipe posts its receives ahead of the chunk that needs them).
 void order_pipeline_messages(RankProgram& rp, const ScheduleRun& run) {
   struct Message {
     double at = 0;
@@ -420,7 +420,12 @@ class Lowerer {
   RankGrid dense_;
   RankGrid expert_;
   PipelineSchedule sched_;
-  ScheduleRun unit_run_;  // dualpipev: the schedule run with unit pass times (message order)
+  ScheduleRun unit_run_;  // the schedule run with unit pass times (message order)
+  // The schedules whose pipeline messages follow the schedule's run (order_pipeline_messages).
+  bool ordered_messages() const {
+    return p_.pp > 1 &&
+           (p_.schedule == Schedule::kDualPipeV || p_.schedule == Schedule::kInterleaved);
+  }
   ModelPartition part_;
   StepProgram prog_;
   std::array<std::uint32_t, static_cast<std::size_t>(kRoles* kPhases* kVariants)> desc_cache_{};
@@ -458,7 +463,7 @@ void Lowerer::setup_sizes() {
   gated_ = is_gated(m_.mlp);
   m_count_ = sched_.microbatches();
   vstages_ = part_.virtual_stages();
-  if (p_.schedule == Schedule::kDualPipeV || (p_.moe_a2a_overlap && p_.ep > 1 && p_.pp > 1)) {
+  if (ordered_messages()) {
     if (auto run = run_schedule(sched_, PassTimes{}); run) unit_run_ = std::move(*run);
   }
   b_ = p_.micro_batch_size;
@@ -2417,17 +2422,14 @@ Status Lowerer::lower_worker(int rank) {
                       sched_.fused(s, k)});
   }
   step_tail(r);
-  if (p_.schedule == Schedule::kDualPipeV) {
+  // Merged pairs (dualpipev's chunks; the EP all-to-all overlap's steady state) interleave their
+  // passes' segments and move their sends and receives with them; the interleaved schedule with
+  // m mod p != 0 sends in an order its neighbour does not receive in. Under both the stages would
+  // wait on each other forever, so their messages are ordered by the schedule's own run.
+  if (p_.schedule == Schedule::kDualPipeV || (p_.moe_a2a_overlap && ep_ > 1)) {
     merge_forward_backward(*r.rp, passes);
-    order_pipeline_messages(*r.rp, unit_run_);
-  } else if (p_.moe_a2a_overlap && ep_ > 1) {
-    merge_forward_backward(*r.rp, passes);
-    // A merged pair interleaves its passes' segments, so its sends and receives move with them:
-    // a pass without an all-to-all (a dense layer's chunk) keeps its messages together while its
-    // partner's split. Stages then disagree on the order of their messages; order them as
-    // dualpipev's are.
-    if (p_.pp > 1) order_pipeline_messages(*r.rp, unit_run_);
   }
+  if (ordered_messages()) order_pipeline_messages(*r.rp, unit_run_);
   if (layouts_[static_cast<std::size_t>(s)].ops_hint == 0) {
     layouts_[static_cast<std::size_t>(s)].ops_hint = r.rp->size();
   }

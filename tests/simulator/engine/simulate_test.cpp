@@ -686,6 +686,28 @@ TEST(Simulate, AllToAllOverlapNeverDeadlocksTheStages) {
   }
 }
 
+// The interleaved schedule with micro-batches that are not a multiple of pp (Megatron-core's last
+// group of p + m mod p): the stages' sends and receives used to come in orders that waited on
+// each other forever (2 stages of 3 chunks with 5 micro-batches; 3 stages of 4 chunks with 8).
+// Every such plan simulates, and takes longer with more micro-batches.
+TEST(Simulate, InterleavedWithAnyNumberOfMicroBatches) {
+  for (const auto& [pp, v] : {std::pair{2, 3}, std::pair{3, 4}}) {
+    Time previous(0);
+    for (int m = pp; m <= 3 * pp + 2; ++m) {
+      ParallelConfig p;
+      p.pp = pp;
+      p.dp = 2;
+      p.schedule = Schedule::kInterleaved;
+      p.virtual_stages = v;
+      SimInput in = input_for("dgx-h100-superpod", 1, p, 2 * m, small_llama(12));
+      in.options.check_memory = false;
+      const SimResult r = simulate_ok(in);
+      EXPECT_GT(r.step_time, previous) << "pp " << pp << " v " << v << " m " << m;
+      previous = r.step_time;
+    }
+  }
+}
+
 // DeepSeek's DualPipeV on Qwen3-30B-A3B with ep 8 across two DGX H100 nodes, pp 2, eight
 // micro-batches: its merged forward-and-backward chunks hide all-to-all time that ZB-H1 (the same
 // split backward, one pass at a time) leaves exposed, and the step is shorter.
