@@ -1071,6 +1071,8 @@ Json to_json(const std::vector<RankedPlan>& simulated) {
                       {"buckets_ps", buckets},
                       {"peak_bytes", m.peak_memory.raw()},
                       {"capacity_bytes", m.capacity.raw()}};
+    } else if (!r.note.empty()) {
+      j["failure"] = r.note;  // why it was not simulated
     }
     out.push_back(j);
   }
@@ -1108,6 +1110,9 @@ Result<std::vector<RankedPlan>> parse_simulated(const SweepSetup& setup, const J
       }
     }
     PLANNER_ASSIGN_OR_RETURN(RankedPlan r, build_plan(setup, d.scenario, id, d.parallel, sim));
+    if (!sim && j.contains("failure") && j["failure"].is_string()) {
+      r.note = j["failure"].get<std::string>();
+    }
     out.push_back(std::move(r));
   }
   return out;
