@@ -29,15 +29,15 @@ Order gpipe(int m) {
   return o;
 }
 
-// `steady_pairs`: where each steady-state forward pass sits (the pass after it is the backward of
-// another micro-batch it runs merged with, under the EP all-to-all overlap).
+// `steady_pairs`: with the extra warm-up (the EP all-to-all overlap), where each steady-state
+// forward pass sits (the pass after it is the backward of another micro-batch it runs merged with).
 Order one_f_one_b(int p, int m, int s, int extra, std::vector<std::size_t>& steady_pairs) {
   const int warmup = std::min(p - s - 1 + extra, m);
   Order o;
   for (int i = 0; i < warmup; ++i)
     o.push_back(fwd(i));
   for (int i = 0; i < m - warmup; ++i) {
-    if (warmup > 0) steady_pairs.push_back(o.size());
+    if (extra > 0) steady_pairs.push_back(o.size());
     o.push_back(fwd(warmup + i));
     o.push_back(bwd(i));
   }
@@ -87,7 +87,7 @@ Order interleaved(int p, int m, int v, int s, int extra, std::vector<std::size_t
   const int steady = total - warmup;
   for (int k = 0; k < steady; ++k) {
     const PassItem f = forward(warmup + k), b = backward(k);
-    if (f.microbatch != b.microbatch) steady_pairs.push_back(o.size());
+    if (extra > 0 && f.microbatch != b.microbatch) steady_pairs.push_back(o.size());
     o.push_back(f);
     o.push_back(b);
   }
@@ -200,15 +200,11 @@ std::string item_name(const PassItem& it, int stage) {
 // forever with them merged (run with unit pass times, a pair starting once both its inputs are
 // there): with fewer than about 2p micro-batches a pair's backward can need the next stage's
 // pair, which needs this pair's forward. The schedule then runs unmerged.
-void PipelineSchedule::fuse_steady_state(PipelineSchedule& sched, int extra) {
+void PipelineSchedule::keep_safe_pairs(PipelineSchedule& sched) {
   // Megatron-core merges 1F1B's passes only without a pipeline (with stages, each merged pair
   // would wait for the next stage's, stage by stage: ParallelConfig's check refuses it).
-  if (extra == 0 || (sched.kind_ == Schedule::k1F1B && sched.stages() > 1)) {
-    for (auto& f : sched.fused_)
-      f.clear();
-    return;
-  }
-  if (!run_schedule(sched, PassTimes{})) {
+  const bool refused = sched.kind_ == Schedule::k1F1B && sched.stages() > 1;
+  if (refused || !run_schedule(sched, PassTimes{})) {
     for (auto& f : sched.fused_)
       f.clear();
   }
@@ -277,7 +273,9 @@ Result<PipelineSchedule> PipelineSchedule::create(Schedule kind, int p, int m, i
         break;
     }
   }
-  if (kind == Schedule::k1F1B || kind == Schedule::kInterleaved) fuse_steady_state(sched, extra);
+  if (extra > 0 && (kind == Schedule::k1F1B || kind == Schedule::kInterleaved)) {
+    keep_safe_pairs(sched);
+  }
   return sched;
 }
 

@@ -124,7 +124,7 @@ class PipelineSchedule {
   }
 
  private:
-  static void fuse_steady_state(PipelineSchedule& sched, int extra);
+  static void keep_safe_pairs(PipelineSchedule& sched);
 
   Schedule kind_ = Schedule::k1F1B;
   int microbatches_ = 0;
