@@ -42,8 +42,11 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
   config.push_back(cmd->add_flag("--use-distributed-optimizer", a.distributed_optimizer,
                                  "Megatron's distributed optimizer: ZeRO stage 1")
                        ->excludes(zero));
-  config.push_back(
-      cmd->add_option("--schedule", a.schedule, "gpipe, 1f1b, interleaved, zb-h1 or dualpipev"));
+  config.push_back(cmd->add_option(
+      "--schedule", a.schedule,
+      "gpipe, 1f1b, interleaved, zb-h1, dualpipev or dualpipe (DeepSeek's bidirectional DualPipe, "
+      "simulated in its cut-in-half form: dualpipev on pp / 2 stages with twice the "
+      "data-parallel replicas)"));
   CLI::Option* vpp =
       cmd->add_option("--vpp,--virtual-pipeline-model-parallel-size", a.parallel.virtual_stages,
                       "Virtual stages per GPU (interleaved schedule)");
@@ -149,7 +152,15 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
     if (args.embedding_in_split) r.parallel.first_stage_layers = share - 1;
     if (args.loss_in_split) r.parallel.last_stage_layers = share - 1;
   }
-  PLANNER_ASSIGN_OR_RETURN(r.parallel.schedule, parse_flag<Schedule>("--schedule", args.schedule));
+  if (args.schedule == "dualpipe") {
+    // DeepSeek's DualPipe, kept in its cut-in-half form (parallel_config.hpp).
+    if (Status folded = fold_dualpipe(r.parallel); !folded.is_ok()) {
+      return Status::invalid_input("--pp: " + folded.message());
+    }
+  } else {
+    PLANNER_ASSIGN_OR_RETURN(r.parallel.schedule,
+                             parse_flag<Schedule>("--schedule", args.schedule));
+  }
   // DualPipeV's V is two chunks per stage; --vpp may say so but need not.
   if (r.parallel.schedule == Schedule::kDualPipeV && r.parallel.virtual_stages == 1) {
     r.parallel.virtual_stages = 2;

@@ -174,7 +174,7 @@ Result<ParallelConfig> parse_parallel(std::string_view text, std::string_view so
   auto result = parse_document<ParallelConfig>(text, source, "parallel",
                                                [](JsonObject& o, ParallelConfig& p) {
                                                  read_parallel_fields(o, p);
-                                                 if (p.dp == 0) p.dp = 1;
+                                                 if (p.dp == 0) p.dp = p.dualpipe ? 2 : 1;
                                                });
   return result;
 }

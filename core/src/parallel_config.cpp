@@ -3,8 +3,8 @@
 namespace planner {
 
 std::string short_label(const ParallelConfig& p) {
-  std::string s =
-      "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
+  std::string s = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.written_pp()) + " dp" +
+                  std::to_string(p.written_dp());
   if (p.cp > 1) s += " cp" + std::to_string(p.cp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
   if (p.etp > 0 && p.etp != p.tp) s += " etp" + std::to_string(p.etp);
@@ -26,8 +26,8 @@ std::string short_label(const ParallelConfig& p) {
   if (p.moe_a2a_overlap) s += " a2a-overlap";
   if (p.sequence_parallel) s += " sp";
   s += " mb" + std::to_string(p.micro_batch_size);
-  if (p.pp > 1) {
-    s += " " + std::string(to_string(p.schedule));
+  if (p.written_pp() > 1) {
+    s += " " + std::string(schedule_name(p));
     if (p.schedule == Schedule::kInterleaved) s += "/v" + std::to_string(p.virtual_stages);
     if (p.first_stage_layers > 0) s += " first" + std::to_string(p.first_stage_layers);
     if (p.last_stage_layers > 0) s += " last" + std::to_string(p.last_stage_layers);
@@ -37,6 +37,25 @@ std::string short_label(const ParallelConfig& p) {
   if (p.offload != Offload::kNone) s += " offload-" + std::string(to_string(p.offload));
   if (p.dp_sync == DpSync::kParameterServer) s += " ps" + std::to_string(p.param_servers);
   return s;
+}
+
+std::string_view schedule_name(const ParallelConfig& p) {
+  return p.dualpipe ? "dualpipe" : to_string(p.schedule);
+}
+
+Status fold_dualpipe(ParallelConfig& p) {
+  if (p.pp < 2 || p.pp % 2 != 0) {
+    return Status::invalid_input(
+        "the dualpipe schedule needs an even pp (its ranks pair up as r and pp - 1 - r, "
+        "holding the same two stages), got " +
+        std::to_string(p.pp));
+  }
+  p.pp /= 2;
+  p.dp *= 2;
+  p.schedule = Schedule::kDualPipeV;
+  if (p.virtual_stages == 1) p.virtual_stages = 2;  // a rank's two stages; 2 may be written
+  p.dualpipe = true;
+  return Status::ok();
 }
 
 }  // namespace planner

@@ -100,8 +100,14 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
         hint = "; uneven stages would work: first_stage_layers " + str(split->first) +
                ", last_stage_layers " + str(split->second);
       }
-      diag.add("/parallel/pp", "under dualpipev pp (" + str(p.pp) + ") must divide layers (" +
-                                   str(m.num_layers) + "), each stage holding 2 or more" + hint);
+      diag.add("/parallel/pp", p.dualpipe ? "under dualpipe pp / 2 (" + str(p.pp) +
+                                                ") must divide layers (" + str(m.num_layers) +
+                                                "), each pair of mirrored ranks holding 2 or "
+                                                "more" +
+                                                hint
+                                          : "under dualpipev pp (" + str(p.pp) +
+                                                ") must divide layers (" + str(m.num_layers) +
+                                                "), each stage holding 2 or more" + hint);
     }
   } else if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
     if (m.num_layers % chunks != 0) {
@@ -121,10 +127,12 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
   }
   const std::int64_t per_step = static_cast<std::int64_t>(p.dp) * p.micro_batch_size;
   if (per_step > 0 && t.global_batch_size % per_step != 0) {
-    diag.add("/training/global_batch_size", "must be a multiple of dp x micro_batch_size (" +
-                                                str(p.dp) + " x " + str(p.micro_batch_size) +
-                                                " = " + str(per_step) + "), got " +
-                                                str(t.global_batch_size));
+    // DualPipe feeds half the micro-batches from each end: 2 x its written dp.
+    diag.add("/training/global_batch_size",
+             std::string("must be a multiple of ") + (p.dualpipe ? "2 x " : "") +
+                 "dp x micro_batch_size (" + (p.dualpipe ? "2 x " : "") + str(p.written_dp()) +
+                 " x " + str(p.micro_batch_size) + " = " + str(per_step) + "), got " +
+                 str(t.global_batch_size));
   }
   if (p.cp > 1 && t.seq_length % (2 * p.cp) != 0) {
     diag.add("/training/seq_length", "must be divisible by 2 x cp (" + str(2 * p.cp) +
@@ -264,14 +272,22 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
   } else if (p.schedule == Schedule::kDualPipeV) {
     if (p.virtual_stages != 2) {
       diag.add("/parallel/virtual_stages",
-               "the dualpipev schedule runs 2 model chunks per stage (a V), got virtual_stages " +
+               "the " + std::string(schedule_name(p)) +
+                   " schedule runs 2 model chunks per stage (a V), got virtual_stages " +
                    str(p.virtual_stages));
     }
-    if (p.pp < 2) diag.add("/parallel/schedule", "the dualpipev schedule needs pp >= 2");
-    const std::int64_t mb = t.global_batch_size / per_step;
-    if (p.pp > 1 && mb > 0 && mb < 2 * p.pp) {
-      diag.add("/parallel/schedule", "the dualpipev schedule needs num_microbatches (" + str(mb) +
-                                         ") to be at least 2 x pp (" + str(2 * p.pp) + ")");
+    if (p.pp < 2) {
+      diag.add("/parallel/schedule", p.dualpipe ? "the dualpipe schedule needs pp >= 4 (dualpipev, "
+                                                  "its cut-in-half form, needs 2 stages)"
+                                                : "the dualpipev schedule needs pp >= 2");
+    }
+    // DualPipe's written micro-batches are twice its cut-in-half form's, as are its pp and the
+    // bound (DualPipe's own: at least 2 x its ranks).
+    const std::int64_t mb = t.global_batch_size / per_step * (p.dualpipe ? 2 : 1);
+    if (p.pp > 1 && mb > 0 && mb < 2 * p.written_pp()) {
+      diag.add("/parallel/schedule",
+               "the " + std::string(schedule_name(p)) + " schedule needs num_microbatches (" +
+                   str(mb) + ") to be at least 2 x pp (" + str(2 * p.written_pp()) + ")");
     }
   } else if (p.virtual_stages != 1) {
     diag.add("/parallel/virtual_stages", "only the interleaved schedule uses virtual stages; got " +

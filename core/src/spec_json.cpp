@@ -418,7 +418,20 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
   obj.read("first_stage_layers", p.first_stage_layers, Need::kOptional, {0, 1'000'000});
   obj.read("last_stage_layers", p.last_stage_layers, Need::kOptional, {0, 1'000'000});
-  obj.read_enum("schedule", p.schedule, Need::kOptional);
+  const Json* schedule = obj.child("schedule", Need::kOptional);
+  if (schedule && schedule->is_string() && schedule->get<std::string>() == "dualpipe") {
+    // DeepSeek's DualPipe, kept in its cut-in-half form (parallel_config.hpp).
+    if (Status folded = fold_dualpipe(p); !folded.is_ok()) obj.error("pp", folded.message());
+  } else if (schedule) {
+    std::string name;
+    obj.read("schedule", name, Need::kOptional);
+    if (auto s = parse_enum<Schedule>(name)) {
+      p.schedule = *s;
+    } else {
+      obj.error("schedule", "expected one of " + enum_choices<Schedule>() + ", dualpipe; got " +
+                                describe_json(*schedule));
+    }
+  }
   // DualPipeV's V is two chunks per stage; "virtual_stages" may say so but need not.
   if (p.schedule == Schedule::kDualPipeV && !obj.has("virtual_stages")) p.virtual_stages = 2;
   obj.read_enum("recompute", p.recompute, Need::kOptional);
@@ -636,14 +649,14 @@ Json to_json(const TrainingSpec& t) {
 
 Json to_json(const ParallelConfig& p) {
   Json j{{"tp", p.tp},
-         {"pp", p.pp},
-         {"dp", p.dp},
+         {"pp", p.written_pp()},
+         {"dp", p.written_dp()},
          {"cp", p.cp},
          {"ep", p.ep},
          {"sequence_parallel", p.sequence_parallel},
          {"micro_batch_size", p.micro_batch_size},
          {"virtual_stages", p.virtual_stages},
-         {"schedule", to_string(p.schedule)},
+         {"schedule", schedule_name(p)},
          {"recompute", to_string(p.recompute)},
          {"zero_stage", p.zero_stage},
          {"offload", to_string(p.offload)},

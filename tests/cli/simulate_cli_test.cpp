@@ -215,6 +215,42 @@ TEST(SimulateCli, DualPipeVTakesTwoChunksPerStage) {
   EXPECT_NE(few.err.find("to be at least 2 x pp (8)"), std::string::npos) << few.err;
 }
 
+// --schedule dualpipe (DeepSeek's DualPipe on pp ranks) runs its cut-in-half form: the same step as
+// dualpipev on pp / 2 stages with twice the replicas, reported in the plan's own numbers and saying
+// how it ran; an odd pp is refused.
+TEST(SimulateCli, DualPipeRunsAsDualPipeVOnHalfTheStages) {
+  const auto simulate = [](const std::string& schedule, const std::string& pp,
+                           const std::string& dp) {
+    return run_planner({"simulate", "--model", "megatron-1.7b", "--gpu", "a100-80gb", "--pp", pp,
+                        "--dp", dp, "--gbs", "32", "--seq", "1024", "--schedule", schedule,
+                        "--no-db", "--json"});
+  };
+  const CommandResult dual = simulate("dualpipe", "4", "2");
+  ASSERT_EQ(dual.exit_code, 0) << dual.err;
+  const CommandResult v = simulate("dualpipev", "2", "4");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const nlohmann::json d = nlohmann::json::parse(dual.out);
+  const nlohmann::json dv = nlohmann::json::parse(v.out);
+  EXPECT_EQ(d["parallel"]["schedule"], "dualpipe") << dual.out.substr(0, 2000);
+  EXPECT_EQ(d["parallel"]["pp"], 4);
+  EXPECT_EQ(d["parallel"]["dp"], 2);
+  EXPECT_GT(d["step_time_s"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(d["step_time_s"].get<double>(), dv["step_time_s"].get<double>());
+  const CommandResult text = run_planner({"simulate", "--model", "megatron-1.7b", "--gpu",
+                                          "a100-80gb", "--pp", "4", "--dp", "2", "--gbs", "32",
+                                          "--seq", "1024", "--schedule", "dualpipe", "--no-db"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("pp4 dp2 mb1 dualpipe"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("dualpipe: 4 ranks a pipeline, rank r holding stages r and 3 - r; "
+                          "simulated in its cut-in-half form, dualpipev on 2 stages"),
+            std::string::npos)
+      << text.out;
+  const CommandResult odd = simulate("dualpipe", "3", "2");
+  EXPECT_EQ(odd.exit_code, 2);
+  EXPECT_NE(odd.err.find("--pp: the dualpipe schedule needs an even pp"), std::string::npos)
+      << odd.err;
+}
+
 TEST(SimulateCli, MegatronSpellingsMeanTheSameAsTheShortFlags) {
   const CommandResult shorts = run_planner(
       {"simulate",    "--model",   "llama3-8b", "--gpu", "h100",  "--tp",   "2",

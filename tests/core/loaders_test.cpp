@@ -149,6 +149,50 @@ TEST(Loaders, DualPipeVTakesTwoChunksAndTwicePpMicroBatches) {
         "/parallel/moe_a2a_overlap", "the dualpipev schedule merges its forward and backward");
 }
 
+// "schedule": "dualpipe" (DeepSeek's DualPipe) is kept in its cut-in-half form, dualpipev on pp / 2
+// stages with twice the replicas, and written back as the user wrote it; an odd pp, a batch that
+// does not split between the two ends and too few micro-batches are errors in DualPipe's numbers.
+TEST(Loaders, DualPipeIsKeptInItsCutInHalfForm) {
+  const std::string d = replaced(kPlan, "\"schedule\": \"interleaved\", \"virtual_stages\": 3",
+                                 "\"schedule\": \"dualpipe\"");
+  auto plan = parse_plan(d, "plan.json", builtin_catalog());
+  ASSERT_TRUE(plan) << plan.status().message();
+  const ParallelConfig& p = plan->parallel;
+  EXPECT_TRUE(p.dualpipe);
+  EXPECT_EQ(p.schedule, Schedule::kDualPipeV);
+  EXPECT_EQ(p.pp, 4);
+  EXPECT_EQ(p.dp, 32);
+  EXPECT_EQ(p.virtual_stages, 2);
+  EXPECT_EQ(p.world_size(), 1024);
+  EXPECT_EQ(plan->num_microbatches(), 48);  // 96 written, half from each end
+  EXPECT_EQ(short_label(p), "tp8 pp8 dp16 sp mb1 dualpipe rc-selective");
+  const std::string written = to_json_text(*plan);
+  EXPECT_NE(written.find("\"schedule\": \"dualpipe\""), std::string::npos) << written;
+  EXPECT_NE(written.find("\"pp\": 8,"), std::string::npos) << written;
+  auto again = parse_plan(written, "again.json", builtin_catalog());
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->parallel, p);
+  // dp as written: DualPipe's; without it (above), the GPUs over tp x cp x the written pp.
+  auto with_dp = parse_plan(replaced(d, "\"pp\": 8,", "\"pp\": 8, \"dp\": 16,"), "plan.json",
+                            builtin_catalog());
+  ASSERT_TRUE(with_dp) << with_dp.status().message();
+  EXPECT_EQ(with_dp->parallel, p);
+  auto check = [&](const std::string& text, const std::string& field, const std::string& message) {
+    auto bad = parse_plan(text, "plan.json", builtin_catalog());
+    ASSERT_FALSE(bad) << message;
+    EXPECT_NE(bad.status().message().find(field + ": " + message), std::string::npos)
+        << bad.status().message();
+    EXPECT_EQ(bad.status().exit_code(), 2);
+  };
+  check(replaced(replaced(d, "\"pp\": 8,", "\"pp\": 3,"), "\"nodes\": 128", "\"nodes\": 96"),
+        "/parallel/pp", "the dualpipe schedule needs an even pp");
+  check(replaced(d, "\"global_batch_size\": 1536", "\"global_batch_size\": 1552"),
+        "/training/global_batch_size", "must be a multiple of 2 x dp x micro_batch_size (2 x 16");
+  check(replaced(d, "\"global_batch_size\": 1536", "\"global_batch_size\": 224"),
+        "/parallel/schedule",
+        "the dualpipe schedule needs num_microbatches (14) to be at least 2 x pp (16)");
+}
+
 TEST(Loaders, PlanCrossChecksReportEveryViolation) {
   // 896 GPUs = 7 x 8 x 16
   const std::string text =

@@ -1,5 +1,7 @@
 #include "planner/core/schedule.hpp"
 
+#include "planner/core/parallel_config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -348,6 +350,39 @@ TEST(Schedule, DualPipeVBubbleMatchesTheClosedForm) {
     }
   }
   EXPECT_FALSE(run_schedule(make(Schedule::kDualPipeV, 2, 4, 2), std::vector<PassTimes>(3)));
+}
+
+// DeepSeek's DualPipe on P ranks (rank r holding stages r and P - 1 - r, m micro-batches, half
+// from each end) runs as its cut-in-half form, dualpipev on P / 2 stages with m / 2 micro-batches a
+// replica: it passes the checker, holds two stages a rank, and every rank idles the DualPipe
+// README's (P / 2 - 1)(F&B + B - 3W), here 1 with F = B = W = 1 (F&B = F + B, B a full backward),
+// beside the 3m of work a rank does when each micro-batch crosses it once.
+TEST(Schedule, DualPipeBubbleIsItsClosedFormOnHalfTheRanks) {
+  for (int ranks : {4, 6, 8, 16}) {
+    for (int m : {2 * ranks, 2 * ranks + 2, 4 * ranks}) {
+      ParallelConfig p;
+      p.pp = ranks;
+      p.dp = 2;
+      ASSERT_TRUE(fold_dualpipe(p).is_ok());
+      EXPECT_EQ(p.pp, ranks / 2);
+      EXPECT_EQ(p.dp, 4);
+      EXPECT_EQ(p.written_pp(), ranks);
+      EXPECT_EQ(p.written_dp(), 2);
+      const PipelineSchedule sched = make(p.schedule, p.pp, m / 2, p.virtual_stages);
+      EXPECT_TRUE(check_schedule(sched).is_ok()) << check_schedule(sched).message();
+      auto run = run_schedule(sched, PassTimes{1, 1, 1});
+      ASSERT_TRUE(run) << run.status().message();
+      EXPECT_DOUBLE_EQ(run->makespan, 3.0 * m + (ranks / 2 - 1) * 1.0) << ranks << " m" << m;
+    }
+  }
+  for (int odd : {1, 3, 15}) {
+    ParallelConfig p;
+    p.pp = odd;
+    const Status folded = fold_dualpipe(p);
+    EXPECT_FALSE(folded.is_ok());
+    EXPECT_NE(folded.message().find("needs an even pp"), std::string::npos) << folded.message();
+    EXPECT_EQ(p.pp, odd);  // left as it was
+  }
 }
 
 // Every stage holds 2p + 1 chunk-micro-batches at its peak (DualPipe's "PP + 1" activations for

@@ -999,22 +999,25 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
   }
   std::optional<std::pair<int, int>> split;  // the balanced split, and how it was chosen
   std::string how;
-  if (c.pp > 1 && lower(run.notes).find("dualpipe") != std::string::npos) {
-    // DeepSeek-V3's DualPipe feeds micro-batches from both ends of the pipeline and keeps two
-    // copies of the parameters; DualPipeV, its cut-in-half form from the same repository, runs
-    // the same merged forward-and-backward chunks with the same bubble on one copy, in a V.
+  if (c.pp >= 4 && c.pp % 2 == 0 && lower(run.notes).find("dualpipe") != std::string::npos) {
+    // DeepSeek-V3's DualPipe feeds micro-batches from both ends of the pipeline, rank r holding
+    // stages r and pp - 1 - r; it is kept in its cut-in-half form (parallel_config.hpp).
+    const Status folded = fold_dualpipe(c);
+    if (!folded.is_ok()) return folded;
     s.dualpipe = true;
     s.virtual_stages = {2};
     s.virtual_stages_null = false;
     s.balanced_split =
         !p.first_stage_layers && !p.last_stage_layers && s.plan.model.num_layers % c.pp != 0;
     s.assumptions.push_back(
-        {"/parallel/schedule", "dualpipev",
-         "the record names DualPipe (bidirectional, two parameter copies); planner models its "
-         "cut-in-half form DualPipeV: the same merged forward-and-backward chunks and bubble, "
-         "one parameter copy, two chunks a stage in a V"});
+        {"/parallel/schedule", "dualpipe",
+         "the record names DualPipe (bidirectional, rank r holding stages r and pp - 1 - r); "
+         "planner runs its cut-in-half form: dualpipev on pp / 2 = " +
+             std::to_string(c.pp) +
+             " stages, each mirrored pair of ranks a data-parallel replica (the same chunks, "
+             "bubble and memory a GPU)"});
     if (s.balanced_split) split = balanced_v_split(s.plan.model.num_layers, c.pp);
-    how = "the V's balanced split, stage 0 holding the embedding and the LM head";
+    how = "the V's balanced split, ranks 0 and pp - 1 holding the embedding and the LM head";
   } else if (s.balanced_split) {
     // The split of the one virtual-stage count when it is known, else of one chunk a stage.
     const int v = s.virtual_stages.size() == 1 ? s.virtual_stages.front() : 1;
@@ -1027,8 +1030,9 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
     s.assumptions.push_back(
         {"/parallel/first_stage_layers",
          std::to_string(split->first) + ", last_stage_layers " + std::to_string(split->second),
-         "not published: pp " + std::to_string(c.pp) + " does not divide the " +
-             std::to_string(s.plan.model.num_layers) + " layers; " + how});
+         "not published: " + std::string(s.dualpipe ? "pp / 2 " : "pp ") + std::to_string(c.pp) +
+             " does not divide the " + std::to_string(s.plan.model.num_layers) + " layers; " +
+             how});
   }
   if (p.sp) {
     s.sequence_parallel = {*p.sp && c.tp > 1};

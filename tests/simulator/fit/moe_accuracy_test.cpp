@@ -198,10 +198,10 @@ TEST(MapMoeRun, DispatcherFromTheRecordsText) {
   expect(run, MoeA2a::kNccl, "not stated");
 }
 
-// A record naming DeepSeek's DualPipe runs as dualpipev, its cut-in-half form, saying so; a pp
-// that does not divide the layers takes the V's balanced split (DeepSeek-V3's 61 on pp 16:
-// 2 + 14 x 4 + 3).
-TEST(MapMoeRun, DualPipeRunsAsDualPipeV) {
+// A record naming DeepSeek's DualPipe runs in its cut-in-half form, saying so: dualpipev on pp / 2
+// stages with twice the replicas, labelled as the record wrote it; a pp / 2 that does not divide
+// the layers takes the V's balanced split (DeepSeek-V3's 61 on 8 stages: 5 + 6 x 8 + 8).
+TEST(MapMoeRun, DualPipeRunsInItsCutInHalfForm) {
   const auto runs = sample();
   PublishedRun run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
   run.notes = "DualPipe bidirectional pipeline schedule; node-limited routing M=4";
@@ -217,18 +217,25 @@ TEST(MapMoeRun, DualPipeRunsAsDualPipeV) {
   EXPECT_TRUE(s->dualpipe);
   const ChosenField* schedule = assumption(*s, "/parallel/schedule");
   ASSERT_NE(schedule, nullptr);
-  EXPECT_EQ(schedule->value, "dualpipev");
-  EXPECT_NE(schedule->reason.find("cut-in-half"), std::string::npos) << schedule->reason;
+  EXPECT_EQ(schedule->value, "dualpipe");
+  EXPECT_NE(schedule->reason.find("cut-in-half form: dualpipev on pp / 2 = 8 stages"),
+            std::string::npos)
+      << schedule->reason;
   const ChosenField* split = assumption(*s, "/parallel/first_stage_layers");
   ASSERT_NE(split, nullptr);
-  EXPECT_EQ(split->value, "2, last_stage_layers 3");
+  EXPECT_EQ(split->value, "5, last_stage_layers 8");
   const std::vector<ParallelConfig> configs = candidate_configs(*s);
   ASSERT_FALSE(configs.empty());
   for (const ParallelConfig& c : configs) {
     EXPECT_EQ(c.schedule, Schedule::kDualPipeV) << short_label(c);
+    EXPECT_TRUE(c.dualpipe) << short_label(c);
+    EXPECT_EQ(c.pp, 8) << short_label(c);
+    EXPECT_EQ(c.dp, 32) << short_label(c);
     EXPECT_EQ(c.virtual_stages, 2) << short_label(c);
-    EXPECT_EQ(c.first_stage_layers, 2) << short_label(c);
-    EXPECT_EQ(c.last_stage_layers, 3) << short_label(c);
+    EXPECT_EQ(c.first_stage_layers, 5) << short_label(c);
+    EXPECT_EQ(c.last_stage_layers, 8) << short_label(c);
+    EXPECT_NE(short_label(c).find("pp16 dp16"), std::string::npos) << short_label(c);
+    EXPECT_NE(short_label(c).find("dualpipe first5"), std::string::npos) << short_label(c);
   }
   run.notes = "1F1B";
   auto plain = map(run);

@@ -28,6 +28,19 @@
 //                                       --decoder-first/last-pipeline-num-layers: the layers of
 //                                       the first and the last stage; the others share the rest
 //                                       evenly. 0: an even share; model_partition.hpp)
+//   dualpipe                           (the plan was written with DeepSeek's DualPipe schedule:
+//                                       2 x pp ranks a pipeline, rank r holding stages r and
+//                                       2pp - 1 - r of 2pp, half the micro-batches fed from each
+//                                       end. Its ranks r and 2pp - 1 - r hold the same stages and
+//                                       run mirrored halves of the work, so it is kept in its
+//                                       cut-in-half form (Sea AI Lab; DualPipe's DualPipeV): this
+//                                       config is dualpipev on pp stages with dp replicas, twice
+//                                       the written dp, each written pair a replica. Same chunks,
+//                                       bubble, memory and gradient reduction per GPU; the one
+//                                       pipeline hop at the V's turn, a message between ranks
+//                                       pp - 1 and pp under DualPipe, stays on the rank here.
+//                                       fold_dualpipe(); labels and documents show the written
+//                                       form)
 //   micro_batch_size, virtual_stages (vpp), schedule, recompute, zero_stage (0-3), offload,
 //   order (rank-grid order, innermost first; default "tp-cp-ep-dp-pp"), dp_sync (allreduce or
 //   parameter-server with param_servers server ranks), overlap_grad_reduce, overlap_param_gather.
@@ -40,6 +53,7 @@
 
 #include "planner/core/checked.hpp"
 #include "planner/core/enums.hpp"
+#include "planner/core/status.hpp"
 
 namespace planner {
 
@@ -73,6 +87,7 @@ struct ParallelConfig {
   int param_servers = 0;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
+  bool dualpipe = false;  // written as DeepSeek's DualPipe (see above)
 
   // Saturated at INT64_MAX when the product does not fit (checked.hpp): never wrapped.
   std::int64_t world_size() const { return saturating_product({tp, pp, dp, cp}); }
@@ -92,8 +107,21 @@ struct ParallelConfig {
     const std::int64_t group = static_cast<std::int64_t>(expert_tp()) * ep;
     return group > 0 && stage % group == 0 ? stage / group : 0;
   }
+  // The pipeline and data-parallel sizes as written: DualPipe's 2 x pp ranks and dp / 2 replicas.
+  int written_pp() const { return dualpipe ? 2 * pp : pp; }
+  int written_dp() const { return dualpipe ? dp / 2 : dp; }
   bool operator==(const ParallelConfig&) const = default;
 };
+
+// The schedule name a plan document, a flag or a label uses: "dualpipe" for a written DualPipe,
+// else the schedule's own.
+std::string_view schedule_name(const ParallelConfig& p);
+
+// Turns a config written with DualPipe on pp ranks and dp replicas (schedule and virtual_stages
+// as parsed) into its cut-in-half form: dualpipev on pp / 2 stages, 2 chunks each, 2 x dp
+// replicas, dualpipe set; an error (the caller names the field) unless pp is even, and p as it
+// was.
+Status fold_dualpipe(ParallelConfig& p);
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.
 std::string short_label(const ParallelConfig& p);

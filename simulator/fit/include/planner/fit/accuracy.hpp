@@ -188,7 +188,8 @@ struct RunSetup {
   // pp does not divide the layers and the record states no split: each candidate takes the
   // balanced uneven split for its virtual stages (balanced_stage_split).
   bool balanced_split = false;
-  // The record names DeepSeek's DualPipe: every candidate runs dualpipev, its cut-in-half form.
+  // The record names DeepSeek's DualPipe: every candidate runs its cut-in-half form, dualpipev
+  // on pp / 2 stages (fold_dualpipe).
   bool dualpipe = false;
 };
 
