@@ -32,6 +32,16 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   return text.substr(0, at) + to + text.substr(at + from.size());
 }
 
+// A plan that parse_plan() refuses (exit code 2) with `message` at `field`.
+void expect_plan_error(const std::string& text, const std::string& field,
+                       const std::string& message) {
+  auto bad = parse_plan(text, "plan.json", builtin_catalog());
+  ASSERT_FALSE(bad) << message;
+  EXPECT_NE(bad.status().message().find(field + ": " + message), std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(bad.status().exit_code(), 2);
+}
+
 TEST(Loaders, PlanDerivesDataParallelAndMicrobatches) {
   auto plan = parse_plan(kPlan, "plan.json", builtin_catalog());
   ASSERT_TRUE(plan) << plan.status().message();
@@ -130,23 +140,19 @@ TEST(Loaders, DualPipeVTakesTwoChunksAndTwicePpMicroBatches) {
   auto again = parse_plan(to_json_text(*plan), "again.json", builtin_catalog());
   ASSERT_TRUE(again) << again.status().message();
   EXPECT_EQ(again->parallel.schedule, Schedule::kDualPipeV);
-  auto check = [&](const std::string& text, const std::string& field, const std::string& message) {
-    auto bad = parse_plan(text, "plan.json", builtin_catalog());
-    ASSERT_FALSE(bad) << message;
-    EXPECT_NE(bad.status().message().find(field + ": " + message), std::string::npos)
-        << bad.status().message();
-    EXPECT_EQ(bad.status().exit_code(), 2);
-  };
-  check(replaced(kPlan, "\"schedule\": \"interleaved\"", "\"schedule\": \"dualpipev\""),
-        "/parallel/virtual_stages", "the dualpipev schedule runs 2 model chunks per stage");
-  check(replaced(v, "\"global_batch_size\": 1536", "\"global_batch_size\": 224"),
-        "/parallel/schedule",
-        "the dualpipev schedule needs num_microbatches (14) to be at least 2 x pp (16)");
+  expect_plan_error(replaced(kPlan, "\"schedule\": \"interleaved\"", "\"schedule\": \"dualpipev\""),
+                    "/parallel/virtual_stages",
+                    "the dualpipev schedule runs 2 model chunks per stage");
+  expect_plan_error(
+      replaced(v, "\"global_batch_size\": 1536", "\"global_batch_size\": 224"),
+      "/parallel/schedule",
+      "the dualpipev schedule needs num_microbatches (14) to be at least 2 x pp (16)");
   const std::string moe = replaced(replaced(v, "\"gpt3-175b\"", "\"mixtral-8x7b\""),
                                    "\"tp\": 8, \"pp\": 8,", "\"tp\": 8, \"pp\": 4, \"ep\": 8,");
-  check(replaced(replaced(moe, "\"nodes\": 128", "\"nodes\": 64"), "\"micro_batch_size\"",
-                 "\"moe_a2a_overlap\": true, \"micro_batch_size\""),
-        "/parallel/moe_a2a_overlap", "the dualpipev schedule merges its forward and backward");
+  expect_plan_error(
+      replaced(replaced(moe, "\"nodes\": 128", "\"nodes\": 64"), "\"micro_batch_size\"",
+               "\"moe_a2a_overlap\": true, \"micro_batch_size\""),
+      "/parallel/moe_a2a_overlap", "the dualpipev schedule merges its forward and backward");
 }
 
 // "schedule": "dualpipe" (DeepSeek's DualPipe) is kept in its cut-in-half form, dualpipev on pp / 2
@@ -177,20 +183,15 @@ TEST(Loaders, DualPipeIsKeptInItsCutInHalfForm) {
                             builtin_catalog());
   ASSERT_TRUE(with_dp) << with_dp.status().message();
   EXPECT_EQ(with_dp->parallel, p);
-  auto check = [&](const std::string& text, const std::string& field, const std::string& message) {
-    auto bad = parse_plan(text, "plan.json", builtin_catalog());
-    ASSERT_FALSE(bad) << message;
-    EXPECT_NE(bad.status().message().find(field + ": " + message), std::string::npos)
-        << bad.status().message();
-    EXPECT_EQ(bad.status().exit_code(), 2);
-  };
-  check(replaced(replaced(d, "\"pp\": 8,", "\"pp\": 3,"), "\"nodes\": 128", "\"nodes\": 96"),
-        "/parallel/pp", "the dualpipe schedule needs an even pp");
-  check(replaced(d, "\"global_batch_size\": 1536", "\"global_batch_size\": 1552"),
-        "/training/global_batch_size", "must be a multiple of 2 x dp x micro_batch_size (2 x 16");
-  check(replaced(d, "\"global_batch_size\": 1536", "\"global_batch_size\": 224"),
-        "/parallel/schedule",
-        "the dualpipe schedule needs num_microbatches (14) to be at least 2 x pp (16)");
+  expect_plan_error(
+      replaced(replaced(d, "\"pp\": 8,", "\"pp\": 3,"), "\"nodes\": 128", "\"nodes\": 96"),
+      "/parallel/pp", "the dualpipe schedule needs an even pp");
+  expect_plan_error(replaced(d, "\"global_batch_size\": 1536", "\"global_batch_size\": 1552"),
+                    "/training/global_batch_size",
+                    "must be a multiple of 2 x dp x micro_batch_size (2 x 16");
+  expect_plan_error(replaced(d, "\"global_batch_size\": 1536", "\"global_batch_size\": 224"),
+                    "/parallel/schedule",
+                    "the dualpipe schedule needs num_microbatches (14) to be at least 2 x pp (16)");
 }
 
 TEST(Loaders, PlanCrossChecksReportEveryViolation) {
