@@ -156,6 +156,13 @@ TEST(LossParity, Pp2DualPipeV) {
 TEST(LossParity, Pp2DualPipeVTiedEmbeddings) {
   expect_parity(gpt_test_model(true), with(par(1, 2, 1), Schedule::kDualPipeV, 2));
 }
+// DeepSeek's DualPipe on 4 ranks runs as its cut-in-half form: dualpipev on 2 stages, each mirrored
+// pair of ranks a data-parallel replica.
+TEST(LossParity, Pp4DualPipe) {
+  ParallelConfig p = par(1, 4, 1);
+  ASSERT_TRUE(fold_dualpipe(p).is_ok());
+  expect_parity(gpt_test_model(), p);
+}
 TEST(LossParity, Dp2) {
   expect_parity(gpt_test_model(), par(1, 1, 2));
 }
