@@ -290,6 +290,12 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   s.virtual_stages = a.vpp;
   s.zero_stages = a.distributed_optimizer ? std::vector<int>{1} : a.zero;
   s.micro_batch_sizes = a.mbs;
+  if (std::find(a.schedules.begin(), a.schedules.end(), "dualpipe") != a.schedules.end()) {
+    return Status::invalid_input(
+        "--schedule: the sweep searches DeepSeek's DualPipe in its cut-in-half form, dualpipev "
+        "(DualPipe on 2p ranks is dualpipev on p stages with twice the data-parallel replicas): "
+        "give dualpipev");
+  }
   PLANNER_ASSIGN_OR_RETURN(s.schedules, enum_list<Schedule>("--schedule", a.schedules));
   PLANNER_ASSIGN_OR_RETURN(s.recompute, enum_list<Recompute>("--recompute", a.recompute));
   PLANNER_ASSIGN_OR_RETURN(s.moe_a2a, enum_list<MoeA2a>("--moe-a2a", a.moe_a2a));
@@ -646,7 +652,14 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
     if (p.schedule == Schedule::kDualPipeV) {
       out << " (two model chunks per GPU in a V, stage 0 holding the first and the last; "
              "forward and backward chunks of different micro-batches merged, one's "
-             "communication under the other's compute)";
+             "communication under the other's compute";
+      // The same plan as DeepSeek's DualPipe writes it (parallel_config.hpp fold_dualpipe).
+      if (p.dp % 2 == 0) {
+        out << "; the cut-in-half form of DeepSeek's DualPipe on " << 2 * p.pp
+            << " ranks: --schedule dualpipe --pp " << 2 * p.pp << " --dp " << p.dp / 2
+            << " is this plan";
+      }
+      out << ")";
     } else if (p.virtual_stages > 1) {
       out << " with " << p.virtual_stages << " virtual stages per GPU";
     }
@@ -1250,7 +1263,8 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "Fix virtual stage counts (interleaved)")
       ->delimiter(',');
   cmd->add_option("--schedule", a->schedules,
-                  "Schedules: gpipe, 1f1b, interleaved, zb-h1, dualpipev")
+                  "Schedules: gpipe, 1f1b, interleaved, zb-h1, dualpipev (DeepSeek's DualPipe "
+                  "on 2p ranks is dualpipev on p stages)")
       ->delimiter(',');
   cmd->add_option("--recompute,--recompute-granularity", a->recompute,
                   "Recompute: none, selective, full")

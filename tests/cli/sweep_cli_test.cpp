@@ -533,6 +533,21 @@ TEST(SweepCli, BestMoePlanIsExplained) {
   EXPECT_FALSE(contains(t.out, "simulations failed")) << t.out;
   EXPECT_TRUE(t.err.empty()) << t.err;
 
+  // dualpipev fixed: the best plan says which DualPipe plan it is; dualpipe itself is searched as
+  // dualpipev.
+  const CommandResult v = run_planner(
+      {"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--pp", "2", "--ep", "8", "--schedule",
+       "dualpipev", "--gbs", "64", "--top-k", "2", "--no-db", "--threads", "2", "--no-progress"});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_TRUE(contains(v.out,
+                       "the cut-in-half form of DeepSeek's DualPipe on 4 ranks: "
+                       "--schedule dualpipe --pp 4 --dp 4 is this plan"))
+      << v.out;
+  const CommandResult d = run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16",
+                                       "--schedule", "dualpipe", "--no-db", "--no-progress"});
+  EXPECT_EQ(d.exit_code, 2);
+  EXPECT_TRUE(contains(d.err, "searches DeepSeek's DualPipe in its cut-in-half form")) << d.err;
+
   // The EP all-to-all overlap fixed on: the best plan merges its passes and says so.
   const CommandResult o =
       run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--pp", "1", "--ep", "16",
