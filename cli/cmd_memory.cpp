@@ -55,9 +55,10 @@ Status memory_report(const CliContext& ctx, const MemoryArgs& args) {
   const Bytes dense_layer = layer_activation_bytes(model, training, parallel, false, options);
   const Bytes moe_layer =
       model.is_moe() ? layer_activation_bytes(model, training, parallel, true, options) : Bytes(0);
+  // Per pipeline as written: DualPipe's count from both ends (twice its cut-in-half form's).
   const std::int64_t microbatches =
       training.global_batch_size /
-      (static_cast<std::int64_t>(parallel.dp) * parallel.micro_batch_size);
+      (static_cast<std::int64_t>(parallel.written_dp()) * parallel.micro_batch_size);
 
   std::ostream& out = *ctx.out;
   if (ctx.json) {
@@ -84,8 +85,10 @@ Status memory_report(const CliContext& ctx, const MemoryArgs& args) {
   }
   out << model.name << " · " << short_label(parallel) << " · seq " << training.seq_length
       << " · global batch " << training.global_batch_size << " (" << microbatches
-      << " micro-batches) · " << to_string(training.precision) << " "
-      << to_string(training.optimizer) << '\n';
+      << " micro-batches"
+      << (parallel.dualpipe ? ", " + std::to_string(microbatches / 2) + " from each end" : "")
+      << ") · " << to_string(training.precision) << " " << to_string(training.optimizer) << '\n';
+  out << dualpipe_note(parallel);
   if (!gpu.name.empty()) out << "GPU: " << gpu.name << ", " << gib(gpu.hbm) << " GiB HBM\n";
   out << '\n';
   Table t({{"STAGE", Align::kRight},

@@ -182,15 +182,7 @@ void print_report(std::ostream& out, const app::PlacedPlan& setup, const sim::Si
   out << "simulated " << r.simulated_ranks << (r.simulated_ranks == 1 ? " rank (" : " ranks (")
       << how << ")"
       << (r.subset == RankSubset::kAll ? "" : "; the others' traffic loads the fabric") << "\n";
-  if (const ParallelConfig& p = setup.plan.parallel; p.dualpipe) {
-    const int ranks = p.written_pp();
-    out << "dualpipe: " << ranks << " ranks a pipeline, rank r holding stages r and " << ranks - 1
-        << " - r; simulated in its cut-in-half form, dualpipev on " << p.pp
-        << " stages with each mirrored pair of ranks a data-parallel replica (stage s below is "
-           "ranks s and "
-        << ranks - 1 << " - s)\n";
-  }
-  out << "\n";
+  out << dualpipe_note(setup.plan.parallel) << "\n";
   KeyValues kv;
   if (!r.simulated) {
     kv.add("peak memory", fmt(to_GiB(r.memory.peak), 2) + " GiB (stage " +

@@ -212,4 +212,15 @@ Result<ResolvedStack> resolve_stack(const StackArgs& args) {
   return out;
 }
 
+std::string dualpipe_note(const ParallelConfig& p) {
+  if (!p.dualpipe) return "";
+  const std::string last = std::to_string(p.written_pp() - 1);
+  return "dualpipe: " + std::to_string(p.written_pp()) +
+         " ranks a pipeline, rank r holding stages r and " + last +
+         " - r; modelled in its cut-in-half form, dualpipev on " + std::to_string(p.pp) +
+         " stages with each mirrored pair of ranks a data-parallel replica (stage s below is "
+         "ranks s and " +
+         last + " - s)\n";
+}
+
 }  // namespace planner::cli

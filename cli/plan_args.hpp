@@ -92,4 +92,8 @@ void add_plan_options(CLI::App* cmd, PlanArgs& args);
 // maximum (2048 when unknown), global batch = dp × mbs × pp (one micro-batch per stage).
 Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args);
 
+// For a plan written with DeepSeek's DualPipe (parallel_config.hpp): one line saying it runs in
+// its cut-in-half form and which ranks a stage row stands for; empty otherwise.
+std::string dualpipe_note(const ParallelConfig& p);
+
 }  // namespace planner::cli

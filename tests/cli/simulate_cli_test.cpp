@@ -242,9 +242,17 @@ TEST(SimulateCli, DualPipeRunsAsDualPipeVOnHalfTheStages) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("pp4 dp2 mb1 dualpipe"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("dualpipe: 4 ranks a pipeline, rank r holding stages r and 3 - r; "
-                          "simulated in its cut-in-half form, dualpipev on 2 stages"),
+                          "modelled in its cut-in-half form, dualpipev on 2 stages"),
             std::string::npos)
       << text.out;
+  const CommandResult memory =
+      run_planner({"memory", "--model", "megatron-1.7b", "--gpu", "a100-80gb", "--pp", "4", "--dp",
+                   "2", "--gbs", "32", "--seq", "1024", "--schedule", "dualpipe"});
+  ASSERT_EQ(memory.exit_code, 0) << memory.err;
+  EXPECT_NE(memory.out.find("(16 micro-batches, 8 from each end)"), std::string::npos)
+      << memory.out;
+  EXPECT_NE(memory.out.find("(stage s below is ranks s and 3 - s)"), std::string::npos)
+      << memory.out;
   const CommandResult odd = simulate("dualpipe", "3", "2");
   EXPECT_EQ(odd.exit_code, 2);
   EXPECT_NE(odd.err.find("--pp: the dualpipe schedule needs an even pp"), std::string::npos)
