@@ -655,9 +655,11 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
              "communication under the other's compute";
       // The same plan as DeepSeek's DualPipe writes it (parallel_config.hpp fold_dualpipe).
       if (p.dp % 2 == 0) {
-        out << "; the cut-in-half form of DeepSeek's DualPipe on " << 2 * p.pp
-            << " ranks: --schedule dualpipe --pp " << 2 * p.pp << " --dp " << p.dp / 2
-            << " is this plan";
+        ParallelConfig as_written = p;
+        as_written.dualpipe = true;
+        out << "; the cut-in-half form of DeepSeek's DualPipe on " << as_written.written_pp()
+            << " ranks: --schedule dualpipe --pp " << as_written.written_pp() << " --dp "
+            << as_written.written_dp() << " is this plan";
       }
       out << ")";
     } else if (p.virtual_stages > 1) {

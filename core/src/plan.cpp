@@ -100,14 +100,10 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
         hint = "; uneven stages would work: first_stage_layers " + str(split->first) +
                ", last_stage_layers " + str(split->second);
       }
-      diag.add("/parallel/pp", p.dualpipe ? "under dualpipe pp / 2 (" + str(p.pp) +
-                                                ") must divide layers (" + str(m.num_layers) +
-                                                "), each pair of mirrored ranks holding 2 or "
-                                                "more" +
-                                                hint
-                                          : "under dualpipev pp (" + str(p.pp) +
-                                                ") must divide layers (" + str(m.num_layers) +
-                                                "), each stage holding 2 or more" + hint);
+      diag.add("/parallel/pp",
+               std::string(p.dualpipe ? "under dualpipe pp / 2 (" : "under dualpipev pp (") +
+                   str(p.pp) + ") must divide layers (" + str(m.num_layers) + "), each " +
+                   (p.dualpipe ? "pair of mirrored ranks" : "stage") + " holding 2 or more" + hint);
     }
   } else if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
     if (m.num_layers % chunks != 0) {

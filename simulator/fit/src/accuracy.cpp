@@ -999,11 +999,13 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
   }
   std::optional<std::pair<int, int>> split;  // the balanced split, and how it was chosen
   std::string how;
-  if (c.pp >= 4 && c.pp % 2 == 0 && lower(run.notes).find("dualpipe") != std::string::npos) {
+  if (c.pp > 1 && lower(run.notes).find("dualpipe") != std::string::npos) {
     // DeepSeek-V3's DualPipe feeds micro-batches from both ends of the pipeline, rank r holding
-    // stages r and pp - 1 - r; it is kept in its cut-in-half form (parallel_config.hpp).
-    const Status folded = fold_dualpipe(c);
-    if (!folded.is_ok()) return folded;
+    // stages r and pp - 1 - r; it is kept in its cut-in-half form (parallel_config.hpp). A record
+    // naming it on an odd pp contradicts itself.
+    if (Status folded = fold_dualpipe(c); !folded.is_ok()) {
+      return Status::invalid_input("parallel.pp: the record names DualPipe; " + folded.message());
+    }
     s.dualpipe = true;
     s.virtual_stages = {2};
     s.virtual_stages_null = false;

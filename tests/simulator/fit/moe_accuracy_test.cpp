@@ -237,6 +237,16 @@ TEST(MapMoeRun, DualPipeRunsInItsCutInHalfForm) {
     EXPECT_NE(short_label(c).find("pp16 dp16"), std::string::npos) << short_label(c);
     EXPECT_NE(short_label(c).find("dualpipe first5"), std::string::npos) << short_label(c);
   }
+  // DualPipe pairs its ranks: a record naming it on an odd pp contradicts itself.
+  PublishedRun odd = run;
+  odd.parallel.pp = 15;
+  odd.hardware.num_gpus = 240;
+  auto refused = map(odd);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(
+      refused.status().message().find("names DualPipe; the dualpipe schedule needs an even pp"),
+      std::string::npos)
+      << refused.status().message();
   run.notes = "1F1B";
   auto plain = map(run);
   ASSERT_TRUE(plain) << plain.status().message();
