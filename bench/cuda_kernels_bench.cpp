@@ -66,6 +66,16 @@ using planner::Status;
 // (~0.5 us) stay below 1% of the measurement.
 constexpr double kBatchSeconds = 0.02;
 constexpr int kMaxRepsPerBatch = 10000;
+// Timed batches per benchmark. Each reports its time per operation (manual time), so Google
+// Benchmark must not choose the iteration count: it would run min_time's worth of operations as
+// batches, each holding up to kMaxRepsPerBatch of them (minutes to hours a benchmark).
+constexpr int kBatchesPerBenchmark = 10;
+
+// A benchmark timed by run_timed: manual time per operation, a fixed number of batches.
+benchmark::internal::Benchmark* timed_batches(benchmark::internal::Benchmark* b,
+                                              benchmark::TimeUnit unit) {
+  return b->UseManualTime()->Iterations(kBatchesPerBenchmark)->Unit(unit);
+}
 
 // "Large" GEMMs for the 70% target: every dimension at least this (a 4096^3 GEMM keeps all SMs of
 // an H100 busy for ~0.2 ms).
@@ -334,18 +344,17 @@ void register_model_gemms(Bench& bench) {
                    (d.flags & planner::kAccumulate) != 0};
         const std::string name =
             "Gemm/" + std::string(model_name) + "/tp" + std::to_string(tp) + "/" + gemm_label(g);
-        benchmark::RegisterBenchmark(
-            name.c_str(),
-            [&bench, g, name](benchmark::State& state) {
-              // Weight gradients accumulate into fp32 main grads; everything else is bf16 in and
-              // out.
-              const double s = g.accumulate ? time_gemm<bf16, float>(state, bench, g)
-                                            : time_gemm<bf16, bf16>(state, bench, g);
-              record_gemm(state, bench, name, g, g.accumulate ? "bf16->f32" : "bf16",
-                          planner::Precision::kBf16, s);
-            })
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+        timed_batches(benchmark::RegisterBenchmark(
+                          name.c_str(),
+                          [&bench, g, name](benchmark::State& state) {
+                            // Weight gradients accumulate into fp32 main grads; everything else is
+                            // bf16 in and out.
+                            const double s = g.accumulate ? time_gemm<bf16, float>(state, bench, g)
+                                                          : time_gemm<bf16, bf16>(state, bench, g);
+                            record_gemm(state, bench, name, g, g.accumulate ? "bf16->f32" : "bf16",
+                                        planner::Precision::kBf16, s);
+                          }),
+                      benchmark::kMicrosecond);
       }
     }
   }
@@ -357,13 +366,12 @@ void register_square_gemms(Bench& bench) {
     const std::string base = "Gemm/square/" + std::to_string(size) + "/";
     auto add = [&](const std::string& dtype, planner::Precision precision, auto run) {
       const std::string name = base + dtype;
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [&bench, g, name, dtype, precision, run](benchmark::State& st) {
-                                     record_gemm(st, bench, name, g, dtype, precision,
-                                                 run(st, bench, g));
-                                   })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      timed_batches(benchmark::RegisterBenchmark(
+                        name.c_str(),
+                        [&bench, g, name, dtype, precision, run](benchmark::State& st) {
+                          record_gemm(st, bench, name, g, dtype, precision, run(st, bench, g));
+                        }),
+                    benchmark::kMicrosecond);
     };
     add("bf16", planner::Precision::kBf16, [](benchmark::State& st, Bench& b, const GemmCase& c) {
       return time_gemm<bf16, bf16>(st, b, c);
@@ -482,13 +490,12 @@ void register_attention(Bench& bench) {
           const std::string name = "Attention/" + std::string(model_name) + "/tp" +
                                    std::to_string(tp) + "/s" + std::to_string(s.q_len) +
                                    (backward ? "/backward" : "/forward");
-          benchmark::RegisterBenchmark(
-              name.c_str(),
-              [&bench, name, model_name, tp, s, backward](benchmark::State& state) {
-                time_attention(state, bench, name, model_name, tp, s, backward);
-              })
-              ->UseManualTime()
-              ->Unit(benchmark::kMillisecond);
+          timed_batches(benchmark::RegisterBenchmark(
+                            name.c_str(),
+                            [&bench, name, model_name, tp, s, backward](benchmark::State& state) {
+                              time_attention(state, bench, name, model_name, tp, s, backward);
+                            }),
+                        benchmark::kMillisecond);
         }
         break;  // every layer's block is the same
       }
@@ -504,27 +511,28 @@ void register_bandwidth(
     Bench& bench, const std::string& kernel, const std::string& dtype, double bytes,
     std::function<planner::Result<std::function<Status()>>(cudaStream_t)> setup) {
   const std::string name = "Elementwise/" + kernel + "/" + dtype;
-  benchmark::RegisterBenchmark(
-      name.c_str(),
-      [&bench, name, kernel, dtype, bytes, setup](benchmark::State& state) {
-        auto op = setup(bench.stream.get());
-        if (!op.is_ok()) {
-          state.SkipWithError(op.status().message().c_str());
-          return;
-        }
-        const double seconds = run_timed(state, bench, *op);
-        if (seconds <= 0) return;
-        const double GBps = bytes / seconds / 1e9;
-        state.counters["GB/s"] = GBps;
-        if (bench.peak_hbm_GBps > 0) state.counters["of_HBM"] = GBps / bench.peak_hbm_GBps;
-        json r = {{"name", name},   {"kernel", kernel},         {"dtype", dtype},
-                  {"bytes", bytes}, {"time_us", seconds * 1e6}, {"GBps", GBps}};
-        r["fraction_of_hbm"] =
-            bench.peak_hbm_GBps > 0 ? json(GBps / bench.peak_hbm_GBps) : json(nullptr);
-        bench.results["elementwise/" + name] = r;
-      })
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  timed_batches(benchmark::RegisterBenchmark(
+                    name.c_str(),
+                    [&bench, name, kernel, dtype, bytes, setup](benchmark::State& state) {
+                      auto op = setup(bench.stream.get());
+                      if (!op.is_ok()) {
+                        state.SkipWithError(op.status().message().c_str());
+                        return;
+                      }
+                      const double seconds = run_timed(state, bench, *op);
+                      if (seconds <= 0) return;
+                      const double GBps = bytes / seconds / 1e9;
+                      state.counters["GB/s"] = GBps;
+                      if (bench.peak_hbm_GBps > 0)
+                        state.counters["of_HBM"] = GBps / bench.peak_hbm_GBps;
+                      json r = {{"name", name},   {"kernel", kernel},         {"dtype", dtype},
+                                {"bytes", bytes}, {"time_us", seconds * 1e6}, {"GBps", GBps}};
+                      r["fraction_of_hbm"] = bench.peak_hbm_GBps > 0
+                                                 ? json(GBps / bench.peak_hbm_GBps)
+                                                 : json(nullptr);
+                      bench.results["elementwise/" + name] = r;
+                    }),
+                benchmark::kMicrosecond);
 }
 
 // Keeps device buffers alive for as long as the timed operation that uses them.
