@@ -355,7 +355,7 @@ Status run_rank_job(const CliContext& ctx, const ExecArgs& a, const Plan& plan,
     auto predicted =
         profile ? app::predict_for_exec(
                       plan, exec::runner_lower_options(options.runner, plan.training.precision),
-                      &*profile)
+                      &*profile, a.backend == "cuda" ? executor_host_costs() : HostCosts{})
                 : Result<sim::SimResult>(profile_error);
     if (predicted) {
       recorder->attach_prediction(

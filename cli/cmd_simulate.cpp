@@ -372,7 +372,15 @@ Status models_command(const CliContext& ctx) {
                         {"host_costs", describe(host)},
                         {"source", host.source}});
     }
-    *ctx.out << Json{{"models", all}, {"stacks", stacks}}.dump(2) << '\n';
+    const HostCosts executor = executor_host_costs();
+    *ctx.out << Json{{"models", all},
+                     {"stacks", stacks},
+                     {"executor",
+                      {{"name", "planner exec, cuda backend"},
+                       {"host_costs", describe(executor)},
+                       {"source", executor.source}}}}
+                    .dump(2)
+             << '\n';
     return Status::ok();
   }
   for (const sim::ModelInfo& m : sim::model_registry()) {
@@ -390,6 +398,11 @@ Status models_command(const CliContext& ctx) {
              << "\n  attention: " << to_string(default_attention(stack))
              << "\n  host: " << describe(host) << "\n  source:  " << host.source << "\n";
   }
+  const HostCosts executor = executor_host_costs();
+  *ctx.out << "\nplanner exec's predictions (stored with each run, planner report) use its own "
+              "host: the cuda backend's C++ runner\n  host: "
+           << describe(executor) << "\n  source:  " << executor.source
+           << "\n  the cpu backend has none (its ops run on the host that issues them)\n";
   return Status::ok();
 }
 

@@ -84,7 +84,7 @@ Result<sim::SimResult> simulate_plan(const PlacedPlan& placed, const HardwarePro
 }
 
 Result<sim::SimResult> predict_for_exec(const Plan& plan, const LowerOptions& lower,
-                                        const HardwareProfile* profile) {
+                                        const HardwareProfile* profile, const HostCosts& host) {
   topo::TopologySpec topology;
   if (!plan.cluster.topology.empty()) {
     PLANNER_ASSIGN_OR_RETURN(topology, topo::resolve_topology(plan.cluster.topology));
@@ -99,6 +99,7 @@ Result<sim::SimResult> predict_for_exec(const Plan& plan, const LowerOptions& lo
   sim::SimOptions options;
   options.ranks = RankSubset::kAll;
   options.run.keep_op_times = true;
+  options.run.host = host;
   options.lower = lower;
   return simulate_plan(placed, profile != nullptr ? *profile : default_profile_for(plan.gpu),
                        options);

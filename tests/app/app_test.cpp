@@ -245,6 +245,27 @@ TEST(SimulatePlan, TimesThePlacedPlan) {
   EXPECT_GT(to_seconds(r->step_time), 0);
 }
 
+// planner exec's stored prediction: on the cuda backend the runner's issuing thread (36 us an op,
+// core/src/host_model.cpp) sets a tiny model's step, as measured on an H200 (gpt-tiny, global
+// batch 16 x 256, micro-batch 4: 15.19 ms a step, bench/gpu/README.md 2026-11-27); without a host
+// the prediction is the GPU's 1.3 ms.
+TEST(PredictForExec, TheCudaBackendsRunnerIssuesEveryOp) {
+  auto plan = parse_plan(R"({"schema_version": 1, "kind": "plan", "model": "gpt-tiny",
+      "cluster": {"nodes": 1, "gpus_per_node": 1, "gpu": "H200-SXM-141GB"},
+      "training": {"global_batch_size": 16, "seq_length": 256, "precision": "bf16"},
+      "parallel": {"tp": 1, "pp": 1, "micro_batch_size": 4}})",
+                         "plan", builtin_catalog());
+  ASSERT_TRUE(plan) << plan.status().message();
+  auto cuda = predict_for_exec(*plan, LowerOptions{}, nullptr, executor_host_costs());
+  ASSERT_TRUE(cuda) << cuda.status().message();
+  EXPECT_NEAR(to_seconds(cuda->step_time), 15.19e-3, 0.15 * 15.19e-3);
+  EXPECT_GT(cuda->host_bound_fraction, 0.8);
+  auto gpu_only = predict_for_exec(*plan, LowerOptions{}, nullptr);
+  ASSERT_TRUE(gpu_only) << gpu_only.status().message();
+  EXPECT_LT(to_seconds(gpu_only->step_time), 3e-3);
+  EXPECT_FALSE(executor_host_costs().source.empty());
+}
+
 TEST(Profiles, ByNameFileOrDefault) {
   const GpuSpec h100 = builtin_catalog().gpu("h100").value();
   DatabaseRef no_db{"", true};

@@ -11,6 +11,7 @@
 #include "planner/core/catalog.hpp"
 #include "planner/core/cluster_spec.hpp"
 #include "planner/core/hardware_profile.hpp"
+#include "planner/core/host_model.hpp"
 #include "planner/core/lowering.hpp"
 #include "planner/core/plan.hpp"
 #include "planner/core/status.hpp"
@@ -51,9 +52,11 @@ Result<sim::SimResult> simulate_plan(const PlacedPlan& placed, const HardwarePro
 // The simulator's prediction for an executed run of `plan`: every rank, every op's timing kept,
 // lowered with `lower` (the executor's options, so that op ids match its measurements), on the
 // plan's topology (cluster.topology, else the first preset with its GPU) with `profile` (nullptr:
-// the GPU's default profile).
+// the GPU's default profile) and the executor's host costs `host` (executor_host_costs() for the
+// cuda backend; none for the cpu backend, whose host runs the ops itself).
 Result<sim::SimResult> predict_for_exec(const Plan& plan, const LowerOptions& lower,
-                                        const HardwareProfile* profile = nullptr);
+                                        const HardwareProfile* profile = nullptr,
+                                        const HostCosts& host = {});
 
 // One ranked plan of a sweep on its own nodes, simulated with the profile the sweep used: one rank
 // per pipeline stage, every op's timing kept (the desktop app's plan views draw them).

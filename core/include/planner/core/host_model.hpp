@@ -58,7 +58,7 @@ struct HostCosts {
   std::string source;  // where the numbers come from
 
   // False when every cost is zero: the simulation then has no host (hand-built programs, the
-  // planner executor's own C++ issue loop).
+  // planner executor's cpu backend, whose ops run on the host that issues them).
   bool enabled() const;
   bool operator==(const HostCosts&) const = default;
 };
@@ -79,6 +79,12 @@ inline bool gathers_tensor_by_tensor(const HostCosts& c, const OpDesc& d) {
 
 // The built-in host costs of a software stack, with their source in `source`.
 HostCosts host_costs(SoftwareStack stack);
+
+// The host costs of planner's own executor (`planner exec`) on its cuda backend: its C++ runner
+// issuing every op of the step program (kernel launches, CUDA events, caching allocator) from one
+// thread per rank, one cost per op whatever its kind or pass. The cpu backend has none: its ops
+// run on the host that issues them.
+HostCosts executor_host_costs();
 
 // The host time to issue `d` in `phase` (zero for host-stream work, which is the host's own);
 // `members`: the size of a collective's group; `extra_kernels`: kernels the op launches beyond
