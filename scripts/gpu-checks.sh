@@ -21,7 +21,7 @@
 #   CUDA_VISIBLE_DEVICES  which GPU (the tests and benchmarks use device 0 of those visible)
 #
 # Writes into OUT_DIR:
-#   gpu-tests.log, <test>.xml      the gpu tests' output and JUnit reports
+#   gpu-tests.log, <test>*.xml     the gpu tests' output and JUnit reports (one a rank)
 #   bench.json                     Google Benchmark's full output
 #   gpu-profile.json               the summary ("kind": "gpu_benchmark"): GPU, driver, CUDA, cuBLAS and
 #                                  NCCL versions, date, host, planner commit, the preset's peaks, and
@@ -66,21 +66,29 @@ else
 fi
 
 # The gpu tests: gtest binaries, the exec ones under mpirun with as many ranks as their name says.
+# Every rank writes its own JUnit report (NAME.xml, or NAME.rank-R.xml under mpirun); rank 0's is
+# counted (the test main reduces each test's result over the ranks).
 tests="passed"
 passed=0 failed=0 skipped=0
 : >"$OUT_DIR/gpu-tests.log"
+# run_test NAME RANKS: runs $BIN/NAME alone (RANKS 0) or under mpirun with RANKS ranks.
 run_test() {
-  local name=$1
-  shift
+  local name=$1 ranks=$2 report
   echo "gpu-checks: $name" | tee -a "$OUT_DIR/gpu-tests.log"
-  if ! "$@" --gtest_output="xml:$OUT_DIR/$name.xml" >>"$OUT_DIR/gpu-tests.log" 2>&1; then
-    tests="failed"
+  local status=0
+  if [ "$ranks" -eq 0 ]; then
+    report="$OUT_DIR/$name.xml"
+    "$BIN/$name" --gtest_output="xml:$report" >>"$OUT_DIR/gpu-tests.log" 2>&1 || status=$?
+  else
+    report="$OUT_DIR/$name.rank-0.xml"
+    "$MPIRUN" -n "$ranks" bash -c 'exec "$0" --gtest_output="xml:$1.rank-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}.xml"' \
+      "$BIN/$name" "$OUT_DIR/$name" >>"$OUT_DIR/gpu-tests.log" 2>&1 || status=$?
   fi
-  local counts
+  [ "$status" -eq 0 ] || tests="failed"
+  local counts skips
   counts=$(sed -n 's/.*<testsuites tests="\([0-9]*\)" failures="\([0-9]*\)" disabled="[0-9]*" errors="\([0-9]*\)".*/\1 \2 \3/p' \
-    "$OUT_DIR/$name.xml" 2>/dev/null | head -n 1)
-  local skips
-  skips=$(grep -c 'result="skipped"' "$OUT_DIR/$name.xml" 2>/dev/null || true)
+    "$report" 2>/dev/null || true)
+  skips=$(grep -c 'result="skipped"' "$report" 2>/dev/null || true)
   if [ -z "$counts" ]; then
     echo "gpu-checks: $name wrote no report" | tee -a "$OUT_DIR/gpu-tests.log"
     tests="failed"
@@ -91,10 +99,10 @@ run_test() {
   skipped=$((skipped + skips))
   passed=$((passed + n - f - e - skips))
 }
-run_test kernels_cuda_gpu_test "$BIN/kernels_cuda_gpu_test"
-run_test exec_cuda_gpu_1_test "$MPIRUN" -n 1 "$BIN/exec_cuda_gpu_1_test"
+run_test kernels_cuda_gpu_test 0
+run_test exec_cuda_gpu_1_test 1
 if [ "$gpu_count" -ge 2 ]; then
-  run_test exec_cuda_gpu_2_test "$MPIRUN" -n 2 "$BIN/exec_cuda_gpu_2_test"
+  run_test exec_cuda_gpu_2_test 2
 fi
 summary="$passed passed, $failed failed, $skipped skipped"
 echo "gpu-checks: gpu tests $tests: $summary"

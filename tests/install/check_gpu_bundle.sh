@@ -69,5 +69,5 @@ grep -q "gpu tests passed: 0 passed, 0 failed, [1-9][0-9]* skipped" "$tmp/checks
 grep -q "exited 1: error: the cuda backend needs an NVIDIA GPU" "$tmp/checks.log" ||
   { cat "$tmp/checks.log"; echo "FAIL: planner exec did not refuse the cuda backend" >&2; exit 1; }
 test -f "$tmp/out/kernels_cuda_gpu_test.xml"
-test -f "$tmp/out/exec_cuda_gpu_1_test.xml"
+test -f "$tmp/out/exec_cuda_gpu_1_test.rank-0.xml"
 echo "gpu bundle check passed"
