@@ -53,21 +53,27 @@ objcopy --strip-debug "$module" "$BUNDLE/lib/planner/$(basename "$module")"
 # Libraries the target provides itself: the C runtime and the compiler's, the CUDA driver's and
 # the CUDA toolkit's (the driver must match the machine; cuBLAS and NCCL come with its CUDA).
 provided='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libutil\.|libresolv\.|libstdc\+\+\.|libgcc_s\.|libcuda\.|libnvidia|libcublas|libcublasLt|libnccl|libcudart)'
-# copy_deps FILE...: every library FILE loads (ldd resolves them transitively) into lib/deps.
+# copy_deps ONLY FILE...: every library FILE loads (ldd resolves them transitively) whose name
+# matches the regex ONLY, into lib/deps. With ONLY '.', a library this machine cannot find fails
+# the bundle; with a narrower ONLY it is left out (an Open MPI plugin for a fabric this machine
+# lacks: Open MPI skips a plugin it cannot load).
 copy_deps() {
-  local f line name path
+  local only=$1 f name arrow path
+  shift
   for f in "$@"; do
-    while read -r line; do
-      name=$(awk '{print $1}' <<<"$line")
-      path=$(awk '$2 == "=>" {print $3}' <<<"$line")
+    while read -r name arrow path _; do
+      [ "$arrow" = "=>" ] || continue
       [[ "$name" =~ $provided ]] && continue
-      [ -n "$path" ] || continue
-      [ "$path" = "not" ] && fail "$f needs $name, which this machine cannot find"
+      [[ "$name" =~ $only ]] || continue
+      if [ "$path" = "not" ]; then
+        [ "$only" = "." ] && fail "$f needs $name, which this machine cannot find"
+        continue
+      fi
       [ -e "$BUNDLE/lib/deps/$name" ] || cp -L "$path" "$BUNDLE/lib/deps/$name"
-    done < <(ldd "$f" 2>/dev/null | grep "=>")
+    done < <(ldd "$f" 2>/dev/null)
   done
 }
-copy_deps "$BUNDLE"/bin/* "$BUNDLE"/lib/planner/*.so
+copy_deps . "$BUNDLE"/bin/* "$BUNDLE"/lib/planner/*.so
 
 # Open MPI, relocatable under OPAL_PREFIX: its install paths relative to its prefix.
 command -v ompi_info >/dev/null 2>&1 || fail "ompi_info not found: Open MPI's launcher cannot be bundled"
@@ -82,27 +88,20 @@ for what in pkglibdir pkgdatadir; do
   [ "$rel" != "$dir" ] || fail "Open MPI's $what ($dir) is not under its prefix ($prefix)"
   mkdir -p "$BUNDLE/mpi/$rel"
   cp -a "$dir/." "$BUNDLE/mpi/$rel/"
+  if [ "$what" = pkglibdir ]; then plugins_rel=$rel; fi
 done
 bindir=$(ompi_path bindir)
-mkdir -p "$BUNDLE/mpi/${bindir#"$prefix"/}"
+bindir_rel=${bindir#"$prefix"/}
+mkdir -p "$BUNDLE/mpi/$bindir_rel"
 for b in orterun orted; do
   [ -x "$bindir/$b" ] || fail "$bindir/$b: no such program (Open MPI 4 launches ranks with it)"
-  cp -L "$bindir/$b" "$BUNDLE/mpi/${bindir#"$prefix"/}/$b"
+  cp -L "$bindir/$b" "$BUNDLE/mpi/$bindir_rel/$b"
 done
-ln -s orterun "$BUNDLE/mpi/${bindir#"$prefix"/}/mpirun"
-bindir_rel=${bindir#"$prefix"/}
-# The plugins' own libraries (PMIx, hwloc, libevent; those of fabrics the target may lack, such
-# as UCX or libfabric, are left out: Open MPI skips a plugin it cannot load).
-for plugin in "$BUNDLE/mpi/$(ompi_path pkglibdir | sed "s|^$prefix/||")"/*.so "$BUNDLE"/mpi/"$bindir_rel"/*; do
-  while read -r line; do
-    name=$(awk '{print $1}' <<<"$line")
-    path=$(awk '$2 == "=>" {print $3}' <<<"$line")
-    [[ "$name" =~ $provided ]] && continue
-    [[ "$name" =~ ^lib(pmix|hwloc|event|open-|mpi|mca_common|z\.|udev|numa) ]] || continue
-    [ -n "$path" ] && [ "$path" != "not" ] && [ ! -e "$BUNDLE/lib/deps/$name" ] &&
-      cp -L "$path" "$BUNDLE/lib/deps/$name"
-  done < <(ldd "$plugin" 2>/dev/null | grep "=>")
-done
+ln -s orterun "$BUNDLE/mpi/$bindir_rel/mpirun"
+# The launcher's and the plugins' own libraries: PMIx, hwloc, libevent and Open MPI's (those of
+# fabrics such as UCX or libfabric are left out).
+copy_deps '^lib(pmix|hwloc|event|open-|mpi|mca_common|z\.|udev|numa)' \
+  "$BUNDLE/mpi/$plugins_rel"/*.so "$BUNDLE/mpi/$bindir_rel"/orte*
 # PMIx (Open MPI 4 starts ranks through it): its prefix holds its own plugins.
 pmix_lib=$(ldconfig -p | awk '$1 == "libpmix.so.2" && !seen {print $NF; seen = 1}')
 if [ -n "$pmix_lib" ]; then

@@ -129,7 +129,6 @@ for duty in (0.9, 0.75, 0.6, 0.5, 0.25):
             gap_desc=f"GEMM {duty:.2f}, idle {gap_ms:.1f} ms")
     # The same gap filled by memory-bound work: scale-and-add passes over 512 MiB.
     idle(3.0)
-    t_pass = None
     torch.cuda.synchronize()
     s = time.perf_counter()
     for _ in range(5):

@@ -86,10 +86,11 @@ constexpr Entry kBuiltIn[] = {
 
 // planner exec's cuda backend, measured on one H200 machine's host (Intel Xeon, 16 cores; planner
 // at 674a720, bench/gpu/README.md 2026-11-27): gpt-tiny in bf16 (global batch 16 x 256 tokens,
-// micro-batch 4) runs its 421 ops a step in 15.19 ms where the GPU's work is 1.3 ms, so the step
-// is the issuing thread's: 36 us an op. Another machine of the kind ran the plan in 11.53 ms (27
-// us an op, 2026-11-26): hosts differ by about a quarter. Pipeline sends and collectives cost the
-// same (not measured apart); no per-micro-batch or per-step cost beyond the ops'.
+// micro-batch 4) runs its 421 ops a step in 15.19 ms where the simulator gives the GPU's work as
+// 1.3 ms, so the step is the issuing thread's: 36 us an op. Another machine of the kind ran the
+// plan in 11.53 ms (27 us an op, 2026-11-26): hosts differ by about a quarter. Pipeline sends and
+// collectives cost the same (not measured apart); no per-micro-batch or per-step cost beyond the
+// ops'.
 constexpr double kExecutorOp = 36;
 
 Time us(double v) {
@@ -138,7 +139,7 @@ HostCosts executor_host_costs() {
   c.backward_factor = 1.0;
   c.source =
       "measured: planner exec's cuda backend on an H200 machine's host, gpt-tiny's 421 ops a "
-      "step in 15.19 ms with 1.3 ms of GPU work (bench/gpu/README.md, 2026-11-27)";
+      "step in 15.19 ms, the simulated GPU work 1.3 ms (bench/gpu/README.md, 2026-11-27)";
   return c;
 }
 
