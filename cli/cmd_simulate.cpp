@@ -196,10 +196,13 @@ void print_report(std::ostream& out, const app::PlacedPlan& setup, const sim::Si
   kv.add("TFLOP/s per GPU", fmt(r.model_tflops_per_gpu, 1) + " model · " +
                                 fmt(r.hardware_tflops_per_gpu, 1) + " hardware");
   kv.add("MFU / HFU", pct(r.mfu) + " / " + pct(r.hfu));
-  kv.add("host", std::string(to_string(stack.stack)) +
-                     (stack.host.enabled() ? ": the GPU waited " + pct(r.host_bound_fraction) +
-                                                 " of the step for the host to issue work"
-                                           : ": no host model"));
+  kv.add("host",
+         std::string(to_string(stack.stack)) +
+             (overlaps_grad_reduce(stack.stack) ? ""
+                                                : " (gradients reduced after the backward pass)") +
+             (stack.host.enabled() ? ": the GPU waited " + pct(r.host_bound_fraction) +
+                                         " of the step for the host to issue work"
+                                   : ": no host model"));
   kv.add("bubble", pct(r.bubble_fraction) + " of the step idle (schedule closed form " +
                        pct(r.schedule_bubble) + ")");
   std::string exposed;
@@ -330,6 +333,12 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(ResolvedStack stack, resolve_stack(args.stack));
   o.run.host = stack.host;
   o.run.attention = sim::attention_kernel(stack.attention);
+  PLANNER_RETURN_IF_ERROR(check_stack_runs(stack.stack, setup.plan.parallel));
+  if (!overlaps_grad_reduce(stack.stack)) {
+    // The stack reduces the gradients after the backward pass, whatever the plan asks.
+    setup.plan.parallel.overlap_grad_reduce = false;
+    setup.plan.parallel.overlap_param_gather = false;
+  }
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;
@@ -353,6 +362,48 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   return Status::ok();
 }
 
+// What a stack can run (stack_runs, stack_has_zero, overlaps_grad_reduce): the pipeline
+// schedules, the ZeRO stages with and without a pipeline, whether the gradient reduction overlaps.
+struct StackRuns {
+  std::vector<std::string> schedules;
+  std::vector<int> zero, zero_with_pipeline;
+  bool overlap = true;
+};
+
+StackRuns stack_runs_of(SoftwareStack stack) {
+  StackRuns r;
+  for (const auto& [s, name] : EnumTraits<Schedule>::kNames) {
+    if (stack_runs(stack, s, 2)) r.schedules.emplace_back(name);
+  }
+  for (int z = 0; z <= 3; ++z) {
+    if (stack_has_zero(stack, z, 1)) r.zero.push_back(z);
+    if (stack_has_zero(stack, z, 2)) r.zero_with_pipeline.push_back(z);
+  }
+  r.overlap = overlaps_grad_reduce(stack);
+  return r;
+}
+
+std::string stack_runs_text(SoftwareStack stack) {
+  const StackRuns r = stack_runs_of(stack);
+  const auto list = [](const auto& v) {
+    std::string out;
+    for (const auto& x : v) {
+      if (!out.empty()) out += ", ";
+      if constexpr (std::is_same_v<std::decay_t<decltype(x)>, int>) {
+        out += std::to_string(x);
+      } else {
+        out += x;
+      }
+    }
+    return out;
+  };
+  std::string zero = "ZeRO " + list(r.zero);
+  if (r.zero_with_pipeline != r.zero)
+    zero += " (" + list(r.zero_with_pipeline) + " with a pipeline)";
+  return "pipeline schedules " + list(r.schedules) + "; " + zero + "; gradient reduce " +
+         (r.overlap ? "overlapped with the backward pass" : "after the backward pass");
+}
+
 Status models_command(const CliContext& ctx) {
   if (ctx.json) {
     Json all = Json::array();
@@ -366,9 +417,14 @@ Status models_command(const CliContext& ctx) {
     Json stacks = Json::array();
     for (const auto& [stack, name] : EnumTraits<SoftwareStack>::kNames) {
       const HostCosts host = host_costs(stack);
+      const StackRuns runs = stack_runs_of(stack);
       stacks.push_back({{"name", name},
                         {"description", stack_summary(stack)},
                         {"attention", to_string(default_attention(stack))},
+                        {"schedules", runs.schedules},
+                        {"zero_stages", runs.zero},
+                        {"zero_stages_with_pipeline", runs.zero_with_pipeline},
+                        {"overlaps_grad_reduce", runs.overlap},
                         {"host_costs", describe(host)},
                         {"source", host.source}});
     }
@@ -396,7 +452,8 @@ Status models_command(const CliContext& ctx) {
     *ctx.out << "stack/" << name << (stack == SoftwareStack::kMegatronCore ? " (default)" : "")
              << "\n  " << stack_summary(stack)
              << "\n  attention: " << to_string(default_attention(stack))
-             << "\n  host: " << describe(host) << "\n  source:  " << host.source << "\n";
+             << "\n  runs: " << stack_runs_text(stack) << "\n  host: " << describe(host)
+             << "\n  source:  " << host.source << "\n";
   }
   const HostCosts executor = executor_host_costs();
   *ctx.out << "\nplanner exec's predictions (stored with each run, planner report) use its own "

@@ -96,6 +96,7 @@ struct SweepArgs {
   std::string emit_plan;
   std::string check;
   StackArgs stack;
+  std::vector<std::string> stacks;  // --stack: one, or several to compare
   std::string max_regret;
   bool no_progress = false;
   DbOptions db;
@@ -309,6 +310,40 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   return req;
 }
 
+// --stack (one, or several: every scenario is swept under each), --host-costs, --attention.
+Status apply_stacks(const SweepArgs& a, search::SweepRequest& req) {
+  std::vector<SoftwareStack> stacks;
+  for (const std::string& name : a.stacks) {
+    PLANNER_ASSIGN_OR_RETURN(const SoftwareStack s, parse_flag<SoftwareStack>("--stack", name));
+    if (std::find(stacks.begin(), stacks.end(), s) != stacks.end()) {
+      return Status::invalid_input("--stack: " + name + " is given twice");
+    }
+    stacks.push_back(s);
+  }
+  if (stacks.size() > 1 && !a.stack.host_costs.empty()) {
+    return Status::invalid_input(
+        "--host-costs: overrides one stack's host costs; not with several --stack (" +
+        std::to_string(stacks.size()) + " given)");
+  }
+  StackArgs one = a.stack;
+  if (!stacks.empty()) one.stack = std::string(to_string(stacks.front()));
+  PLANNER_ASSIGN_OR_RETURN(const ResolvedStack resolved, resolve_stack(one));
+  req.options.stack = resolved.stack;
+  if (!a.stack.host_costs.empty()) req.options.host = resolved.host;
+  if (!a.stack.attention.empty()) req.options.attention = resolved.attention;
+  if (stacks.size() > 1) {
+    std::vector<search::SweepScenario> each;
+    for (const search::SweepScenario& sc : req.scenarios) {
+      for (SoftwareStack s : stacks) {
+        each.push_back(sc);
+        each.back().stack = s;
+      }
+    }
+    req.scenarios = std::move(each);
+  }
+  return Status::ok();
+}
+
 // Flags that apply on top of a sweep document too (given flags win).
 Status apply_common_flags(const CliContext& ctx, const SweepArgs& a,
                           const std::vector<PriceEntry>& price_files, search::SweepRequest& req) {
@@ -364,11 +399,7 @@ Status apply_common_flags(const CliContext& ctx, const SweepArgs& a,
   if (a.restart_min >= 0) req.failures.restart = seconds(a.restart_min * 60);
   if (a.top_k >= 0) req.options.top_k = a.top_k;
   if (a.keep >= 0) req.options.keep = a.keep;
-  PLANNER_ASSIGN_OR_RETURN(ResolvedStack stack, resolve_stack(a.stack));
-  req.options.stack = stack.stack;
-  req.options.host = stack.host;
-  req.options.attention = stack.attention;
-  return Status::ok();
+  return apply_stacks(a, req);
 }
 
 Result<search::SweepRequest> build_request(const CliContext& ctx, const SweepArgs& a) {
@@ -553,20 +584,49 @@ std::vector<std::string> instance_labels(const search::SweepResult& res) {
   return labels;
 }
 
-// The best plan of each instance (the first of the ranking that runs on it), instances in the
-// order of their best plans; `plan` is null for an instance none of whose plans was kept.
-struct InstanceBest {
-  std::string instance;
-  int scenario = 0;  // the first scenario on the instance
+// The first scenario when every scenario runs under the same stack, attention and host costs;
+// null when they differ (planner sweep --stack a,b).
+const search::ScenarioInfo* shared_software(const search::SweepResult& res) {
+  if (res.scenarios.empty()) return nullptr;
+  const search::ScenarioInfo& first = res.scenarios.front();
+  for (const search::ScenarioInfo& s : res.scenarios) {
+    if (s.stack != first.stack || s.attention != first.attention || !(s.host == first.host)) {
+      return nullptr;
+    }
+  }
+  return &first;
+}
+
+std::string software_text(const search::ScenarioInfo& s) {
+  return std::string(to_string(s.stack)) + ", " + std::string(to_string(s.attention)) +
+         " attention (host model: " + describe(s.host) + ")";
+}
+
+// The software stack of each scenario when the scenarios' differ (planner sweep --stack a,b), else
+// empty.
+std::vector<std::string> stack_labels(const search::SweepResult& res) {
+  if (shared_software(res) != nullptr) return {};
+  std::vector<std::string> labels;
+  for (const search::ScenarioInfo& s : res.scenarios)
+    labels.emplace_back(to_string(s.stack));
+  return labels;
+}
+
+// The best plan of each label (an instance, a stack: the first of the ranking whose scenario has
+// it), labels in the order of their best plans; `plan` is null for a label none of whose plans
+// was kept.
+struct LabelBest {
+  std::string label;
+  int scenario = 0;  // the first scenario with the label
   const search::RankedPlan* plan = nullptr;
 };
 
-std::vector<InstanceBest> best_per_instance(const search::SweepResult& res,
-                                            const std::vector<std::string>& labels) {
-  std::vector<InstanceBest> out;
+std::vector<LabelBest> best_per_label(const search::SweepResult& res,
+                                      const std::vector<std::string>& labels) {
+  std::vector<LabelBest> out;
   const auto find = [&](const std::string& label) {
     return std::find_if(out.begin(), out.end(),
-                        [&](const InstanceBest& b) { return b.instance == label; });
+                        [&](const LabelBest& b) { return b.label == label; });
   };
   for (const search::RankedPlan& r : res.ranking) {
     const std::string& label = labels[static_cast<std::size_t>(r.scenario)];
@@ -761,6 +821,9 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
       scenarios.back()["provider"] = s.pricing.provider;
       scenarios.back()["instance"] = s.pricing.instance;
     }
+    scenarios.back()["stack"] = std::string(to_string(s.stack));
+    scenarios.back()["attention"] = std::string(to_string(s.attention));
+    scenarios.back()["host_costs"] = describe(s.host);
   }
   Json ranking = Json::array(), pareto = Json::array();
   for (const search::RankedPlan& r : res.ranking)
@@ -791,9 +854,9 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
   const std::vector<std::string> labels = instance_labels(res);
   if (!labels.empty()) {
     Json best = Json::array();
-    for (const InstanceBest& b : best_per_instance(res, labels)) {
+    for (const LabelBest& b : best_per_label(res, labels)) {
       const search::ScenarioInfo& s = res.scenarios[static_cast<std::size_t>(b.scenario)];
-      Json j = {{"instance", b.instance},
+      Json j = {{"instance", b.label},
                 {"provider", s.price.provider},
                 {"offering", std::string(to_string(s.price.offering))},
                 {"usd_per_gpu_hour", s.price.usd_per_gpu_hour.raw()},
@@ -815,13 +878,38 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
     }
     out["best_per_instance"] = best;
   }
+  const std::vector<std::string> stacks = stack_labels(res);
+  if (!stacks.empty()) {
+    Json best = Json::array();
+    for (const LabelBest& b : best_per_label(res, stacks)) {
+      Json j = {{"stack", b.label}};
+      if (b.plan != nullptr) {
+        const search::RankedPlan& r = *b.plan;
+        j["scenario"] = res.scenarios[static_cast<std::size_t>(r.scenario)].name;
+        j["position"] = r.position;
+        j["label"] = plan_label(r);
+        j["world_size"] = r.parallel.world_size();
+        j["step_time_s"] = to_seconds(r.metrics().step_time);
+        j["mfu"] = r.metrics().mfu;
+        j["tokens_per_usd"] = r.objective;
+        j["tier"] = std::string(to_string(r.tier));
+      } else {
+        j["position"] = nullptr;  // none of its plans was kept (--keep)
+      }
+      best.push_back(std::move(j));
+    }
+    out["best_per_stack"] = best;
+  }
   if (explained && !res.ranking.empty()) {
     out["best_plan"] = explanation_json(res.ranking.front(), *explained);
   }
   if (!no_plan.empty()) out["no_plan"] = no_plan;
-  out["stack"] = std::string(to_string(setup.request().options.stack));
-  out["attention"] = std::string(to_string(setup.request().options.attention_impl()));
-  out["host_costs"] = describe(setup.request().options.sim.run.host);
+  // The sweep's software where every scenario shares it (else each scenario says its own).
+  if (const search::ScenarioInfo* s = shared_software(res)) {
+    out["stack"] = std::string(to_string(s->stack));
+    out["attention"] = std::string(to_string(s->attention));
+    out["host_costs"] = describe(s->host);
+  }
   return out;
 }
 
@@ -948,10 +1036,10 @@ void print_best_per_instance(std::ostream& out, const search::SweepResult& res,
            {"COST", Align::kRight},
            {"DAYS", Align::kRight},
            {"BY"}});
-  for (const InstanceBest& b : best_per_instance(res, instances)) {
+  for (const LabelBest& b : best_per_label(res, instances)) {
     const search::ScenarioInfo& s = res.scenarios[static_cast<std::size_t>(b.scenario)];
     std::vector<std::string> row{
-        b.instance, fmt(s.price.usd_per_gpu_hour.raw(), 3),
+        b.label, fmt(s.price.usd_per_gpu_hour.raw(), 3),
         s.price.overridden ? std::string("--price") : parse_price_period(s.price.date).label()};
     if (b.plan == nullptr) {
       for (const char* cell : {"-", "none kept (--keep)", "-", "-", "-", "-", "-"})
@@ -972,11 +1060,49 @@ void print_best_per_instance(std::ostream& out, const search::SweepResult& res,
   t.print(out);
 }
 
+// Which stack, one line each: its best plan and how far it falls behind the sweep's best.
+void print_best_per_stack(std::ostream& out, const search::SweepResult& res,
+                          const std::vector<std::string>& stacks) {
+  out << "\nbest plan per stack (the first of the ranking under each; the stacks differ in host "
+         "costs, attention kernel, overlap and pipeline schedules: planner sim-models)\n";
+  Table t({{"STACK"},
+           {"#", Align::kRight},
+           {"PLAN"},
+           {"GPUS", Align::kRight},
+           {"STEP s", Align::kRight},
+           {"MFU", Align::kRight},
+           {"TOKENS/$", Align::kRight},
+           {"VS #1", Align::kRight},
+           {"BY"}});
+  const double top = res.ranking.front().objective;
+  for (const LabelBest& b : best_per_label(res, stacks)) {
+    std::vector<std::string> row{b.label};
+    if (b.plan == nullptr) {
+      for (const char* cell : {"-", "none kept (--keep)", "-", "-", "-", "-", "-", "-"})
+        row.emplace_back(cell);
+    } else {
+      const search::RankedPlan& r = *b.plan;
+      const search::PlanMetrics& m = r.metrics();
+      for (std::string cell :
+           {std::to_string(r.position), "s" + std::to_string(r.scenario + 1) + " " + plan_label(r),
+            fmt_int(r.parallel.world_size()), fmt(to_seconds(m.step_time), 3), pct(m.mfu),
+            fmt_count(r.objective),
+            top > 0 ? (r.objective >= top ? "+" : "") + pct(r.objective / top - 1) : "-",
+            std::string(r.simulated ? "sim" : "est")}) {
+        row.push_back(std::move(cell));
+      }
+    }
+    t.add_row(std::move(row));
+  }
+  t.print(out);
+}
+
 void print_report(std::ostream& out, const search::SweepSetup& setup,
                   const search::SweepResult& res, double seconds, int rows,
                   const std::optional<app::PlanExplanation>& explained) {
   const bool several = res.scenarios.size() > 1;
   const std::vector<std::string> instances = instance_labels(res);
+  const search::ScenarioInfo* shared = shared_software(res);
   for (std::size_t i = 0; i < res.scenarios.size(); ++i) {
     const search::ScenarioInfo& s = res.scenarios[i];
     out << (several ? "s" + std::to_string(i + 1) + ": " : std::string()) << s.name << " ("
@@ -1009,10 +1135,9 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
           << sc.model.name << "'s context of " << fmt_int(sc.model.max_seq_len)
           << " (max_seq_len): this plans a context extension\n";
     }
+    if (shared == nullptr) out << "  software: " << software_text(s) << "\n";
   }
-  const search::SweepOptions& so = setup.request().options;
-  out << "software: " << to_string(so.stack) << ", " << to_string(so.attention_impl())
-      << " attention (host model: " << describe(so.sim.run.host) << ")\n";
+  if (shared != nullptr) out << "software: " << software_text(*shared) << "\n";
   const search::SweepCounts& c = res.counts;
   out << "\n"
       << fmt_int(c.candidates) << " valid plans: " << fmt_int(c.out_of_memory)
@@ -1043,6 +1168,8 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
         << (folded == 1 ? "is" : "are") << " folded into it (--csv and --json list every plan)\n";
   }
   if (!instances.empty()) print_best_per_instance(out, res, instances, several);
+  if (const std::vector<std::string> stacks = stack_labels(res); !stacks.empty())
+    print_best_per_stack(out, res, stacks);
   const search::RankedPlan& best = res.ranking.front();
   const search::Goodput& g = best.economics.goodput;
   out << "\ngoodput of #1: " << fmt(res.failures.interruptions_per_gpu_hour * 1e5, 2)
@@ -1080,6 +1207,12 @@ Result<double> parse_regret(const std::string& text) {
 // Evaluates the checked plan in the matching scenario; returns the exit code (0 or 3).
 Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const search::SweepSetup& setup,
                        const search::SweepResult& res) {
+  if (a.stacks.size() > 1) {
+    return Status::invalid_input(
+        "--check: a plan is checked under one software stack; give one "
+        "--stack (" +
+        std::to_string(a.stacks.size()) + " given)");
+  }
   PLANNER_ASSIGN_OR_RETURN(Plan plan, load_plan_file(a.check, *ctx.catalog));
   PLANNER_ASSIGN_OR_RETURN(const double max_regret,
                            parse_regret(a.max_regret.empty() ? "5%" : a.max_regret));
@@ -1179,7 +1312,16 @@ Status sweep_command(CliContext& ctx, const SweepArgs& a) {
     const search::RankedPlan& best = res.ranking.front();
     PLANNER_RETURN_IF_ERROR(write_text_file_atomic(
         a.emit_plan, to_json_text(setup.plan_of(best.scenario, best.parallel)) + "\n"));
-    if (!ctx.json && !a.csv) out << "\nwrote the best plan to " << a.emit_plan << "\n";
+    if (!ctx.json && !a.csv) {
+      out << "\nwrote the best plan to " << a.emit_plan;
+      // A plan document names no stack: say which one its time is for.
+      if (!stack_labels(res).empty()) {
+        const std::string stack(to_string(setup.info(best.scenario).stack));
+        out << " (its time is under " << stack << ": planner simulate --plan " << a.emit_plan
+            << " --stack " << stack << ")";
+      }
+      out << "\n";
+    }
   }
   if (db) {
     const Json inputs = app::sweep_inputs(req, {{"command", "sweep"}, {"spec", a.spec}});
@@ -1324,7 +1466,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--restart-min", a->restart_min,
                   "Minutes to restart after an interruption (default 10, an assumption)");
   cmd->add_option("--threads", a->threads, "Threads (default: every core)");
-  add_stack_options(cmd, a->stack);
+  add_stack_options(cmd, a->stack, &a->stacks);
   cmd->add_option("--top-k", a->top_k, "Plans re-run by the simulator (default 32)");
   cmd->add_option("--keep", a->keep, "Ranked plans kept and recorded (default 100)");
   cmd->add_option("--top", a->top, "Rows of the table (default 10)");

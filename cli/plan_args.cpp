@@ -180,11 +180,20 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
   return r;
 }
 
-void add_stack_options(CLI::App* cmd, StackArgs& args) {
-  cmd->add_option("--stack", args.stack,
-                  "Software stack the plan runs under: megatron-core (default), megatron-lm, "
-                  "megatron-deepspeed, deepspeed, fsdp or nemo; sets the host model (the CPU "
-                  "time to issue each op; planner sim-models lists each stack's costs)");
+void add_stack_options(CLI::App* cmd, StackArgs& args, std::vector<std::string>* stacks) {
+  const std::string stack_help =
+      "Software stack the plan runs under: megatron-core (default), megatron-lm, "
+      "megatron-deepspeed, deepspeed, fsdp or nemo; sets the host model (the CPU time to issue "
+      "each op; planner sim-models lists each stack's costs)";
+  if (stacks == nullptr) {
+    cmd->add_option("--stack", args.stack, stack_help);
+  } else {
+    cmd->add_option("--stack", *stacks,
+                    stack_help +
+                        "; several, comma-separated, compare stacks: every scenario is "
+                        "swept under each")
+        ->delimiter(',');
+  }
   cmd->add_option("--host-costs", args.host_costs,
                   "Override the stack's host costs: KEY=MICROSECONDS,... (gemm, attention, "
                   "memory, collective, p2p, micro_batch, step, gather_member; backward is a "
@@ -210,6 +219,28 @@ Result<ResolvedStack> resolve_stack(const StackArgs& args) {
     out.host = std::move(parsed).value();
   }
   return out;
+}
+
+Status check_stack_runs(SoftwareStack stack, const ParallelConfig& p) {
+  const std::string flag = "--stack " + std::string(to_string(stack)) + ": ";
+  if (!stack_runs(stack, p.schedule, p.pp)) {
+    return Status::invalid_input(
+        flag +
+        (stack == SoftwareStack::kMegatronLm
+             ? "runs pipelines with the 1f1b and interleaved schedules only"
+             : "runs pipelines with DeepSpeed's TrainSchedule (1f1b) only") +
+        ", not " + std::string(to_string(p.schedule)));
+  }
+  if (!stack_has_zero(stack, p.zero_stage, p.pp)) {
+    return Status::invalid_input(
+        flag +
+        (stack == SoftwareStack::kMegatronLm ? "has ZeRO 0 and 1 (its distributed optimizer)"
+         : stack == SoftwareStack::kFsdp
+             ? "shards as ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD)"
+             : "has ZeRO 0 and 1 with a pipeline (its PipelineEngine refuses 2 and 3)") +
+        ", not ZeRO " + std::to_string(p.zero_stage));
+  }
+  return Status::ok();
 }
 
 std::string dualpipe_note(const ParallelConfig& p) {

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -69,14 +70,18 @@ struct StackArgs {
   std::string host_costs;
   std::string attention;
 };
-// --stack, --host-costs and --attention.
-void add_stack_options(CLI::App* cmd, StackArgs& args);
+// --stack, --host-costs and --attention. With `stacks`, --stack takes a comma-separated list
+// into it instead (planner sweep compares stacks); args.stack is left to the caller.
+void add_stack_options(CLI::App* cmd, StackArgs& args, std::vector<std::string>* stacks = nullptr);
 struct ResolvedStack {
   SoftwareStack stack = SoftwareStack::kMegatronCore;
   HostCosts host;
   AttentionImpl attention = AttentionImpl::kFlash;  // --attention, else the stack's default
 };
 Result<ResolvedStack> resolve_stack(const StackArgs& args);
+// kInvalidInput when the stack cannot run the plan's pipeline schedule or ZeRO stage
+// (stack_runs, stack_has_zero).
+Status check_stack_runs(SoftwareStack stack, const ParallelConfig& p);
 
 // Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,
 // --sp, --recompute, --zero, --schedule, --vpp, --offload, --seq, --gbs, --precision,

@@ -45,10 +45,10 @@ Result<PlanExplanation> explain_plan(const search::SweepSetup& setup,
     out.bubble = sim->bubble_fraction;
     out.step_time = sim->step_time;
   } else {
-    const sim::SimOptions& options = setup.request().options.sim;
     PLANNER_ASSIGN_OR_RETURN(
         memory, estimate_memory(plan.model, plan.training, p, plan.gpu,
-                                sim::memory_with(options.memory, options.run.attention)));
+                                sim::memory_with(setup.request().options.sim.memory,
+                                                 setup.run_options(ranked.scenario).attention)));
     out.bubble = ranked.estimate.bubble_fraction;
     out.step_time = ranked.estimate.step_time;
   }

@@ -126,7 +126,8 @@ Result<RankedPlanSimulation> simulate_ranked_plan(const search::SweepSetup& setu
   input.cluster = out.cluster;
   input.profile = setup.profile(ranked.scenario);
   input.gpu_of_rank = out.gpu_of_rank;
-  input.options.run.host = request.options.sim.run.host;
+  input.options.run.host = setup.run_options(ranked.scenario).host;
+  input.options.run.attention = setup.run_options(ranked.scenario).attention;
   input.options.run.keep_op_times = true;
   PLANNER_ASSIGN_OR_RETURN(out.sim, sim::simulate(input));
   return out;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "planner/app/defaults.hpp"
+#include "planner/core/host_model.hpp"
 #include "planner/core/spec_json.hpp"
 
 namespace planner::app {
@@ -57,6 +58,7 @@ Json sweep_inputs(const search::SweepRequest& req, Json origin) {
     }
     // A scenario with its own pricing (--all-offerings, a document's cluster) records its offering.
     if (s.pricing) scenarios.back()["offering"] = std::string(to_string(s.pricing->offering));
+    scenarios.back()["stack"] = std::string(to_string(s.stack.value_or(req.options.stack)));
   }
   Json j = origin.is_object() ? std::move(origin) : Json::object();
   j["scenarios"] = scenarios;
@@ -65,6 +67,8 @@ Json sweep_inputs(const search::SweepRequest& req, Json origin) {
   j["threads"] = req.options.threads;
   j["offering"] = std::string(to_string(req.pricing.offering));
   if (!req.pricing.provider.empty()) j["provider"] = req.pricing.provider;
+  if (req.options.attention) j["attention"] = std::string(to_string(*req.options.attention));
+  if (req.options.host) j["host_costs"] = describe(*req.options.host);
   j["budget_usd"] = req.constraints.budget_usd ? Json(*req.constraints.budget_usd) : Json();
   j["deadline_s"] = req.constraints.deadline_s ? Json(*req.constraints.deadline_s) : Json();
   return j;

@@ -247,6 +247,175 @@ TEST(SweepCli, RunsTheStacksAttentionKernel) {
   EXPECT_TRUE(contains(ring.err, "flash-style")) << ring.err;
 }
 
+// A stack's plans take only the forms the stack runs: DeepSpeed's PipelineEngine pipelines with
+// 1F1B and at most ZeRO-1, and Megatron-DeepSpeed reduces the gradients after the backward pass.
+TEST(SweepCli, SearchesWhatTheStackRuns) {
+  const CommandResult r = run_planner(
+      small({"--stack", "megatron-deepspeed", "--json", "--no-db", "--cp", "1", "--keep", "400"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ranking"].size(), 400u);
+  int piped = 0, sharded = 0;
+  for (const auto& plan : j["ranking"]) {
+    const auto& p = plan["parallel"];
+    EXPECT_FALSE(p["overlap_grad_reduce"].get<bool>()) << plan["label"];
+    EXPECT_EQ(p["schedule"], "1f1b") << plan["label"];
+    if (p["pp"].get<int>() > 1) {
+      ++piped;
+      EXPECT_LE(p["zero_stage"].get<int>(), 1) << plan["label"];
+    } else if (p["zero_stage"].get<int>() >= 2) {
+      ++sharded;
+    }
+  }
+  // Both rules were exercised: pipelined plans, and ZeRO-2/3 where there is no pipeline.
+  EXPECT_GT(piped, 0);
+  EXPECT_GT(sharded, 0);
+  // FSDP has no ZeRO-1; Megatron-LM before Megatron-core no ZeRO-2 or -3.
+  for (const auto& [stack, bad] :
+       std::vector<std::pair<std::string, std::set<int>>>{{"fsdp", {1}}, {"megatron-lm", {2, 3}}}) {
+    const CommandResult s =
+        run_planner(small({"--stack", stack, "--json", "--no-db", "--keep", "300"}));
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    for (const auto& plan : nlohmann::json::parse(s.out)["ranking"]) {
+      EXPECT_EQ(bad.count(plan["parallel"]["zero_stage"].get<int>()), 0u)
+          << stack << ": " << plan["label"];
+    }
+  }
+}
+
+// --stack a,b compares stacks: every scenario is swept under each, the scenarios say their
+// software, the best plan of each stack is reported beside the ranking, and it is the time
+// `planner simulate --stack` gives the same plan.
+TEST(SweepCli, ComparesStacks) {
+  const CommandResult r = run_planner(
+      small({"--stack", "megatron-core,megatron-deepspeed", "--json", "--no-db", "--cp", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["scenarios"].size(), 2u);
+  EXPECT_EQ(j["scenarios"][0]["stack"], "megatron-core");
+  EXPECT_EQ(j["scenarios"][0]["attention"], "flash");
+  EXPECT_EQ(j["scenarios"][1]["stack"], "megatron-deepspeed");
+  EXPECT_EQ(j["scenarios"][1]["attention"], "fused-softmax");
+  EXPECT_TRUE(contains(j["scenarios"][1]["name"], "under megatron-deepspeed"));
+  EXPECT_FALSE(j.contains("stack"));  // no one stack for the whole sweep
+  const auto& best = j["best_per_stack"];
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0]["stack"], "megatron-core");
+  EXPECT_EQ(best[0]["position"], 1);
+  EXPECT_EQ(best[1]["stack"], "megatron-deepspeed");
+  // Megatron-DeepSpeed issues every op from a slower host and waits for its gradient all-reduce.
+  EXPECT_GT(best[1]["step_time_s"].get<double>(), best[0]["step_time_s"].get<double>());
+  EXPECT_LT(best[1]["tokens_per_usd"].get<double>(), best[0]["tokens_per_usd"].get<double>());
+  const auto& plan = j["ranking"][best[1]["position"].get<int>() - 1];
+  EXPECT_EQ(plan["scenario"], j["scenarios"][1]["name"]);
+  ASSERT_EQ(plan["tier"], "simulated");
+  const auto& p = plan["parallel"];
+  std::vector<std::string> args = {"simulate",
+                                   "--model",
+                                   "llama3-8b",
+                                   "--gpu",
+                                   "h100",
+                                   "--tp",
+                                   std::to_string(p["tp"].get<int>()),
+                                   "--pp",
+                                   std::to_string(p["pp"].get<int>()),
+                                   "--dp",
+                                   std::to_string(p["dp"].get<int>()),
+                                   "--mbs",
+                                   std::to_string(p["micro_batch_size"].get<int>()),
+                                   "--zero",
+                                   std::to_string(p["zero_stage"].get<int>()),
+                                   "--recompute",
+                                   p["recompute"].get<std::string>(),
+                                   "--schedule",
+                                   p["schedule"].get<std::string>(),
+                                   "--seq",
+                                   "2048",
+                                   "--gbs",
+                                   "64",
+                                   "--stack",
+                                   "megatron-deepspeed",
+                                   "--json",
+                                   "--no-db"};
+  if (p["sequence_parallel"].get<bool>()) args.push_back("--sp");
+  const CommandResult sim = run_planner(args);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NEAR(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(),
+              best[1]["step_time_s"].get<double>(), 0.02 * best[1]["step_time_s"].get<double>());
+  // The text report: each scenario's software, the table of the best per stack.
+  const CommandResult text =
+      run_planner(small({"--stack", "megatron-core,megatron-deepspeed", "--no-db", "--cp", "1"}));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "  software: megatron-deepspeed, fused-softmax")) << text.out;
+  EXPECT_TRUE(contains(text.out, "best plan per stack")) << text.out;
+}
+
+TEST(SweepCli, RefusesStacksItCannotCompare) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--stack", "fsdp,fsdp"}, "--stack: fsdp is given twice"},
+      {{"--stack", "fsdp,bogus"}, "unknown software stack \"bogus\""},
+      {{"--stack", "fsdp,deepspeed", "--host-costs", "gemm=10"}, "not with several --stack"},
+      {{"--stack", "fsdp,deepspeed", "--check", "plan.json"}, "give one --stack"},
+  };
+  for (const auto& [extra, message] : cases) {
+    std::vector<std::string> args = extra;
+    args.push_back("--no-db");
+    const CommandResult r = run_planner(small(args));
+    EXPECT_EQ(r.exit_code, 2) << message;
+    EXPECT_TRUE(contains(r.err, message)) << r.err;
+  }
+}
+
+// `planner simulate --stack` runs the plan as the stack can: a schedule or ZeRO stage the stack
+// does not have is refused, and a stack that reduces gradients after the backward pass exposes
+// the data-parallel communication a stack with overlap hides.
+TEST(SimulateStackCli, RunsThePlanAsTheStackCan) {
+  auto simulate = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "simulate", "--model",      "llama3-8b", "--gpu",       "h100",  "--tp",   "1",
+        "--dp",     "16",           "--mbs",     "1",           "--gbs", "32",     "--seq",
+        "2048",     "--host-costs", "none",      "--attention", "flash", "--no-db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_planner(args);
+  };
+  const CommandResult core = simulate({"--zero", "1", "--recompute", "full", "--json"});
+  const CommandResult lm =
+      simulate({"--stack", "megatron-lm", "--zero", "1", "--recompute", "full", "--json"});
+  ASSERT_EQ(core.exit_code, 0) << core.err;
+  ASSERT_EQ(lm.exit_code, 0) << lm.err;
+  const auto c = nlohmann::json::parse(core.out), l = nlohmann::json::parse(lm.out);
+  EXPECT_GT(l["exposed_comm"]["dp_s"].get<double>(), 2 * c["exposed_comm"]["dp_s"].get<double>());
+  EXPECT_GT(l["step_time_s"].get<double>(), c["step_time_s"].get<double>());
+  const CommandResult zero = simulate({"--stack", "megatron-lm", "--zero", "3"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_TRUE(contains(zero.err, "--stack megatron-lm: has ZeRO 0 and 1")) << zero.err;
+  const CommandResult fsdp = simulate({"--stack", "fsdp", "--zero", "1"});
+  EXPECT_EQ(fsdp.exit_code, 2);
+  EXPECT_TRUE(contains(fsdp.err, "not ZeRO 1")) << fsdp.err;
+  const CommandResult pipe = run_planner({"simulate",
+                                          "--model",
+                                          "llama3-8b",
+                                          "--gpu",
+                                          "h100",
+                                          "--pp",
+                                          "4",
+                                          "--dp",
+                                          "2",
+                                          "--mbs",
+                                          "1",
+                                          "--gbs",
+                                          "32",
+                                          "--schedule",
+                                          "interleaved",
+                                          "--vpp",
+                                          "2",
+                                          "--stack",
+                                          "megatron-deepspeed",
+                                          "--no-db"});
+  EXPECT_EQ(pipe.exit_code, 2);
+  EXPECT_TRUE(contains(pipe.err, "TrainSchedule (1f1b) only, not interleaved")) << pipe.err;
+}
+
 TEST(SweepCli, CsvHasAHeaderAndARowPerPlan) {
   const CommandResult r = run_planner(small({"--csv", "--keep", "12", "--no-db"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -638,8 +638,7 @@ SoftwareSetup resolve_software(const PublishedRun& run) {
     out.attention = attention;
     out.fields.push_back({"attention", std::string(to_string(attention)), false, why});
   }
-  const bool reduces_after_backward =
-      out.stack == SoftwareStack::kMegatronLm || out.stack == SoftwareStack::kMegatronDeepSpeed;
+  const bool reduces_after_backward = !overlaps_grad_reduce(out.stack);
   const std::string stack_why =
       reduces_after_backward
           ? stack_text(out.stack) +

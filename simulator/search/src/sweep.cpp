@@ -120,6 +120,7 @@ struct SweepSetup::Scenario {
   std::shared_ptr<const sim::Fabric> fabric;
   std::shared_ptr<sim::PlanMemo> plan_memo;  // plans shared by the scenario's simulations
   std::shared_ptr<Estimator> estimator;
+  sim::RunOptions run;  // the request's, with the scenario's stack: host costs, attention kernel
   PricingOptions pricing;
   GpuPrice price;
   Bytes checkpoint;
@@ -171,6 +172,7 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   const std::vector<Split> one_chunk = even ? std::vector<Split>{} : uneven(1);
   for (Schedule s : all) {
     if (!allowed(space.schedules, s)) continue;
+    if (!stack_runs(info.stack, s, u.pp)) continue;
     // One stage: every schedule runs the same passes; 1F1B stands for them.
     if (u.pp == 1 && s != Schedule::k1F1B) continue;
     if (s == Schedule::kDualPipeV) {
@@ -232,6 +234,7 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   const bool sharded = static_cast<std::int64_t>(u.dp) * u.cp > 1;
   for (int z = 0; z <= 3; ++z) {
     if (z > 0 && !sharded) continue;
+    if (!stack_has_zero(info.stack, z, u.pp)) continue;
     if (allowed(space.zero_stages, z)) in.zero.push_back(z);
   }
   std::vector<std::string> orders = space.orders;
@@ -242,6 +245,7 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     in.orders.push_back(o);
   }
   for (bool ov : {true, false}) {
+    if (ov && !overlaps_grad_reduce(info.stack)) continue;
     if (!ov && !sharded && !in.overlap.empty()) continue;
     if (allowed(space.overlap, ov)) in.overlap.push_back(ov);
   }
@@ -291,8 +295,9 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
 
 namespace {
 
+// `ring_attention`: the scenario's attention kernel is flash-style, so cp > 1 can run.
 Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const SearchSpace& space,
-                                               const topo::Cluster& cluster) {
+                                               const topo::Cluster& cluster, bool ring_attention) {
   const ModelSpec& m = sc.model;
   const TrainingSpec& t = sc.training;
   const int per_node = cluster.gpus_per_node();
@@ -304,7 +309,7 @@ Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const Se
     if (allowed(space.tp, tp)) tps.push_back(tp);
   }
   std::vector<int> cps;
-  for (std::int64_t c = 1; c <= t.seq_length; c *= 2) {
+  for (std::int64_t c = 1; c <= (ring_attention ? t.seq_length : 1); c *= 2) {
     if (space.cp.empty() && c > 1 && t.seq_length / c < kMinTokensPerCpRank) break;
     if (c > 1 && t.seq_length % (2 * c) != 0) continue;
     if (allowed(space.cp, static_cast<int>(c))) cps.push_back(static_cast<int>(c));
@@ -388,6 +393,10 @@ const std::shared_ptr<const topo::Cluster>& SweepSetup::cluster(int scenario) co
   return scenarios_[static_cast<std::size_t>(scenario)].cluster;
 }
 
+const sim::RunOptions& SweepSetup::run_options(int scenario) const {
+  return scenarios_[static_cast<std::size_t>(scenario)].run;
+}
+
 std::int64_t SweepSetup::work_units() const {
   std::int64_t n = 0;
   for (const Scenario& s : scenarios_)
@@ -426,27 +435,25 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
   }
   std::shared_ptr<SweepSetup> setup(new SweepSetup());
   setup->request_ = request;
-  setup->request_.options.sim.run.host =
-      request.options.host ? *request.options.host : host_costs(request.options.stack);
-  const AttentionImpl attention = request.options.attention_impl();
-  setup->request_.options.sim.run.attention = sim::attention_kernel(attention);
-  if (!is_flash_style(attention)) {
-    // Ring attention (context parallelism) runs on flash-style kernels only (sim::simulate).
-    std::vector<int>& cp = setup->request_.space.cp;
-    if (std::any_of(cp.begin(), cp.end(), [](int c) { return c > 1; })) {
-      return Status::invalid_input(
-          "context parallelism (cp > 1) needs a flash-style attention kernel (ring attention); "
-          "the sweep's is " +
-          std::string(to_string(attention)));
-    }
-    cp = {1};
-  }
   for (std::size_t i = 0; i < request.scenarios.size(); ++i) {
     const SweepScenario& in = request.scenarios[i];
     Scenario sc;
     sc.spec = in;
     const std::string where = in.origin.empty() ? "scenario " + std::to_string(i + 1) : in.origin;
     if (in.max_gpus < 1) return Status::invalid_input(where + ": max GPUs must be >= 1");
+    const SoftwareStack stack = in.stack.value_or(request.options.stack);
+    const AttentionImpl attention = request.options.attention.value_or(default_attention(stack));
+    if (!is_flash_style(attention)) {
+      // Ring attention (context parallelism) runs on flash-style kernels only (sim::simulate).
+      const std::vector<int>& cp = request.space.cp;
+      if (std::any_of(cp.begin(), cp.end(), [](int c) { return c > 1; })) {
+        return Status::invalid_input(
+            where +
+            ": context parallelism (cp > 1) needs a flash-style attention kernel (ring "
+            "attention); the scenario's is " +
+            std::string(to_string(attention)) + " (stack " + std::string(to_string(stack)) + ")");
+      }
+    }
     if (in.training.global_batch_size < 1 || in.training.seq_length < 1) {
       return Status::invalid_input(where + ": global batch size and sequence length must be >= 1");
     }
@@ -470,9 +477,12 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     ei.profile = sc.profile;
     ei.fabric = sc.fabric;
     ei.memory = request.options.sim.memory;
-    ei.attention = setup->request_.options.sim.run.attention;
+    sc.run = request.options.sim.run;
+    sc.run.host = request.options.host ? *request.options.host : host_costs(stack);
+    sc.run.attention = sim::attention_kernel(attention);
+    ei.attention = sc.run.attention;
     ei.fp32_grads = request.options.sim.lower.fp32_grads;
-    ei.host = setup->request_.options.sim.run.host;
+    ei.host = sc.run.host;
     auto est = Estimator::create(ei);
     if (!est) return est.status().with_context(where);
     sc.estimator = std::move(est).value();
@@ -499,13 +509,15 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
           kChinchillaTokensPerParam * static_cast<double>(in.model.total_params());
     }
     sc.checkpoint = checkpoint_bytes(in.model, in.training);
-    PLANNER_ASSIGN_OR_RETURN(sc.units, enumerate_units(sc.spec, request.space, *sc.cluster));
+    PLANNER_ASSIGN_OR_RETURN(
+        sc.units, enumerate_units(sc.spec, request.space, *sc.cluster, is_flash_style(attention)));
     ScenarioInfo& info = sc.info;
     info.model = in.model.name;
     info.gpu = in.gpu.name;
     info.name = !in.name.empty()
                     ? in.name
                     : in.model.name + " on " + std::to_string(in.max_gpus) + " x " + in.gpu.name;
+    if (in.stack) info.name += " under " + std::string(to_string(*in.stack));
     info.topology = in.topology.name;
     info.gpus_per_node = per_node;
     info.nvlink_domain = sc.cluster->nvlink_domain_size();
@@ -516,6 +528,9 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     info.pricing = sc.pricing;
     info.token_budget = sc.spec.training.token_budget;
     info.work_units = static_cast<std::int64_t>(sc.units.size());
+    info.stack = stack;
+    info.attention = attention;
+    info.host = sc.run.host;
     setup->scenarios_.push_back(std::move(sc));
   }
   return std::shared_ptr<const SweepSetup>(std::move(setup));
@@ -1301,6 +1316,7 @@ Result<sim::SimResult> SweepSetup::simulate(int scenario, const ParallelConfig& 
   in.fabric = sc.fabric;
   in.plan_memo = sc.plan_memo;
   in.options = request_.options.sim;
+  in.options.run = sc.run;
   in.options.run.keep_op_times = false;
   in.options.run.trace = false;
   in.options.run.critical_path = false;  // the ranking reads step time and buckets only

@@ -11,8 +11,8 @@
 //   megatron-deepspeed  Megatron-DeepSpeed: Megatron's model code on DeepSpeed's engine and
 //                       PipelineEngine, which reduces the gradients after the pipeline's last
 //                       backward pass (_exec_reduce_grads).
-//   deepspeed           DeepSpeed's ZeRO engine without Megatron's pipeline (ZeRO-1/2/3 with its
-//                       own bucketing, prefetch and overlap_comm).
+//   deepspeed           DeepSpeed's ZeRO engine (ZeRO-1/2/3 with its own bucketing, prefetch and
+//                       overlap_comm) and PipelineEngine, without Megatron's model code.
 //   fsdp                PyTorch FSDP / FSDP2 and the frameworks built on it (TorchTitan, MosaicML
 //                       Composer / llm-foundry): per-module parameter all-gathers prefetched
 //                       during forward and backward, gradient reduce-scatters overlapped.
@@ -80,6 +80,51 @@ constexpr AttentionImpl default_attention(SoftwareStack s) {
              : AttentionImpl::kFlash;
 }
 
+// Whether the stack overlaps the data-parallel gradient reduction (and ZeRO's parameter gathers)
+// with compute: megatron-lm all-reduces the gradients after the whole backward pass (overlap came
+// with Megatron-core, 2023), megatron-deepspeed after the pipeline's last backward pass (DeepSpeed
+// PipelineEngine's _exec_reduce_grads).
+constexpr bool overlaps_grad_reduce(SoftwareStack s) {
+  return s != SoftwareStack::kMegatronLm && s != SoftwareStack::kMegatronDeepSpeed;
+}
+
+// The pipeline schedules a stack runs with pp stages (with one stage, no schedule matters).
+// DeepSpeed's PipelineEngine (deepspeed and megatron-deepspeed) runs one, its TrainSchedule
+// (1F1B: deepspeed/runtime/pipe/schedule.py); Megatron-LM before Megatron-core had 1F1B and the
+// interleaved schedule (megatron/schedules.py of 2021-2022). The others run every schedule.
+constexpr bool stack_runs(SoftwareStack stack, Schedule s, int pp) {
+  if (pp <= 1) return true;
+  if (stack == SoftwareStack::kDeepSpeed || stack == SoftwareStack::kMegatronDeepSpeed)
+    return s == Schedule::k1F1B;
+  if (stack == SoftwareStack::kMegatronLm)
+    return s == Schedule::k1F1B || s == Schedule::kInterleaved;
+  return true;
+}
+
+// The ZeRO stages a stack has with pp stages. Megatron-LM before Megatron-core had at most its
+// distributed optimizer, which shards the optimizer state and keeps every gradient (ZeRO-1,
+// 2022: --use-distributed-optimizer); Megatron-core adds Megatron-FSDP's sharding strategies
+// optim, optim_grads and optim_grads_params (ZeRO 1-3: --data-parallel-sharding-strategy).
+// FSDP's are NO_SHARD, SHARD_GRAD_OP and FULL_SHARD (ZeRO 0, 2, 3;
+// torch.distributed.fsdp.ShardingStrategy; FSDP2's reshard_after_forward picks 3 or 2): no
+// ZeRO-1. DeepSpeed has all four, but its PipelineEngine refuses ZeRO-2 and -3 ("ZeRO-2 and
+// ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py).
+constexpr bool stack_has_zero(SoftwareStack stack, int zero, int pp) {
+  switch (stack) {
+    case SoftwareStack::kMegatronLm:
+      return zero <= 1;
+    case SoftwareStack::kFsdp:
+      return zero != 1;
+    case SoftwareStack::kMegatronDeepSpeed:
+    case SoftwareStack::kDeepSpeed:
+      return pp <= 1 || zero <= 1;
+    case SoftwareStack::kMegatronCore:
+    case SoftwareStack::kNemo:
+      return true;
+  }
+  return true;
+}
+
 // One sentence on what distinguishes a stack for a step-time model (the list above).
 constexpr std::string_view stack_summary(SoftwareStack s) {
   switch (s) {
@@ -93,8 +138,8 @@ constexpr std::string_view stack_summary(SoftwareStack s) {
       return "Megatron's model code on DeepSpeed's engine and PipelineEngine: gradients reduced "
              "after the pipeline's last backward pass";
     case SoftwareStack::kDeepSpeed:
-      return "DeepSpeed's ZeRO engine without Megatron's pipeline (ZeRO-1/2/3, its own bucketing "
-             "and prefetch)";
+      return "DeepSpeed's ZeRO engine (ZeRO-1/2/3, its own bucketing and prefetch) and "
+             "PipelineEngine, without Megatron's model code";
     case SoftwareStack::kFsdp:
       return "PyTorch FSDP / FSDP2 (TorchTitan, llm-foundry): per-module parameter all-gathers "
              "prefetched, gradient reduce-scatters overlapped";

@@ -94,6 +94,10 @@ struct SweepScenario {
   // Where the scenario was given, for errors found when the sweep is set up: "sweep.json:
   // /clusters/1" for a sweep document's cluster; empty: "scenario N".
   std::string origin;
+  // The software stack this scenario's plans run under (its host costs and default attention
+  // kernel); empty: the request's (SweepOptions::stack). Scenarios that differ only here compare
+  // stacks: `planner sweep --stack megatron-core,fsdp`.
+  std::optional<SoftwareStack> stack;
 };
 
 // What makes a scenario impossible before anything is searched, for the caller to place (a sweep
@@ -144,14 +148,13 @@ struct SweepOptions {
                              // each scenario)
   int pareto_max = 24;       // frontier points kept (evenly spread over time to train)
   sim::SimOptions sim;       // for the top_k (ranks, background; op times are not kept)
-  // The software stack the plans run under: its host costs (host_model.hpp) time every estimate
-  // and simulation of the sweep, unless `host` overrides them.
+  // The software stack the plans run under where a scenario names none: its host costs
+  // (host_model.hpp) time every estimate and simulation, unless `host` overrides them.
   SoftwareStack stack = SoftwareStack::kMegatronCore;
   std::optional<HostCosts> host;
   // The attention kernel of every estimate and simulation (its time, and whether the s×s scores
-  // take memory), unless given: the stack's (default_attention).
+  // take memory), unless given: the scenario's stack's (default_attention).
   std::optional<AttentionImpl> attention;
-  AttentionImpl attention_impl() const { return attention.value_or(default_attention(stack)); }
 };
 
 struct SweepRequest {
@@ -258,6 +261,10 @@ struct ScenarioInfo {
   PricingOptions pricing;
   double token_budget = 0;
   std::int64_t work_units = 0;
+  // The software its plans were timed under: the stack, its attention kernel and host costs.
+  SoftwareStack stack = SoftwareStack::kMegatronCore;
+  AttentionImpl attention = AttentionImpl::kFlash;
+  HostCosts host;
 };
 
 struct SweepResult {
@@ -286,6 +293,9 @@ class SweepSetup {
   const std::shared_ptr<const HardwareProfile>& profile(int scenario) const;
   // The scenario's cluster (max_gpus worth of whole nodes of its topology).
   const std::shared_ptr<const topo::Cluster>& cluster(int scenario) const;
+  // How the scenario's plans are simulated: the request's run options with its stack's host costs
+  // and attention kernel.
+  const sim::RunOptions& run_options(int scenario) const;
   std::int64_t work_units() const;
   struct Scenario;  // internal: cluster, estimator, work units
   const std::vector<Scenario>& scenarios() const { return scenarios_; }
