@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -67,7 +68,9 @@ struct SweepArgs {
   std::string precision = "bf16";
   std::string optimizer = "adam";
   double tokens = 0;
-  std::vector<int> tp, pp, dp, cp, ep, vpp, zero;
+  std::vector<int> tp, pp, dp, cp, ep, vpp, zero, etp;
+  std::vector<std::string> capacity;   // --moe-capacity-factor: numbers or "dropless"
+  double imbalance = 1;                // --moe-imbalance
   bool distributed_optimizer = false;  // --use-distributed-optimizer: zero = {1}
   bool sequence_parallel = false;      // --sequence-parallel: sp = on
   std::vector<std::int64_t> mbs;
@@ -213,6 +216,27 @@ Result<std::vector<Hardware>> gpu_hardware(const CliContext& ctx, const SweepArg
   return out;
 }
 
+// --moe-capacity-factor's values: "dropless" (0) or a factor above 0 and at most 64.
+Result<double> parse_capacity_factor(const std::string& flag, const std::string& text) {
+  if (text == "dropless") return 0.0;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0 && v <= 64)) {
+    return Status::invalid_input(flag +
+                                 ": expected dropless or a capacity factor above 0 and at "
+                                 "most 64 (tokens per expert over the mean), got \"" +
+                                 text + "\"");
+  }
+  return v;
+}
+
+std::string capacity_text(double factor) {
+  if (factor == 0) return "dropless";
+  std::ostringstream s;
+  s << factor;
+  return s.str();
+}
+
 Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a,
                                                 const std::vector<PriceEntry>& price_files) {
   search::SweepRequest req;
@@ -300,6 +324,12 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   PLANNER_ASSIGN_OR_RETURN(s.schedules, enum_list<Schedule>("--schedule", a.schedules));
   PLANNER_ASSIGN_OR_RETURN(s.recompute, enum_list<Recompute>("--recompute", a.recompute));
   PLANNER_ASSIGN_OR_RETURN(s.moe_a2a, enum_list<MoeA2a>("--moe-a2a", a.moe_a2a));
+  s.etp = a.etp;
+  s.moe_imbalance = a.imbalance;
+  for (const std::string& c : a.capacity) {
+    PLANNER_ASSIGN_OR_RETURN(const double v, parse_capacity_factor("--moe-capacity-factor", c));
+    s.moe_capacity.push_back(v);
+  }
   s.orders = a.orders;
   PLANNER_ASSIGN_OR_RETURN(s.sequence_parallel,
                            on_off("--sp", a.sequence_parallel ? std::string("on") : a.sp));
@@ -925,7 +955,8 @@ std::string csv_escape(const std::string& s) {
 
 void print_csv(std::ostream& out, const search::SweepSetup& setup, const search::SweepResult& res) {
   out << "position,scenario,plan,gpus,tp,pp,dp,cp,ep,sp,mbs,schedule,vpp,recompute,zero,order,"
-         "overlap,moe_a2a,moe_a2a_overlap,tier,step_s,tokens_per_s,mfu,bubble,peak_GiB,usd_per_"
+         "overlap,moe_a2a,moe_a2a_overlap,etp,capacity_factor,tier,step_s,tokens_per_s,mfu,bubble,"
+         "peak_GiB,usd_per_"
          "hour,useful_"
          "fraction,"
          "days_to_train,total_usd,tokens_per_usd,estimate_step_s,note\n";
@@ -939,12 +970,13 @@ void print_csv(std::ostream& out, const search::SweepSetup& setup, const search:
         << p.micro_batch_size << ',' << to_string(p.schedule) << ',' << p.virtual_stages << ','
         << to_string(p.recompute) << ',' << p.zero_stage << ',' << p.order << ','
         << (p.overlap_grad_reduce ? 1 : 0) << ',' << to_string(p.moe_a2a) << ','
-        << (p.moe_a2a_overlap ? 1 : 0) << ',' << to_string(r.tier) << ',' << to_seconds(m.step_time)
-        << ',' << m.tokens_per_second << ',' << m.mfu << ',' << m.bubble_fraction << ','
-        << to_GiB(m.peak_memory) << ',' << e.usd_per_hour.raw() << ',' << e.goodput.useful_fraction
-        << ',' << e.time_to_train_s / kSecondsPerDay << ',' << e.total_cost.raw() << ','
-        << r.objective << ',' << to_seconds(r.estimate.step_time) << ',' << csv_escape(r.note)
-        << '\n';
+        << (p.moe_a2a_overlap ? 1 : 0) << ',' << p.expert_tp() << ','
+        << (p.moe_capacity_factor < 0 ? std::string() : capacity_text(p.moe_capacity_factor)) << ','
+        << to_string(r.tier) << ',' << to_seconds(m.step_time) << ',' << m.tokens_per_second << ','
+        << m.mfu << ',' << m.bubble_fraction << ',' << to_GiB(m.peak_memory) << ','
+        << e.usd_per_hour.raw() << ',' << e.goodput.useful_fraction << ','
+        << e.time_to_train_s / kSecondsPerDay << ',' << e.total_cost.raw() << ',' << r.objective
+        << ',' << to_seconds(r.estimate.step_time) << ',' << csv_escape(r.note) << '\n';
   }
 }
 
@@ -1417,6 +1449,18 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "MoE all-to-all: nccl (every token copy), hierarchical (once per node over "
                   "the network, once per GPU over NVLink: DeepEP, HybridEP)")
       ->delimiter(',');
+  cmd->add_option("--etp,--expert-tensor-parallel-size", a->etp,
+                  "Expert tensor parallel sizes of MoE plans (default: tp and, where tp > 1, 1)")
+      ->delimiter(',');
+  cmd->add_option("--moe-capacity-factor", a->capacity,
+                  "MoE token routing to try: dropless or a capacity factor (tokens dropped "
+                  "beyond it); default: the model's only, as dropping tokens changes the training")
+      ->delimiter(',');
+  cmd->add_option("--moe-imbalance", a->imbalance,
+                  "MoE routing imbalance: the hottest expert's tokens over the mean (default 1, "
+                  "balanced); dropless plans run the hottest expert's load, a capacity factor "
+                  "below it drops the excess")
+      ->check(number_in(1, 1000));
   cmd->add_option("--moe-a2a-overlap", a->a2a_overlap,
                   "Megatron-core's EP all-to-all overlap (merged forward and backward passes of "
                   "the interleaved schedule, or of 1f1b with pp 1): on, off or both")
@@ -1487,7 +1531,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
   cmd->get_option("--seq")->check(whole_in(1, 100'000'000));
   cmd->get_option("--gbs")->check(whole_in(1, 100'000'000));
   cmd->get_option("--tokens")->check(number_in(0, 1e16));
-  for (const char* axis : {"--tp", "--pp", "--dp", "--cp", "--ep"})
+  for (const char* axis : {"--tp", "--pp", "--dp", "--cp", "--ep", "--etp"})
     cmd->get_option(axis)->check(whole_in(1, kMaxAxis));
   cmd->get_option("--mbs")->check(whole_in(1, 1'000'000));
   cmd->get_option("--vpp")->check(whole_in(2, 1024));

@@ -416,6 +416,79 @@ TEST(SimulateStackCli, RunsThePlanAsTheStackCan) {
   EXPECT_TRUE(contains(pipe.err, "TrainSchedule (1f1b) only, not interleaved")) << pipe.err;
 }
 
+// Issue 18's MoE dimensions: expert tensor parallelism (by default tp's and 1 where tp > 1) and
+// the token routing (the model's unless asked: dropless, or a capacity factor that drops the
+// hottest expert's excess under a stated routing imbalance).
+TEST(SweepCli, SearchesExpertTensorParallelismAndTokenDropping) {
+  auto sweep = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"sweep",  "--model",       "mixtral-8x7b",
+                                     "--gpu",  "h100",          "--gpus",
+                                     "16",     "--gbs",         "64",
+                                     "--seq",  "2048",          "--tp",
+                                     "2",      "--top-k",       "4",
+                                     "--keep", "300",           "--threads",
+                                     "2",      "--no-progress", "--json",
+                                     "--no-db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_planner(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const nlohmann::json both = sweep({});
+  ASSERT_FALSE(both.is_null());
+  std::set<int> etps;
+  for (const auto& plan : both["ranking"]) {
+    const auto& p = plan["parallel"];
+    const int etp = p.value("etp", p["tp"].get<int>());
+    etps.insert(etp);
+    // The MoE layers regroup a stage's tp x cp x dp ranks as etp x ep x expert data parallel.
+    EXPECT_EQ(
+        (p["tp"].get<int>() * p["cp"].get<int>() * p["dp"].get<int>()) % (etp * p["ep"].get<int>()),
+        0)
+        << plan["label"];
+    EXPECT_FALSE(p.contains("moe_capacity_factor")) << plan["label"];  // the model's routing
+  }
+  EXPECT_TRUE(etps.count(1)) << "no plan with the experts unsplit";
+  // The default searches both: its plans are those of etp 1 and of etp 2 (= tp).
+  const nlohmann::json one = sweep({"--etp", "1"});
+  const nlohmann::json two = sweep({"--etp", "2"});
+  ASSERT_FALSE(one.is_null() || two.is_null());
+  for (const auto& plan : two["ranking"])
+    EXPECT_FALSE(plan["parallel"].contains("etp"));
+  EXPECT_GT(two["counts"]["candidates"].get<int>(), 0);
+  EXPECT_EQ(both["counts"]["candidates"].get<int>(),
+            one["counts"]["candidates"].get<int>() + two["counts"]["candidates"].get<int>());
+
+  // Under a skewed routing a dropless plan runs the hottest expert's 1.5x load; capacity factor 1
+  // drops it and is faster; with balanced routing the two cost the same.
+  auto best = [](const nlohmann::json& j) {
+    return j["ranking"][0]["simulated"]["step_time_s"].get<double>();
+  };
+  const nlohmann::json dropless =
+      sweep({"--moe-imbalance", "1.5", "--moe-capacity-factor", "dropless"});
+  const nlohmann::json dropping = sweep({"--moe-imbalance", "1.5", "--moe-capacity-factor", "1"});
+  const nlohmann::json balanced = sweep({"--moe-capacity-factor", "dropless,1"});
+  ASSERT_FALSE(dropless.is_null() || dropping.is_null() || balanced.is_null());
+  EXPECT_EQ(dropless["ranking"][0]["parallel"]["moe_capacity_factor"], "dropless");
+  EXPECT_EQ(dropless["ranking"][0]["parallel"]["moe_imbalance"], 1.5);
+  EXPECT_EQ(dropping["ranking"][0]["parallel"]["moe_capacity_factor"], 1.0);
+  EXPECT_GT(best(dropless), 1.05 * best(dropping));
+  EXPECT_NEAR(best(balanced), best(dropping), 0.02 * best(dropping));
+
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--moe-capacity-factor", "0"},
+        std::vector<std::string>{"--moe-capacity-factor", "lots"},
+        std::vector<std::string>{"--moe-imbalance", "0.5"},
+        std::vector<std::string>{"--etp", "0"}}) {
+    std::vector<std::string> args = {"sweep", "--model", "mixtral-8x7b", "--gpu",
+                                     "h100",  "--gpus",  "16",           "--no-db"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const CommandResult r = run_planner(args);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, bad[0])) << r.err;
+  }
+}
+
 TEST(SweepCli, CsvHasAHeaderAndARowPerPlan) {
   const CommandResult r = run_planner(small({"--csv", "--keep", "12", "--no-db"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -125,7 +125,9 @@ namespace {
 
 Estimator::Key probe_key(const ParallelConfig& p) {
   return {{p.tp, p.cp, p.ep, p.expert_tp(), p.sequence_parallel ? 1 : 0,
-           static_cast<int>(p.recompute), p.micro_batch_size}};
+           static_cast<int>(p.recompute), p.micro_batch_size,
+           std::llround(p.moe_capacity_factor * 1e6), p.moe_pad_to_capacity ? 1 : 0,
+           std::llround(p.moe_imbalance * 1e6)}};
 }
 
 Estimator::Key partition_key(const ParallelConfig& p) {
@@ -248,7 +250,12 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   q.cp = p.cp;
   q.ep = p.ep;
   q.etp = p.etp;
-  q.dp = p.ep;  // expert parallelism is carved out of dp × cp
+  q.moe_capacity_factor = p.moe_capacity_factor;
+  q.moe_pad_to_capacity = p.moe_pad_to_capacity;
+  q.moe_imbalance = p.moe_imbalance;
+  // Expert parallelism is carved out of tp x cp x dp as etp x ep x expert dp: the fewest
+  // data-parallel ranks that hold one expert group.
+  q.dp = p.ep * p.expert_tp() / std::gcd(p.tp * p.cp, p.expert_tp());
   q.pp = 2;
   q.sequence_parallel = p.sequence_parallel;
   q.micro_batch_size = p.micro_batch_size;
@@ -917,7 +924,7 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     ++order;
   if (order == static_cast<std::int64_t>(orders_.size())) orders_.push_back(p.order);
   const Key gkey{{p.tp, p.cp, p.ep, p.dp, p.pp, p.zero_stage >= 1 ? 1 : 0, order,
-                  static_cast<std::int64_t>(p.moe_a2a)}};
+                  static_cast<std::int64_t>(p.moe_a2a), p.expert_tp()}};
   if (!planner_) {
     planner_ = std::make_unique<sim::CollectivePlanner>(*in.cluster, *in.profile, *in.fabric,
                                                         std::nullopt);

@@ -110,6 +110,9 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
 struct SweepUnit {
   int tp = 1, cp = 1, ep = 1, pp = 1, dp = 1;
   std::int64_t mbs = 1;
+  int etp = 0;           // ParallelConfig::etp (0: tp)
+  double capacity = -1;  // ParallelConfig::moe_capacity_factor (< 0: the model's)
+  double imbalance = 1;  // ParallelConfig::moe_imbalance (SearchSpace::moe_imbalance)
 };
 
 struct SweepSetup::Scenario {
@@ -271,6 +274,9 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   p.pp = u.pp;
   p.dp = u.dp;
   p.micro_batch_size = u.mbs;
+  p.etp = u.etp;
+  p.moe_capacity_factor = u.capacity;
+  p.moe_imbalance = u.imbalance;
   auto digit = [&](std::size_t radix) {
     const auto d = static_cast<std::size_t>(index % static_cast<std::int64_t>(radix));
     index /= static_cast<std::int64_t>(radix);
@@ -294,6 +300,20 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
 }
 
 namespace {
+
+// The expert tensor parallel sizes to try with `tp` (SearchSpace::etp): those that split the
+// experts' FFN evenly; tp itself for a dense model.
+std::vector<int> expert_tps(const ModelSpec& m, const SearchSpace& space, int tp) {
+  if (!m.is_moe()) return {tp};
+  std::vector<int> candidates = space.etp;
+  if (candidates.empty()) candidates = tp > 1 ? std::vector<int>{tp, 1} : std::vector<int>{tp};
+  std::vector<int> out;
+  for (int etp : candidates) {
+    if (etp < 1 || m.moe->expert_ffn_hidden % etp != 0) continue;
+    if (std::find(out.begin(), out.end(), etp) == out.end()) out.push_back(etp);
+  }
+  return out;
+}
 
 // `ring_attention`: the scenario's attention kernel is flash-style, so cp > 1 can run.
 Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const SearchSpace& space,
@@ -346,6 +366,8 @@ Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const Se
   }
   std::sort(pps.begin(), pps.end());
   const std::vector<std::int64_t> batch_divisors = divisors(t.global_batch_size);
+  const std::vector<double> capacities =
+      m.is_moe() && !space.moe_capacity.empty() ? space.moe_capacity : std::vector<double>{-1};
   std::vector<SweepUnit> units;
   for (int tp : tps) {
     for (int cp : cps) {
@@ -358,10 +380,16 @@ Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const Se
           if (world < sc.min_gpus || world % per_node != 0) continue;
           if (!allowed(space.dp, static_cast<int>(dp))) continue;
           for (int ep : eps) {
-            if ((dp * cp) % ep != 0) continue;
-            for (std::int64_t mbs : divisors(t.global_batch_size / dp)) {
-              if (!allowed(space.micro_batch_sizes, mbs)) continue;
-              units.push_back({tp, cp, ep, pp, static_cast<int>(dp), mbs});
+            for (int etp : expert_tps(m, space, tp)) {
+              // The MoE layers regroup a stage's tp x cp x dp ranks as etp x ep x expert dp.
+              if ((tp * cp * dp) % (static_cast<std::int64_t>(etp) * ep) != 0) continue;
+              for (double capacity : capacities) {
+                for (std::int64_t mbs : divisors(t.global_batch_size / dp)) {
+                  if (!allowed(space.micro_batch_sizes, mbs)) continue;
+                  units.push_back({tp, cp, ep, pp, static_cast<int>(dp), mbs, etp == tp ? 0 : etp,
+                                   capacity, m.is_moe() ? space.moe_imbalance : 1.0});
+                }
+              }
             }
           }
         }
@@ -1410,6 +1438,10 @@ std::string list_text(const std::vector<T>& values) {
     if (!out.empty()) out += ",";
     if constexpr (std::is_same_v<T, bool>) {
       out += v ? "on" : "off";
+    } else if constexpr (std::is_same_v<T, double>) {  // capacity factors
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", v);
+      out += v == 0 ? std::string("dropless") : std::string(buf);
     } else if constexpr (std::is_arithmetic_v<T>) {
       out += std::to_string(v);
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -1455,6 +1487,8 @@ std::string explain_empty(const SweepSetup& setup, const SweepResult& result) {
     add("order", sp.orders, [](SearchSpace& s) { s.orders.clear(); });
     add("moe_a2a", sp.moe_a2a, [](SearchSpace& s) { s.moe_a2a.clear(); });
     add("moe_a2a_overlap", sp.moe_a2a_overlap, [](SearchSpace& s) { s.moe_a2a_overlap.clear(); });
+    add("etp", sp.etp, [](SearchSpace& s) { s.etp.clear(); });
+    add("moe_capacity_factor", sp.moe_capacity, [](SearchSpace& s) { s.moe_capacity.clear(); });
     std::string culprits;
     for (const Fixed& f : fixed_dims) {
       SweepRequest relaxed = req;

@@ -84,6 +84,25 @@ auto bool_item(Diagnostics& diag) {
   };
 }
 
+// A capacity factor (0 < f <= 64) or "dropless" (0).
+auto capacity_item(Diagnostics& diag) {
+  return [&diag](const Json& j, const std::string& pointer, double& out) {
+    if (j.is_string() && j.get<std::string>() == "dropless") {
+      out = 0;
+      return true;
+    }
+    if (!j.is_number() || !(j.get<double>() > 0 && j.get<double>() <= 64)) {
+      diag.add(pointer,
+               "expected \"dropless\" or a capacity factor (tokens per expert over the "
+               "mean) above 0 and at most 64, got " +
+                   describe_json(j));
+      return false;
+    }
+    out = j.get<double>();
+    return true;
+  };
+}
+
 auto order_item(Diagnostics& diag) {
   return [&diag](const Json& j, const std::string& pointer, std::string& out) {
     if (!j.is_string() || !RankGrid::create(AxisSizes{}, j.get<std::string>())) {
@@ -126,6 +145,10 @@ void read_space(JsonObject& o, SearchSpace& s) {
   read_list(o, "overlap", Need::kOptional, s.overlap, bool_item(d));
   read_list(o, "moe_a2a_overlap", Need::kOptional, s.moe_a2a_overlap, bool_item(d));
   read_list(o, "moe_a2a", Need::kOptional, s.moe_a2a, enum_item<MoeA2a>(d));
+  read_list(o, "etp", Need::kOptional, s.etp, int_item(d, 1, kMaxAxis));
+  read_list(o, "moe_capacity_factor", Need::kOptional, s.moe_capacity, capacity_item(d));
+  o.read("moe_imbalance", s.moe_imbalance, Need::kOptional,
+         {1.0, 1000.0, false, "the hottest expert's tokens over the mean: 1 is balanced"});
   o.read("tp_within_nvlink", s.tp_within_nvlink, Need::kOptional);
   o.read("uneven_stages", s.uneven_stages, Need::kOptional);
 }

@@ -118,7 +118,7 @@ class Estimator {
   struct DpTail;
   // Exact cache keys: a few integers.
   struct Key {
-    std::array<std::int64_t, 8> v{};
+    std::array<std::int64_t, 10> v{};
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {

@@ -125,6 +125,18 @@ struct SearchSpace {
   // Megatron-core's EP all-to-all overlap (ParallelConfig::moe_a2a_overlap), for plans with ep > 1
   // on a schedule whose passes it merges (interleaved, or 1f1b with pp 1).
   std::vector<bool> moe_a2a_overlap;
+  // Expert tensor parallel sizes (ParallelConfig::etp, Megatron's --expert-tensor-parallel-size)
+  // for MoE plans; empty: the plan's tp and, where tp > 1, 1 (experts unsplit beside tp-split
+  // attention, as DeepSeek-V3's and Qwen3's Megatron recipes run them).
+  std::vector<int> etp;
+  // Token routing of MoE plans (ParallelConfig::moe_capacity_factor): capacity factors, 0 for
+  // dropless; empty: the model's only. Dropping tokens changes what is trained, so a sweep tries
+  // it only when asked.
+  std::vector<double> moe_capacity;
+  // The routing imbalance every MoE plan is timed with (ParallelConfig::moe_imbalance: the
+  // hottest expert's tokens over the mean, 1 balanced): what a capacity factor below it trades
+  // dropped tokens for.
+  double moe_imbalance = 1.0;
   bool tp_within_nvlink = true;
   // A pp listed in `pp` that does not divide the layers is searched with the balanced uneven split
   // (balanced_stage_split, model_partition.hpp). With uneven_stages, so are the powers of two
