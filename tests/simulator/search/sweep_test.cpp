@@ -581,7 +581,8 @@ TEST(SweepSpec, ParsesAScenarioGrid) {
   const std::string doc = R"({"schema_version": 1, "kind": "sweep", "name": "grid",
     "models": ["llama3-8b"], "training": {"global_batch_size": 64, "seq_length": 2048},
     "clusters": [{"gpu": "h100", "gpus": [8, 16]}],
-    "space": {"tp": [1, 2], "schedule": ["1f1b"]},
+    "space": {"tp": [1, 2], "schedule": ["1f1b"], "etp": [1],
+              "moe_capacity_factor": ["dropless", 1.25], "moe_imbalance": 1.3},
     "constraints": {"deadline_days": 30},
     "search": {"top_k": 2, "keep": 10}})";
   const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
@@ -590,6 +591,9 @@ TEST(SweepSpec, ParsesAScenarioGrid) {
   EXPECT_EQ(req.scenarios[0].max_gpus, 8);
   EXPECT_EQ(req.scenarios[1].max_gpus, 16);
   EXPECT_EQ(req.space.tp, (std::vector<int>{1, 2}));
+  EXPECT_EQ(req.space.etp, (std::vector<int>{1}));
+  EXPECT_EQ(req.space.moe_capacity, (std::vector<double>{0.0, 1.25}));
+  EXPECT_DOUBLE_EQ(req.space.moe_imbalance, 1.3);
   EXPECT_EQ(req.options.top_k, 2);
   ASSERT_TRUE(req.constraints.deadline_s.has_value());
   EXPECT_DOUBLE_EQ(*req.constraints.deadline_s, 30 * 86400.0);
