@@ -40,6 +40,42 @@ std::vector<std::string> small(std::vector<std::string> extra, const std::string
   return args;
 }
 
+// `planner simulate` of the plan `p` (a sweep result's "parallel") of small()'s llama3-8b under
+// `stack`, as JSON.
+std::vector<std::string> simulate_args(const nlohmann::json& p, const std::string& stack) {
+  std::vector<std::string> args = {"simulate",
+                                   "--model",
+                                   "llama3-8b",
+                                   "--gpu",
+                                   "h100",
+                                   "--tp",
+                                   std::to_string(p["tp"].get<int>()),
+                                   "--pp",
+                                   std::to_string(p["pp"].get<int>()),
+                                   "--dp",
+                                   std::to_string(p["dp"].get<int>()),
+                                   "--mbs",
+                                   std::to_string(p["micro_batch_size"].get<int>()),
+                                   "--zero",
+                                   std::to_string(p["zero_stage"].get<int>()),
+                                   "--recompute",
+                                   p["recompute"].get<std::string>(),
+                                   "--schedule",
+                                   p["schedule"].get<std::string>(),
+                                   "--vpp",
+                                   std::to_string(p["virtual_stages"].get<int>()),
+                                   "--seq",
+                                   "2048",
+                                   "--gbs",
+                                   "64",
+                                   "--stack",
+                                   stack,
+                                   "--json",
+                                   "--no-db"};
+  if (p["sequence_parallel"].get<bool>()) args.push_back("--sp");
+  return args;
+}
+
 // Every GPU preset sweeps on its default topology at a catalogue price, without --price.
 TEST(SweepCli, EveryGpuPresetSweepsWithoutAPrice) {
   const auto gpus = nlohmann::json::parse(run_planner({"gpu", "list", "--json"}).out);
@@ -204,38 +240,8 @@ TEST(SweepCli, RunsTheStacksAttentionKernel) {
   EXPECT_LT(ds["estimate_error"]["max_abs_pct"].get<double>(), 10);
   // The simulated best plan is what `planner simulate` gives under the same stack.
   const nlohmann::json& p = ds["ranking"][0]["parallel"];
-  std::vector<std::string> args = {"simulate",
-                                   "--model",
-                                   "llama3-8b",
-                                   "--gpu",
-                                   "h100",
-                                   "--tp",
-                                   std::to_string(p["tp"].get<int>()),
-                                   "--pp",
-                                   std::to_string(p["pp"].get<int>()),
-                                   "--dp",
-                                   std::to_string(p["dp"].get<int>()),
-                                   "--mbs",
-                                   std::to_string(p["micro_batch_size"].get<int>()),
-                                   "--zero",
-                                   std::to_string(p["zero_stage"].get<int>()),
-                                   "--recompute",
-                                   p["recompute"].get<std::string>(),
-                                   "--schedule",
-                                   p["schedule"].get<std::string>(),
-                                   "--vpp",
-                                   std::to_string(p["virtual_stages"].get<int>()),
-                                   "--seq",
-                                   "2048",
-                                   "--gbs",
-                                   "64",
-                                   "--stack",
-                                   "megatron-deepspeed",
-                                   "--host-costs",
-                                   "none",
-                                   "--json",
-                                   "--no-db"};
-  if (p["sequence_parallel"].get<bool>()) args.push_back("--sp");
+  std::vector<std::string> args = simulate_args(p, "megatron-deepspeed");
+  args.insert(args.end(), {"--host-costs", "none"});
   const CommandResult sim = run_planner(args);
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   EXPECT_NEAR(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(), best(ds),
@@ -310,34 +316,7 @@ TEST(SweepCli, ComparesStacks) {
   EXPECT_EQ(plan["scenario"], j["scenarios"][1]["name"]);
   ASSERT_EQ(plan["tier"], "simulated");
   const auto& p = plan["parallel"];
-  std::vector<std::string> args = {"simulate",
-                                   "--model",
-                                   "llama3-8b",
-                                   "--gpu",
-                                   "h100",
-                                   "--tp",
-                                   std::to_string(p["tp"].get<int>()),
-                                   "--pp",
-                                   std::to_string(p["pp"].get<int>()),
-                                   "--dp",
-                                   std::to_string(p["dp"].get<int>()),
-                                   "--mbs",
-                                   std::to_string(p["micro_batch_size"].get<int>()),
-                                   "--zero",
-                                   std::to_string(p["zero_stage"].get<int>()),
-                                   "--recompute",
-                                   p["recompute"].get<std::string>(),
-                                   "--schedule",
-                                   p["schedule"].get<std::string>(),
-                                   "--seq",
-                                   "2048",
-                                   "--gbs",
-                                   "64",
-                                   "--stack",
-                                   "megatron-deepspeed",
-                                   "--json",
-                                   "--no-db"};
-  if (p["sequence_parallel"].get<bool>()) args.push_back("--sp");
+  const std::vector<std::string> args = simulate_args(p, "megatron-deepspeed");
   const CommandResult sim = run_planner(args);
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   EXPECT_NEAR(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(),
