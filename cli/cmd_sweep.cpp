@@ -355,6 +355,12 @@ Status apply_stacks(const SweepArgs& a, search::SweepRequest& req) {
         "--host-costs: overrides one stack's host costs; not with several --stack (" +
         std::to_string(stacks.size()) + " given)");
   }
+  if (stacks.size() > 1 && !a.check.empty()) {
+    return Status::invalid_input(
+        "--check: a plan is checked under one software stack; give one "
+        "--stack (" +
+        std::to_string(stacks.size()) + " given)");
+  }
   StackArgs one = a.stack;
   if (!stacks.empty()) one.stack = std::string(to_string(stacks.front()));
   PLANNER_ASSIGN_OR_RETURN(const ResolvedStack resolved, resolve_stack(one));
@@ -956,10 +962,8 @@ std::string csv_escape(const std::string& s) {
 void print_csv(std::ostream& out, const search::SweepSetup& setup, const search::SweepResult& res) {
   out << "position,scenario,plan,gpus,tp,pp,dp,cp,ep,sp,mbs,schedule,vpp,recompute,zero,order,"
          "overlap,moe_a2a,moe_a2a_overlap,etp,capacity_factor,tier,step_s,tokens_per_s,mfu,bubble,"
-         "peak_GiB,usd_per_"
-         "hour,useful_"
-         "fraction,"
-         "days_to_train,total_usd,tokens_per_usd,estimate_step_s,note\n";
+         "peak_GiB,usd_per_hour,useful_fraction,days_to_train,total_usd,tokens_per_usd,"
+         "estimate_step_s,note\n";
   for (const search::RankedPlan& r : res.ranking) {
     const ParallelConfig& p = r.parallel;
     const search::PlanMetrics& m = r.metrics();
@@ -1239,12 +1243,6 @@ Result<double> parse_regret(const std::string& text) {
 // Evaluates the checked plan in the matching scenario; returns the exit code (0 or 3).
 Result<int> check_gate(const CliContext& ctx, const SweepArgs& a, const search::SweepSetup& setup,
                        const search::SweepResult& res) {
-  if (a.stacks.size() > 1) {
-    return Status::invalid_input(
-        "--check: a plan is checked under one software stack; give one "
-        "--stack (" +
-        std::to_string(a.stacks.size()) + " given)");
-  }
   PLANNER_ASSIGN_OR_RETURN(Plan plan, load_plan_file(a.check, *ctx.catalog));
   PLANNER_ASSIGN_OR_RETURN(const double max_regret,
                            parse_regret(a.max_regret.empty() ? "5%" : a.max_regret));
