@@ -362,48 +362,6 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   return Status::ok();
 }
 
-// What a stack can run (stack_runs, stack_has_zero, overlaps_grad_reduce): the pipeline
-// schedules, the ZeRO stages with and without a pipeline, whether the gradient reduction overlaps.
-struct StackRuns {
-  std::vector<std::string> schedules;
-  std::vector<int> zero, zero_with_pipeline;
-  bool overlap = true;
-};
-
-StackRuns stack_runs_of(SoftwareStack stack) {
-  StackRuns r;
-  for (const auto& [s, name] : EnumTraits<Schedule>::kNames) {
-    if (stack_runs(stack, s, 2)) r.schedules.emplace_back(name);
-  }
-  for (int z = 0; z <= 3; ++z) {
-    if (stack_has_zero(stack, z, 1)) r.zero.push_back(z);
-    if (stack_has_zero(stack, z, 2)) r.zero_with_pipeline.push_back(z);
-  }
-  r.overlap = overlaps_grad_reduce(stack);
-  return r;
-}
-
-std::string stack_runs_text(SoftwareStack stack) {
-  const StackRuns r = stack_runs_of(stack);
-  const auto list = [](const auto& v) {
-    std::string out;
-    for (const auto& x : v) {
-      if (!out.empty()) out += ", ";
-      if constexpr (std::is_same_v<std::decay_t<decltype(x)>, int>) {
-        out += std::to_string(x);
-      } else {
-        out += x;
-      }
-    }
-    return out;
-  };
-  std::string zero = "ZeRO " + list(r.zero);
-  if (r.zero_with_pipeline != r.zero)
-    zero += " (" + list(r.zero_with_pipeline) + " with a pipeline)";
-  return "pipeline schedules " + list(r.schedules) + "; " + zero + "; gradient reduce " +
-         (r.overlap ? "overlapped with the backward pass" : "after the backward pass");
-}
-
 Status models_command(const CliContext& ctx) {
   if (ctx.json) {
     Json all = Json::array();

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -216,27 +215,6 @@ Result<std::vector<Hardware>> gpu_hardware(const CliContext& ctx, const SweepArg
   return out;
 }
 
-// --moe-capacity-factor's values: "dropless" (0) or a factor above 0 and at most 64.
-Result<double> parse_capacity_factor(const std::string& flag, const std::string& text) {
-  if (text == "dropless") return 0.0;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0 && v <= 64)) {
-    return Status::invalid_input(flag +
-                                 ": expected dropless or a capacity factor above 0 and at "
-                                 "most 64 (tokens per expert over the mean), got \"" +
-                                 text + "\"");
-  }
-  return v;
-}
-
-std::string capacity_text(double factor) {
-  if (factor == 0) return "dropless";
-  std::ostringstream s;
-  s << factor;
-  return s.str();
-}
-
 Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const SweepArgs& a,
                                                 const std::vector<PriceEntry>& price_files) {
   search::SweepRequest req;
@@ -327,8 +305,14 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   s.etp = a.etp;
   s.moe_imbalance = a.imbalance;
   for (const std::string& c : a.capacity) {
-    PLANNER_ASSIGN_OR_RETURN(const double v, parse_capacity_factor("--moe-capacity-factor", c));
-    s.moe_capacity.push_back(v);
+    const std::optional<double> v = parse_capacity_factor(c);
+    if (!v) {
+      return Status::invalid_input(
+          "--moe-capacity-factor: expected dropless or a capacity factor above 0 and at most 64 "
+          "(tokens per expert over the mean), got \"" +
+          c + "\"");
+    }
+    s.moe_capacity.push_back(*v);
   }
   s.orders = a.orders;
   PLANNER_ASSIGN_OR_RETURN(s.sequence_parallel,
@@ -975,9 +959,9 @@ void print_csv(std::ostream& out, const search::SweepSetup& setup, const search:
         << to_string(p.recompute) << ',' << p.zero_stage << ',' << p.order << ','
         << (p.overlap_grad_reduce ? 1 : 0) << ',' << to_string(p.moe_a2a) << ','
         << (p.moe_a2a_overlap ? 1 : 0) << ',' << p.expert_tp() << ','
-        << (p.moe_capacity_factor < 0 ? std::string() : capacity_text(p.moe_capacity_factor)) << ','
-        << to_string(r.tier) << ',' << to_seconds(m.step_time) << ',' << m.tokens_per_second << ','
-        << m.mfu << ',' << m.bubble_fraction << ',' << to_GiB(m.peak_memory) << ','
+        << (p.moe_capacity_factor < 0 ? std::string() : capacity_factor_text(p.moe_capacity_factor))
+        << ',' << to_string(r.tier) << ',' << to_seconds(m.step_time) << ',' << m.tokens_per_second
+        << ',' << m.mfu << ',' << m.bubble_fraction << ',' << to_GiB(m.peak_memory) << ','
         << e.usd_per_hour.raw() << ',' << e.goodput.useful_fraction << ','
         << e.time_to_train_s / kSecondsPerDay << ',' << e.total_cost.raw() << ',' << r.objective
         << ',' << to_seconds(r.estimate.step_time) << ',' << csv_escape(r.note) << '\n';

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <type_traits>
 
 #include "flag_checks.hpp"
 #include "planner/app/defaults.hpp"
@@ -221,24 +222,60 @@ Result<ResolvedStack> resolve_stack(const StackArgs& args) {
   return out;
 }
 
+StackRuns stack_runs_of(SoftwareStack stack) {
+  StackRuns r;
+  for (const auto& [s, name] : EnumTraits<Schedule>::kNames) {
+    if (stack_runs(stack, s, 2)) r.schedules.emplace_back(name);
+  }
+  for (int z = 0; z <= 3; ++z) {
+    if (stack_has_zero(stack, z, 1)) r.zero.push_back(z);
+    if (stack_has_zero(stack, z, 2)) r.zero_with_pipeline.push_back(z);
+  }
+  r.overlap = overlaps_grad_reduce(stack);
+  return r;
+}
+
+namespace {
+
+// "a, b, c" of strings or numbers.
+template <class T>
+std::string comma_list(const std::vector<T>& v) {
+  std::string out;
+  for (const T& x : v) {
+    if (!out.empty()) out += ", ";
+    if constexpr (std::is_same_v<T, int>) {
+      out += std::to_string(x);
+    } else {
+      out += x;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string stack_runs_text(SoftwareStack stack) {
+  const StackRuns r = stack_runs_of(stack);
+  const auto list = [](const auto& v) { return comma_list(v); };
+  std::string zero = "ZeRO " + list(r.zero);
+  if (r.zero_with_pipeline != r.zero)
+    zero += " (" + list(r.zero_with_pipeline) + " with a pipeline)";
+  return "pipeline schedules " + list(r.schedules) + "; " + zero + "; gradient reduce " +
+         (r.overlap ? "overlapped with the backward pass" : "after the backward pass");
+}
+
 Status check_stack_runs(SoftwareStack stack, const ParallelConfig& p) {
   const std::string flag = "--stack " + std::string(to_string(stack)) + ": ";
+  const StackRuns r = stack_runs_of(stack);
   if (!stack_runs(stack, p.schedule, p.pp)) {
-    return Status::invalid_input(
-        flag +
-        (stack == SoftwareStack::kMegatronLm
-             ? "runs pipelines with the 1f1b and interleaved schedules only"
-             : "runs pipelines with DeepSpeed's TrainSchedule (1f1b) only") +
-        ", not " + std::string(to_string(p.schedule)));
+    return Status::invalid_input(flag + "runs pipelines with " + comma_list(r.schedules) +
+                                 " only, not " + std::string(to_string(p.schedule)));
   }
   if (!stack_has_zero(stack, p.zero_stage, p.pp)) {
     return Status::invalid_input(
-        flag +
-        (stack == SoftwareStack::kMegatronLm ? "has ZeRO 0 and 1 (its distributed optimizer)"
-         : stack == SoftwareStack::kFsdp
-             ? "shards as ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD)"
-             : "has ZeRO 0 and 1 with a pipeline (its PipelineEngine refuses 2 and 3)") +
-        ", not ZeRO " + std::to_string(p.zero_stage));
+        flag + "has ZeRO " + comma_list(p.pp > 1 ? r.zero_with_pipeline : r.zero) +
+        (p.pp > 1 ? " with a pipeline" : "") + ", not ZeRO " + std::to_string(p.zero_stage) +
+        " (planner sim-models: stack/" + std::string(to_string(stack)) + ")");
   }
   return Status::ok();
 }

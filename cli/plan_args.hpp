@@ -79,8 +79,17 @@ struct ResolvedStack {
   AttentionImpl attention = AttentionImpl::kFlash;  // --attention, else the stack's default
 };
 Result<ResolvedStack> resolve_stack(const StackArgs& args);
-// kInvalidInput when the stack cannot run the plan's pipeline schedule or ZeRO stage
-// (stack_runs, stack_has_zero).
+// What a stack can run (stack_runs, stack_has_zero, overlaps_grad_reduce): the pipeline
+// schedules, the ZeRO stages with and without a pipeline, whether the gradient reduction overlaps.
+struct StackRuns {
+  std::vector<std::string> schedules;
+  std::vector<int> zero, zero_with_pipeline;
+  bool overlap = true;
+};
+StackRuns stack_runs_of(SoftwareStack stack);
+// One line of it: "pipeline schedules 1f1b; ZeRO 0, 1, 2, 3 (0, 1 with a pipeline); ...".
+std::string stack_runs_text(SoftwareStack stack);
+// kInvalidInput when the stack cannot run the plan's pipeline schedule or ZeRO stage.
 Status check_stack_runs(SoftwareStack stack, const ParallelConfig& p);
 
 // Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,

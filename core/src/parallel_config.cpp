@@ -1,6 +1,25 @@
 #include "planner/core/parallel_config.hpp"
 
+#include <charconv>
+#include <cstdio>
+
 namespace planner {
+
+std::optional<double> parse_capacity_factor(std::string_view text) {
+  if (text == "dropless") return 0.0;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0 && v <= kMaxCapacityFactor))
+    return std::nullopt;
+  return v;
+}
+
+std::string capacity_factor_text(double factor) {
+  if (factor == 0) return "dropless";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", factor);
+  return buf;
+}
 
 std::string short_label(const ParallelConfig& p) {
   std::string s = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.written_pp()) + " dp" +

@@ -112,7 +112,6 @@ struct SweepUnit {
   std::int64_t mbs = 1;
   int etp = 0;           // ParallelConfig::etp (0: tp)
   double capacity = -1;  // ParallelConfig::moe_capacity_factor (< 0: the model's)
-  double imbalance = 1;  // ParallelConfig::moe_imbalance (SearchSpace::moe_imbalance)
 };
 
 struct SweepSetup::Scenario {
@@ -123,7 +122,8 @@ struct SweepSetup::Scenario {
   std::shared_ptr<const sim::Fabric> fabric;
   std::shared_ptr<sim::PlanMemo> plan_memo;  // plans shared by the scenario's simulations
   std::shared_ptr<Estimator> estimator;
-  sim::RunOptions run;  // the request's, with the scenario's stack: host costs, attention kernel
+  sim::RunOptions run;   // the request's, with the scenario's stack: host costs, attention kernel
+  double imbalance = 1;  // of every MoE plan (SearchSpace::moe_imbalance)
   PricingOptions pricing;
   GpuPrice price;
   Bytes checkpoint;
@@ -276,7 +276,7 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   p.micro_batch_size = u.mbs;
   p.etp = u.etp;
   p.moe_capacity_factor = u.capacity;
-  p.moe_imbalance = u.imbalance;
+  if (spec.model.is_moe()) p.moe_imbalance = imbalance;
   auto digit = [&](std::size_t radix) {
     const auto d = static_cast<std::size_t>(index % static_cast<std::int64_t>(radix));
     index /= static_cast<std::int64_t>(radix);
@@ -370,6 +370,7 @@ Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const Se
       m.is_moe() && !space.moe_capacity.empty() ? space.moe_capacity : std::vector<double>{-1};
   std::vector<SweepUnit> units;
   for (int tp : tps) {
+    const std::vector<int> etps = expert_tps(m, space, tp);
     for (int cp : cps) {
       for (int pp : pps) {
         const std::int64_t mp = static_cast<std::int64_t>(tp) * cp * pp;
@@ -380,14 +381,14 @@ Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const Se
           if (world < sc.min_gpus || world % per_node != 0) continue;
           if (!allowed(space.dp, static_cast<int>(dp))) continue;
           for (int ep : eps) {
-            for (int etp : expert_tps(m, space, tp)) {
+            for (int etp : etps) {
               // The MoE layers regroup a stage's tp x cp x dp ranks as etp x ep x expert dp.
               if ((tp * cp * dp) % (static_cast<std::int64_t>(etp) * ep) != 0) continue;
               for (double capacity : capacities) {
                 for (std::int64_t mbs : divisors(t.global_batch_size / dp)) {
                   if (!allowed(space.micro_batch_sizes, mbs)) continue;
-                  units.push_back({tp, cp, ep, pp, static_cast<int>(dp), mbs, etp == tp ? 0 : etp,
-                                   capacity, m.is_moe() ? space.moe_imbalance : 1.0});
+                  units.push_back(
+                      {tp, cp, ep, pp, static_cast<int>(dp), mbs, etp == tp ? 0 : etp, capacity});
                 }
               }
             }
@@ -508,6 +509,7 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     sc.run = request.options.sim.run;
     sc.run.host = request.options.host ? *request.options.host : host_costs(stack);
     sc.run.attention = sim::attention_kernel(attention);
+    sc.imbalance = request.space.moe_imbalance;
     ei.attention = sc.run.attention;
     ei.fp32_grads = request.options.sim.lower.fp32_grads;
     ei.host = sc.run.host;
@@ -1439,9 +1441,7 @@ std::string list_text(const std::vector<T>& values) {
     if constexpr (std::is_same_v<T, bool>) {
       out += v ? "on" : "off";
     } else if constexpr (std::is_same_v<T, double>) {  // capacity factors
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%g", v);
-      out += v == 0 ? std::string("dropless") : std::string(buf);
+      out += capacity_factor_text(v);
     } else if constexpr (std::is_arithmetic_v<T>) {
       out += std::to_string(v);
     } else if constexpr (std::is_same_v<T, std::string>) {

@@ -87,18 +87,18 @@ auto bool_item(Diagnostics& diag) {
 // A capacity factor (0 < f <= 64) or "dropless" (0).
 auto capacity_item(Diagnostics& diag) {
   return [&diag](const Json& j, const std::string& pointer, double& out) {
-    if (j.is_string() && j.get<std::string>() == "dropless") {
-      out = 0;
-      return true;
-    }
-    if (!j.is_number() || !(j.get<double>() > 0 && j.get<double>() <= 64)) {
+    std::optional<double> v;
+    if (j.is_string() && j.get<std::string>() == "dropless") v = 0.0;
+    if (j.is_number() && j.get<double>() > 0 && j.get<double>() <= kMaxCapacityFactor)
+      v = j.get<double>();
+    if (!v) {
       diag.add(pointer,
                "expected \"dropless\" or a capacity factor (tokens per expert over the "
                "mean) above 0 and at most 64, got " +
                    describe_json(j));
       return false;
     }
-    out = j.get<double>();
+    out = *v;
     return true;
   };
 }

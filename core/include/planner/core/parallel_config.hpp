@@ -49,7 +49,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "planner/core/checked.hpp"
 #include "planner/core/enums.hpp"
@@ -125,5 +127,12 @@ Status fold_dualpipe(ParallelConfig& p);
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.
 std::string short_label(const ParallelConfig& p);
+
+// A capacity factor as flags and documents give it: "dropless" (0) or a number above 0 and at most
+// kMaxCapacityFactor; nullopt for anything else.
+inline constexpr double kMaxCapacityFactor = 64;
+std::optional<double> parse_capacity_factor(std::string_view text);
+// "dropless" for 0, else the factor ("1.25").
+std::string capacity_factor_text(double factor);
 
 }  // namespace planner
