@@ -92,9 +92,18 @@ struct PassRange {
 // are those the schedule marks fused (PipelineSchedule::fused: the steady state's F(k + w) with
 // B(k), dualpipev's F&B chunks). A pair where an op would come before one it depends on keeps its
 // order.
-void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passes) {
+// The segments are callables the framework runs one after another on the compute stream
+// (Megatron-core's combined 1F1B schedule_layer_1f1b, DualPipe's overlapped chunks), and their
+// tensor- and context-parallel communication is part of them: Transformer Engine issues the tp
+// collectives on the compute stream, and its ring attention waits for its own exchanges. So a
+// segment starts when the segment before it, of the other pass, has finished: its first compute
+// op waits for that segment's tp and cp communication, its first tp collective and cp send for
+// that segment's compute. Only the all-to-alls, on their own stream, run under the other pass.
+void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passes,
+                            const std::vector<OpDesc>& descs) {
   std::vector<std::uint32_t> order(rp.size());
   std::iota(order.begin(), order.end(), 0u);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> extra;  // (op, dependency)
   auto segments = [&](const PassRange& p) {
     std::vector<std::vector<std::uint32_t>> out(1);
     for (std::uint32_t k = p.begin; k < p.end; ++k) {
@@ -117,15 +126,39 @@ void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passe
     const auto fs = segments(f);
     const auto gs = segments(g);
     std::uint32_t at = a.begin;
+    // The last compute, tp, cp-send and cp-receive op of the segment placed last (streams are
+    // FIFO: the last op on a stream finishes after the others).
+    std::array<std::uint32_t, 4> last{kNoOp, kNoOp, kNoOp, kNoOp};
+    const std::size_t pair_extra = extra.size();
+    auto place = [&](const std::vector<std::uint32_t>& segment) {
+      std::array<std::uint32_t, 4> mine{kNoOp, kNoOp, kNoOp, kNoOp};
+      auto wait = [&](std::uint32_t op, std::uint32_t d) {
+        if (d != kNoOp) extra.emplace_back(op, d);
+      };
+      for (std::uint32_t x : segment) {
+        order[at++] = x;
+        const Stream st = descs[rp.op(x).desc].stream;
+        const int slot = st == Stream::kCompute  ? 0
+                         : st == Stream::kTpComm ? 1
+                         : st == Stream::kCpSend ? 2
+                         : st == Stream::kCpRecv ? 3
+                                                 : -1;
+        if (slot < 0) continue;
+        const bool first = mine[static_cast<std::size_t>(slot)] == kNoOp;
+        mine[static_cast<std::size_t>(slot)] = x;
+        if (!first) continue;
+        if (slot == 0) {
+          for (std::size_t c = 1; c < last.size(); ++c)
+            wait(x, last[c]);
+        } else if (slot != 3) {  // a receive is posted ahead; its send waits
+          wait(x, last[0]);
+        }
+      }
+      last = mine;
+    };
     for (std::size_t k = 0; k < std::max(fs.size(), gs.size()); ++k) {
-      if (k < fs.size()) {
-        for (std::uint32_t x : fs[k])
-          order[at++] = x;
-      }
-      if (k < gs.size()) {
-        for (std::uint32_t x : gs[k])
-          order[at++] = x;
-      }
+      if (k < fs.size()) place(fs[k]);
+      if (k < gs.size()) place(gs[k]);
     }
     // Every dependency inside the pair must stay before its op.
     std::vector<std::uint32_t> where(b.end - a.begin);
@@ -138,12 +171,13 @@ void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passe
     }
     if (!ok) {
       std::iota(order.begin() + a.begin, order.begin() + b.end, a.begin);
+      extra.resize(pair_extra);
       continue;
     }
     merged = true;
     ++i;
   }
-  if (merged) rp.reorder(order);
+  if (merged) rp.reorder(order, extra);
 }
 
 // Under dualpipev a stage sends to and receives from both neighbours, in both directions (and
@@ -2427,7 +2461,7 @@ Status Lowerer::lower_worker(int rank) {
   // m mod p != 0 sends in an order its neighbour does not receive in. Under both the stages would
   // wait on each other forever, so their messages are ordered by the schedule's own run.
   if (p_.schedule == Schedule::kDualPipeV || (p_.moe_a2a_overlap && ep_ > 1)) {
-    merge_forward_backward(*r.rp, passes);
+    merge_forward_backward(*r.rp, passes, prog_.descs());
   }
   if (ordered_messages()) order_pipeline_messages(*r.rp, unit_run_);
   if (layouts_[static_cast<std::size_t>(s)].ops_hint == 0) {

@@ -109,7 +109,8 @@ std::uint32_t RankProgram::add(const Op& op, std::span<const std::uint32_t> deps
   return index;
 }
 
-bool RankProgram::reorder(std::span<const std::uint32_t> order) {
+bool RankProgram::reorder(std::span<const std::uint32_t> order,
+                          std::span<const std::pair<std::uint32_t, std::uint32_t>> extra) {
   const std::size_t n = ops_.size();
   if (order.size() != n) return false;
   constexpr std::uint32_t kUnplaced = std::numeric_limits<std::uint32_t>::max();
@@ -123,15 +124,31 @@ bool RankProgram::reorder(std::span<const std::uint32_t> order) {
       if (where[d] >= k) return false;
     }
   }
+  // The extra dependencies of each op (old index), in the order given.
+  std::vector<std::uint32_t> extra_offsets(n + 1, 0), extra_list(extra.size());
+  for (const auto& [op, dep] : extra) {
+    if (op >= n || dep >= n || where[dep] >= where[op]) return false;
+    ++extra_offsets[op + 1];
+  }
+  for (std::size_t k = 0; k < n; ++k)
+    extra_offsets[k + 1] += extra_offsets[k];
+  {
+    std::vector<std::uint32_t> fill(extra_offsets.begin(), extra_offsets.end() - 1);
+    for (const auto& [op, dep] : extra)
+      extra_list[fill[op]++] = dep;
+  }
   std::vector<Op> ops;
   std::vector<std::uint32_t> offsets{0}, list;
   ops.reserve(n);
   offsets.reserve(n + 1);
-  list.reserve(deps_.size());
+  list.reserve(deps_.size() + extra.size());
   for (std::size_t k = 0; k < n; ++k) {
-    ops.push_back(ops_[order[k]]);
-    for (std::uint32_t d : deps(order[k]))
+    const std::uint32_t old = order[k];
+    ops.push_back(ops_[old]);
+    for (std::uint32_t d : deps(old))
       list.push_back(where[d]);
+    for (std::uint32_t e = extra_offsets[old]; e < extra_offsets[old + 1]; ++e)
+      list.push_back(where[extra_list[e]]);
     offsets.push_back(static_cast<std::uint32_t>(list.size()));
   }
   ops_ = std::move(ops);

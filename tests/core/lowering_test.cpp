@@ -726,6 +726,30 @@ TEST(ProgramCheck, FindsUnmatchedSendsMismatchedCollectivesAndDeadlocks) {
 // Expert tensor parallelism below tp (Qwen3-235B's tp 2, etp 1 recipes): the ep group takes the
 // tensor-parallel partners, the tokens dispatched are the rank's sequence-parallel shard, and no
 // expert-tensor-parallel gather runs; with etp = tp the gather runs on the tp group.
+// Reordering renumbers the dependencies and adds the extra ones (given in the old numbering),
+// and refuses, changing nothing, an extra dependency on an op that would come later.
+TEST(RankProgram, ReorderAddsDependencies) {
+  RankProgram rp(0, RankKind::kWorker, 0);
+  auto op = [](OpRole r) { return Op{OpId::make(0, 0, Phase::kForward, r), 0, -1, -1, 0}; };
+  const auto a = rp.add(op(OpRole::kAttnQkv), {});
+  const auto b = rp.add(op(OpRole::kTpReduceAttn), {});
+  rp.add(op(OpRole::kAttnOut), {a});
+  const std::vector<std::uint32_t> order{b, a, 2};
+  const std::pair<std::uint32_t, std::uint32_t> late[] = {{b, 2}};
+  EXPECT_FALSE(rp.reorder(order, late));
+  EXPECT_EQ(rp.op(0).id.role(), OpRole::kAttnQkv);
+  const std::pair<std::uint32_t, std::uint32_t> extra[] = {{a, b}, {2, b}};
+  ASSERT_TRUE(rp.reorder(order, extra));
+  EXPECT_EQ(rp.op(0).id.role(), OpRole::kTpReduceAttn);
+  EXPECT_EQ(rp.op(1).id.role(), OpRole::kAttnQkv);
+  EXPECT_EQ(std::vector<std::uint32_t>(rp.deps(0).begin(), rp.deps(0).end()),
+            std::vector<std::uint32_t>{});
+  EXPECT_EQ(std::vector<std::uint32_t>(rp.deps(1).begin(), rp.deps(1).end()),
+            std::vector<std::uint32_t>{0});
+  EXPECT_EQ(std::vector<std::uint32_t>(rp.deps(2).begin(), rp.deps(2).end()),
+            (std::vector<std::uint32_t>{1, 0}));
+}
+
 TEST(Lowering, ExpertTensorParallelGroupsAndSizes) {
   ModelSpec m = tiny_moe();
   m.moe->num_experts = 8;

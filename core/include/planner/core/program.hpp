@@ -82,6 +82,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "planner/core/enums.hpp"
@@ -530,10 +531,12 @@ class RankProgram {
     return add(op, std::span<const std::uint32_t>(deps.begin(), deps.size()));
   }
   void reserve(std::size_t ops, std::size_t deps);
-  // Reorders the ops: op k becomes the old op order[k], dependencies renumbered. Returns false and
+  // Reorders the ops: op k becomes the old op order[k], dependencies renumbered, and each pair
+  // (op, dependency) of `extra` (old indices) added to the op's dependencies. Returns false and
   // changes nothing unless `order` is a permutation that keeps every op after the ops it depends
-  // on.
-  bool reorder(std::span<const std::uint32_t> order);
+  // on, the extra ones included.
+  bool reorder(std::span<const std::uint32_t> order,
+               std::span<const std::pair<std::uint32_t, std::uint32_t>> extra = {});
 
  private:
   int rank_ = 0;
