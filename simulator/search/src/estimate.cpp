@@ -503,30 +503,49 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
   // The gradient norm's all-reduce moves 4 bytes: latency only, no images needed.
   PLANNER_RETURN_IF_ERROR(
       set(GroupKind::kNorm, dense, p.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp", false));
-  // Point-to-point pairs: rank 0 and its next cp / pp neighbour, images over the other ranks of
-  // stage 0; the tied-embedding pair joins the first and last stage.
-  auto pair_images = [&](GroupKind kind, Axis axis, int target) {
+  // Point-to-point pairs: the rank at `from` on the axis of rank 0's group and its neighbour at
+  // `target`, images over the other ranks of stage 0 at `from`; the tied-embedding pair joins the
+  // first and last stage.
+  auto pair_with = [&](int r, Axis axis, int target) {
+    AxisSizes c;
+    for (int a = 0; a < kNumAxes; ++a)
+      c[static_cast<Axis>(a)] = dense.coordinate(r, static_cast<Axis>(a));
+    c[axis] = target;
+    return std::vector<int>{gpu_of[static_cast<std::size_t>(r)],
+                            gpu_of[static_cast<std::size_t>(dense.rank_at(c))]};
+  };
+  auto pair_images = [&](GroupKind kind, Axis axis, int from, int target) {
     const auto k = static_cast<std::size_t>(kind);
+    bool first = true;
     for (int r : dense_stage0) {
-      if (dense.coordinate(r, axis) != 0) continue;
-      AxisSizes c;
-      for (int a = 0; a < kNumAxes; ++a)
-        c[static_cast<Axis>(a)] = dense.coordinate(r, static_cast<Axis>(a));
-      c[axis] = target;
-      const std::vector<int> pair{gpu_of[static_cast<std::size_t>(r)],
-                                  gpu_of[static_cast<std::size_t>(dense.rank_at(c))]};
-      if (r == 0) {
+      if (dense.coordinate(r, axis) != from) continue;
+      const std::vector<int> pair = pair_with(r, axis, target);
+      if (first) {
         g->gpus[k] = pair;
+        first = false;
       } else if (cluster.island_of(pair[0]) != cluster.island_of(pair[1]) ||
                  cluster.island_of(pair[0]) == cluster.island_of(g->gpus[k][0])) {
         g->images[k].push_back(pair);
       }
     }
   };
-  if (p.cp > 1) pair_images(GroupKind::kCp, Axis::kCp, 1);
-  if (p.pp > 1) pair_images(GroupKind::kPp, Axis::kPp, 1);
+  if (p.cp > 1) {
+    // Every step of the ring waits for its slowest hop: the first that leaves its island (tp x cp
+    // beyond a node puts some of the ring's hops on the network), else the first.
+    int hop = 0;
+    for (int c = 0; c < p.cp; ++c) {
+      const int at = pair_with(0, Axis::kCp, c)[1];
+      const int next = pair_with(0, Axis::kCp, (c + 1) % p.cp)[1];
+      if (cluster.island_of(at) != cluster.island_of(next)) {
+        hop = c;
+        break;
+      }
+    }
+    pair_images(GroupKind::kCp, Axis::kCp, hop, (hop + 1) % p.cp);
+  }
+  if (p.pp > 1) pair_images(GroupKind::kPp, Axis::kPp, 0, 1);
   if (p.pp > 1 && input_.model.tied_embeddings) {
-    pair_images(GroupKind::kEmbedding, Axis::kPp, p.pp - 1);
+    pair_images(GroupKind::kEmbedding, Axis::kPp, 0, p.pp - 1);
   }
   // The collectives each group runs.
   auto kinds_of = [](GroupKind gk) -> std::vector<OpKind> {
@@ -959,6 +978,9 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
   const auto* edp_rs = groups->get(GroupKind::kEdp, OpKind::kReduceScatter);
 
   std::vector<double> f(static_cast<std::size_t>(pp)), b(f.size()), w(f.size());
+  // Per stage, the all-to-all time of its MoE layers in a step, hidden or not: the NICs carry it
+  // whether or not the compute waits for it.
+  std::vector<double> ep_busy(f.size(), 0.0);
   std::array<double, sim::kNumTimeBuckets> stage0{};  // per micro-batch
   auto add_buckets = [](std::array<double, sim::kNumTimeBuckets>& to, const SpanCost& c, double n) {
     for (std::size_t k = 0; k < sim::kNumTimeBuckets; ++k)
@@ -1023,6 +1045,9 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
         bk[static_cast<std::size_t>(sim::TimeBucket::kDp)] += xf + xb;
       }
     }
+    constexpr auto kEpBusy = static_cast<std::size_t>(sim::TimeBucket::kEp);
+    ep_busy[static_cast<std::size_t>(s)] =
+        static_cast<double>(m) * nm * (moe[kF].buckets[kEpBusy] + moe[kB].buckets[kEpBusy]);
     const bool dualpipe = p.schedule == Schedule::kDualPipeV;
     if ((p.moe_a2a_overlap || dualpipe) && nm > 0) {
       // Merged forward and backward passes (lowering.cpp merge_forward_backward): the steady
@@ -1056,6 +1081,15 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
 
   // Data-parallel tail per stage: gradient reduction, then the optimizer and parameter gathers.
   const bool dp_on = static_cast<std::int64_t>(p.dp) * p.cp > 1;
+  const auto leaves_island = [&](GroupKind k) {
+    const std::vector<int>& gpus = groups->gpus[static_cast<std::size_t>(k)];
+    for (int x : gpus) {
+      if (in.cluster->island_of(x) != in.cluster->island_of(gpus.front())) return true;
+    }
+    return false;
+  };
+  const bool dp_shares_nics = leaves_island(GroupKind::kEp) &&
+                              (leaves_island(GroupKind::kDp) || leaves_island(GroupKind::kEdp));
   double step_end = 0;
   double tail0 = 0, optimizer0 = 0;
   for (int s = 0; s < pp; ++s) {
@@ -1068,9 +1102,11 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     double stretch = 0;
     if (p.zero_stage == 2 && dt.reduce > 0) {
       // Reduce-scatter after every micro-batch's backward: the dp stream carries m of them
-      // alongside the stage's remaining work.
+      // alongside the stage's remaining work, on NICs the all-to-alls also use where both
+      // leave the NVLink domain.
       const double total = m * dt.reduce;
-      const double room = std::max(0.0, pipe - (f[i] + (s + 1) * f[0] / v));
+      const double room =
+          std::max(0.0, pipe - (f[i] + (s + 1) * f[0] / v) - (dp_shares_nics ? ep_busy[i] : 0.0));
       exposed_reduce = std::max(dt.last_bucket, total - room);
       stretch = slow * std::min(total, room);
     } else if (p.overlap_grad_reduce && dt.reduce > 0) {
