@@ -840,11 +840,143 @@ SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_
   return c;
 }
 
+// What the EP all-to-all overlap saves in one merged pair: a forward chunk of `layers` MoE layers
+// beside the backward chunk of another micro-batch, merged as lowering.cpp's
+// merge_forward_backward merges them (each pass cut after every EP all-to-all; forward and
+// backward segments alternating; a segment's first compute op waits for the tp and cp
+// communication of the segment before it, its first tp collective and cp send for that segment's
+// compute). The two passes' times one after the other minus their time merged, each a list
+// schedule: an op starts when its stream is free, the host has issued it and its dependencies
+// have ended.
+double merged_pair_saving(const Block& moe, const std::vector<double>& comm_time, int layers) {
+  struct Lean {
+    std::size_t stream = 0;
+    double duration = 0, host = 0;
+    int slot = -1;  // 0 compute, 1 tp, 2 cp send, 3 cp receive, -1 other
+    std::uint32_t deps_begin = 0, deps_end = 0;
+  };
+  thread_local std::vector<Lean> ops;
+  thread_local std::vector<int> deps, index, segment_of, order;
+  ops.clear();
+  deps.clear();
+  segment_of.clear();
+  // The pass's ops, `layers` copies of the block's chained one after the other; each op's segment
+  // (a new one after every EP all-to-all). Returns the number of segments.
+  auto build = [&](bool forward) {
+    index.assign(moe.ops.size(), -1);
+    int last = -1, segment = 0;
+    for (int l = 0; l < layers; ++l) {
+      bool first = true;
+      for (std::size_t i = 0; i < moe.ops.size(); ++i) {
+        const MiniOp& op = moe.ops[i];
+        if ((op.part == Part::kForward) != forward) continue;
+        Lean x;
+        x.stream = static_cast<std::size_t>(op.stream);
+        x.duration = op.compute ? secs(op.compute_time) : comm_time[i];
+        x.host = secs(op.host);
+        x.slot = op.stream == Stream::kCompute  ? 0
+                 : op.stream == Stream::kTpComm ? 1
+                 : op.stream == Stream::kCpSend ? 2
+                 : op.stream == Stream::kCpRecv ? 3
+                                                : -1;
+        x.deps_begin = static_cast<std::uint32_t>(deps.size());
+        for (int d : op.deps) {
+          if (index[static_cast<std::size_t>(d)] >= 0)
+            deps.push_back(index[static_cast<std::size_t>(d)]);
+        }
+        if (first && last >= 0) deps.push_back(last);
+        x.deps_end = static_cast<std::uint32_t>(deps.size());
+        first = false;
+        index[i] = last = static_cast<int>(ops.size());
+        ops.push_back(x);
+        segment_of.push_back(segment);
+        if (op.kind == OpKind::kAllToAll && op.group == GroupKind::kEp) ++segment;
+      }
+    }
+    return segment + 1;
+  };
+  const auto f_begin = ops.size();
+  const int f_segments = build(true);
+  const auto b_begin = ops.size();
+  const int b_segments = build(false);
+  const auto n = ops.size();
+  // Runs the ops in `order`; `barrier` adds the segment barrier's waits.
+  thread_local std::vector<double> end;
+  auto makespan = [&](bool barrier) {
+    end.assign(n, 0.0);
+    std::array<double, kNumStreams> free{};
+    std::array<double, 4> last{}, mine{};
+    double host = 0, span = 0;
+    int current = -1;
+    std::array<bool, 4> seen{};
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto i = static_cast<std::size_t>(order[k]);
+      const Lean& op = ops[i];
+      const int seg = segment_of[i] * 2 + (i >= b_begin ? 1 : 0);
+      if (seg != current) {
+        current = seg;
+        last = mine;
+        mine = {};
+        seen = {};
+      }
+      host += op.host;
+      double ready = std::max(free[op.stream], host);
+      for (std::uint32_t d = op.deps_begin; d < op.deps_end; ++d)
+        ready = std::max(ready, end[static_cast<std::size_t>(deps[d])]);
+      if (barrier && op.slot >= 0 && !seen[static_cast<std::size_t>(op.slot)]) {
+        seen[static_cast<std::size_t>(op.slot)] = true;
+        if (op.slot == 0) {
+          ready = std::max({ready, last[1], last[2], last[3]});
+        } else if (op.slot != 3) {
+          ready = std::max(ready, last[0]);
+        }
+      }
+      end[i] = ready + op.duration;
+      free[op.stream] = end[i];
+      if (op.slot >= 0) mine[static_cast<std::size_t>(op.slot)] = end[i];
+      span = std::max(span, end[i]);
+    }
+    return span;
+  };
+  order.resize(n);
+  for (std::size_t k = 0; k < n; ++k)
+    order[k] = static_cast<int>(k);
+  const double apart = makespan(false);
+  // Merged: forward segment 0, backward segment 0, forward segment 1, ...
+  order.clear();
+  for (int sgm = 0; sgm < std::max(f_segments, b_segments); ++sgm) {
+    for (std::size_t i = f_begin; i < b_begin; ++i) {
+      if (segment_of[i] == sgm) order.push_back(static_cast<int>(i));
+    }
+    for (std::size_t i = b_begin; i < n; ++i) {
+      if (segment_of[i] == sgm) order.push_back(static_cast<int>(i));
+    }
+  }
+  return std::max(0.0, apart - makespan(true));
+}
+
 }  // namespace
 
 struct Estimator::BlockCosts {
   // Per block (dense layer, MoE layer, embedding end, head end, MTP modules) and span.
   std::array<std::array<SpanCost, kSpans>, 5> cost{};
+  // The MoE layer's ops and their communication times, and what merging a pair of chunks of so
+  // many MoE layers saves (merged_pair_saving), by layers.
+  const Block* moe = nullptr;
+  std::vector<double> moe_comm;
+  mutable std::unordered_map<int, double> merged_saving;
+  double saving(int layers) const {
+    auto exact = [&](int l) {
+      auto it = merged_saving.find(l);
+      if (it == merged_saving.end())
+        it = merged_saving.emplace(l, merged_pair_saving(*moe, moe_comm, l)).first;
+      return it->second;
+    };
+    if (layers <= 3) return exact(layers);
+    // Beyond the first layers the merged chunks repeat one layer's pattern: each further layer
+    // saves what the third did.
+    return exact(3) + (layers - 3) * (exact(3) - exact(2));
+  }
 };
 
 const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
@@ -871,6 +1003,10 @@ const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
     }
     for (std::size_t sp = 0; sp < kSpans; ++sp)
       out->cost[k][sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown);
+    if (k == 1) {
+      out->moe = &blk;
+      out->moe_comm = std::move(comm);
+    }
   }
   return *block_costs_.emplace(key, std::move(out)).first->second;
 }
@@ -1051,9 +1187,12 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     const bool dualpipe = p.schedule == Schedule::kDualPipeV;
     if ((p.moe_a2a_overlap || dualpipe) && nm > 0) {
       // Merged forward and backward passes (lowering.cpp merge_forward_backward): the steady
-      // state's passes hide their exposed all-to-all time under the other pass's compute, which
-      // runs slowed meanwhile; the warm-up's and the drain's passes run alone. DualPipeV merges
-      // the pairs its schedule marks, two more per micro-batch beyond 2p.
+      // state's passes hide all-to-all time under the other pass's compute, which runs slowed
+      // meanwhile; the warm-up's and the drain's passes run alone. How much a merged pair of
+      // chunks hides is timed on the MoE layer's ops (merged_pair_saving): each all-to-all
+      // hides only under the other pass's segment placed after it, so chunks of one or two layers
+      // hide less than their all-to-all time. DualPipeV merges the pairs its schedule marks, two
+      // more per micro-batch beyond 2p.
       constexpr auto kEpBucket = static_cast<std::size_t>(sim::TimeBucket::kEp);
       const double xf = nm * moe[kF].buckets[kEpBucket];
       const double xb = nm * moe[kB].buckets[kEpBucket];
@@ -1062,8 +1201,10 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
           dualpipe ? passes - (dualpipe_v_schedules(pp).first.fused_pairs(s) + 2 * (m - 2 * pp))
                    : passes - a2a_overlap_pairs(p.schedule, pp, m, v, s);
       const double steady = std::max(0.0, static_cast<double>(passes - warmup) / passes);
-      const double hf = steady * std::min(xf, bs - xb);
-      const double hb = steady * std::min(xb, fs - xf);
+      const int chunk_layers = std::max(1, static_cast<int>(std::lround(nm / v)));
+      const double saved = std::min(xf + xb, (nm / chunk_layers) * bc.saving(chunk_layers));
+      const double hf = xf + xb > 0 ? steady * saved * xf / (xf + xb) : 0.0;
+      const double hb = xf + xb > 0 ? steady * saved * xb / (xf + xb) : 0.0;
       fs -= (1.0 - slow) * hf;
       bs -= (1.0 - slow) * hb;
       bk[kEpBucket] -= hf + hb;
