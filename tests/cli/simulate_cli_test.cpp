@@ -350,9 +350,10 @@ TEST(SimModelsCli, ListsEveryModelWithItsSource) {
   const CommandResult r = run_planner({"sim-models"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name :
-       {"engine/discrete-event", "compute/gemm-tile-roofline", "compute/comm-sm-sharing",
-        "collective/ring", "collective/tree", "collective/hierarchical", "collective/direct",
-        "network/max-min-fair", "network/symmetric-background", "memory/step-accounting"}) {
+       {"engine/discrete-event", "engine/merged-passes", "compute/gemm-tile-roofline",
+        "compute/comm-sm-sharing", "collective/ring", "collective/tree", "collective/hierarchical",
+        "collective/direct", "network/max-min-fair", "network/symmetric-background",
+        "memory/step-accounting"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   }
   const CommandResult j = run_planner({"sim-models", "--json"});

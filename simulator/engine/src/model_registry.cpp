@@ -91,6 +91,20 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "partition_parameters.py (_allgather_param, 2021 releases); the pass synchronisation from "
      "Megatron-LM's megatron/timers.py of 2020-2022 (_Timer.start and stop call "
      "torch.cuda.synchronize(); schedules.py times every forward_step and backward_step)"},
+    {SimModel::kMergedPasses, "engine", "merged-passes",
+     "--moe-a2a-overlap (Megatron-core's combined 1F1B) and dualpipev: a steady-state forward "
+     "pass and the backward pass of another micro-batch run as one, each cut into segments after "
+     "every EP all-to-all, forward and backward segments alternating; a segment starts when the "
+     "one before it has finished its compute and its tensor- and context-parallel communication, "
+     "so only the all-to-alls run under the other pass's compute",
+     "the segments are callables run one after another on the compute stream, their tp "
+     "collectives (Transformer Engine) and ring-attention exchanges part of them; the forward's "
+     "segment is placed first (Megatron-core's schedule_layer_1f1b and DualPipe start with the "
+     "backward's combine, which hides more all-to-all time but sends the forward's output later: "
+     "not modelled)",
+     "Megatron-core pipeline_parallel/combined_1f1b.py (--overlap-moe-expert-parallel-comm); "
+     "DeepSeek-V3 report (arXiv:2412.19437) section 3.2.1 and figure 4; core/lowering.cpp "
+     "merge_forward_backward"},
     {SimModel::kRing, "collective", "ring",
      "C rings (C = members per island) each moving 2(n-1)/n S/C (all-reduce) or (n-1)/n S/C "
      "(all-gather, reduce-scatter) per hop in 2(n-1) or n-1 steps",

@@ -85,6 +85,9 @@ Result<SimResult> simulate(const SimInput& input) {
   lower_options.ranks = options.ranks == RankSubset::kAll
                             ? std::vector<int>{}
                             : representative_ranks(plan.parallel, options.ranks);
+  // The lowering merges the passes of the EP all-to-all overlap and of dualpipev
+  // (merge_forward_backward); the engine runs the merged program as any other.
+  implements(SimModel::kMergedPasses);
   PLANNER_ASSIGN_OR_RETURN(StepProgram program,
                            lower(plan.model, plan.training, plan.parallel, lower_options));
 

@@ -30,6 +30,7 @@ enum class SimModel : std::uint8_t {
   kMemoryBoundPerKind,
   kHost,
   kHostIssue,
+  kMergedPasses,
   kRing,
   kTree,
   kHierarchical,
@@ -44,7 +45,7 @@ enum class SimModel : std::uint8_t {
   kSymmetricBackground,
   kStepAccounting,
 };
-inline constexpr std::size_t kNumSimModels = 25;
+inline constexpr std::size_t kNumSimModels = 26;
 static_assert(static_cast<std::size_t>(SimModel::kStepAccounting) + 1 == kNumSimModels);
 
 struct ModelInfo {
