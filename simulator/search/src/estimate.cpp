@@ -966,6 +966,7 @@ struct Estimator::BlockCosts {
   std::vector<double> moe_comm;
   mutable std::unordered_map<int, double> merged_saving;
   double saving(int layers) const {
+    if (moe == nullptr) return 0.0;
     auto exact = [&](int l) {
       auto it = merged_saving.find(l);
       if (it == merged_saving.end())
