@@ -137,12 +137,7 @@ void merge_forward_backward(RankProgram& rp, const std::vector<PassRange>& passe
       };
       for (std::uint32_t x : segment) {
         order[at++] = x;
-        const Stream st = descs[rp.op(x).desc].stream;
-        const int slot = st == Stream::kCompute  ? 0
-                         : st == Stream::kTpComm ? 1
-                         : st == Stream::kCpSend ? 2
-                         : st == Stream::kCpRecv ? 3
-                                                 : -1;
+        const int slot = merge_barrier_slot(descs[rp.op(x).desc].stream);
         if (slot < 0) continue;
         const bool first = mine[static_cast<std::size_t>(slot)] == kNoOp;
         mine[static_cast<std::size_t>(slot)] = x;

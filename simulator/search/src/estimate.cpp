@@ -852,7 +852,7 @@ double merged_pair_saving(const Block& moe, const std::vector<double>& comm_time
   struct Lean {
     std::size_t stream = 0;
     double duration = 0, host = 0;
-    int slot = -1;  // 0 compute, 1 tp, 2 cp send, 3 cp receive, -1 other
+    int slot = -1;  // merge_barrier_slot
     std::uint32_t deps_begin = 0, deps_end = 0;
   };
   thread_local std::vector<Lean> ops;
@@ -874,11 +874,7 @@ double merged_pair_saving(const Block& moe, const std::vector<double>& comm_time
         x.stream = static_cast<std::size_t>(op.stream);
         x.duration = op.compute ? secs(op.compute_time) : comm_time[i];
         x.host = secs(op.host);
-        x.slot = op.stream == Stream::kCompute  ? 0
-                 : op.stream == Stream::kTpComm ? 1
-                 : op.stream == Stream::kCpSend ? 2
-                 : op.stream == Stream::kCpRecv ? 3
-                                                : -1;
+        x.slot = merge_barrier_slot(op.stream);
         x.deps_begin = static_cast<std::uint32_t>(deps.size());
         for (int d : op.deps) {
           if (index[static_cast<std::size_t>(d)] >= 0)
@@ -1115,9 +1111,6 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
   const auto* edp_rs = groups->get(GroupKind::kEdp, OpKind::kReduceScatter);
 
   std::vector<double> f(static_cast<std::size_t>(pp)), b(f.size()), w(f.size());
-  // Per stage, the all-to-all time of its MoE layers in a step, hidden or not: the NICs carry it
-  // whether or not the compute waits for it.
-  std::vector<double> ep_busy(f.size(), 0.0);
   std::array<double, sim::kNumTimeBuckets> stage0{};  // per micro-batch
   auto add_buckets = [](std::array<double, sim::kNumTimeBuckets>& to, const SpanCost& c, double n) {
     for (std::size_t k = 0; k < sim::kNumTimeBuckets; ++k)
@@ -1182,9 +1175,6 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
         bk[static_cast<std::size_t>(sim::TimeBucket::kDp)] += xf + xb;
       }
     }
-    constexpr auto kEpBusy = static_cast<std::size_t>(sim::TimeBucket::kEp);
-    ep_busy[static_cast<std::size_t>(s)] =
-        static_cast<double>(m) * nm * (moe[kF].buckets[kEpBusy] + moe[kB].buckets[kEpBusy]);
     const bool dualpipe = p.schedule == Schedule::kDualPipeV;
     if ((p.moe_a2a_overlap || dualpipe) && nm > 0) {
       // Merged forward and backward passes (lowering.cpp merge_forward_backward): the steady
@@ -1223,6 +1213,8 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
 
   // Data-parallel tail per stage: gradient reduction, then the optimizer and parameter gathers.
   const bool dp_on = static_cast<std::int64_t>(p.dp) * p.cp > 1;
+  // ZeRO-2's reduce-scatters share the NICs with the all-to-alls where both leave the NVLink
+  // domain: the NICs carry the all-to-alls' time, hidden or not.
   const auto leaves_island = [&](GroupKind k) {
     const std::vector<int>& gpus = groups->gpus[static_cast<std::size_t>(k)];
     for (int x : gpus) {
@@ -1230,8 +1222,10 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     }
     return false;
   };
-  const bool dp_shares_nics = leaves_island(GroupKind::kEp) &&
+  const bool dp_shares_nics = p.zero_stage == 2 && leaves_island(GroupKind::kEp) &&
                               (leaves_island(GroupKind::kDp) || leaves_island(GroupKind::kEdp));
+  constexpr auto kEpBusy = static_cast<std::size_t>(sim::TimeBucket::kEp);
+  const double ep_busy_per_layer = m * (moe[kF].buckets[kEpBusy] + moe[kB].buckets[kEpBusy]);
   double step_end = 0;
   double tail0 = 0, optimizer0 = 0;
   for (int s = 0; s < pp; ++s) {
@@ -1247,8 +1241,8 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
       // alongside the stage's remaining work, on NICs the all-to-alls also use where both
       // leave the NVLink domain.
       const double total = m * dt.reduce;
-      const double room =
-          std::max(0.0, pipe - (f[i] + (s + 1) * f[0] / v) - (dp_shares_nics ? ep_busy[i] : 0.0));
+      const double ep_busy = dp_shares_nics ? st.moe_layers * ep_busy_per_layer : 0.0;
+      const double room = std::max(0.0, pipe - (f[i] + (s + 1) * f[0] / v) - ep_busy);
       exposed_reduce = std::max(dt.last_bucket, total - room);
       stretch = slow * std::min(total, room);
     } else if (p.overlap_grad_reduce && dt.reduce > 0) {

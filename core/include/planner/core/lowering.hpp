@@ -87,6 +87,26 @@ struct LowerOptions {
   bool clip_gradients = true;        // all-reduce the gradient norm before the update
 };
 
+// The barrier between the segments of a merged forward-and-backward pair (the EP all-to-all
+// overlap, dualpipev; lowering.cpp merge_forward_backward): a segment's first compute op waits for
+// the tp and cp communication of the segment before it, its first tp collective and cp send for
+// that segment's compute; the other streams (all-to-all, dp, pp) run under the other pass. The
+// slot an op's stream takes in that rule: 0 compute, 1 tp, 2 cp send, 3 cp receive, -1 none.
+constexpr int merge_barrier_slot(Stream s) {
+  switch (s) {
+    case Stream::kCompute:
+      return 0;
+    case Stream::kTpComm:
+      return 1;
+    case Stream::kCpSend:
+      return 2;
+    case Stream::kCpRecv:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
 // Lowers one training step. Fails (invalid input, with every reason) when check_parallel() finds
 // the combination impossible, when a requested rank does not exist, or when the step is too large
 // for op ids (layers < 65535, micro-batches < 2^20) or p2p tags.
