@@ -682,14 +682,16 @@ std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::i
   // output layer stays in 16-bit (Megatron-LM / NeMo fp8 recipes).
   const Precision prec =
       role == OpRole::kLmHead && gemm_prec_ == Precision::kFp8 ? act_prec_ : gemm_prec_;
+  // Batched linear layers are an MoE layer's local experts: a GEMM kernel per expert.
+  const std::uint8_t groups = batch > 1 ? kPerGroupKernels : 0;
   return cached(role, ph, 0, [&] {
     switch (ph) {
       case Phase::kBackwardInput:
-        return gemm(tokens, in, out, batch, 0, prec);
+        return gemm(tokens, in, out, batch, groups, prec);
       case Phase::kBackwardWeight:
-        return gemm(out, in, tokens, batch, kTransA | kAccumulate, prec);
+        return gemm(out, in, tokens, batch, kTransA | kAccumulate | groups, prec);
       default:
-        return gemm(tokens, out, in, batch, kTransB, prec);
+        return gemm(tokens, out, in, batch, kTransB | groups, prec);
     }
   });
 }

@@ -32,19 +32,44 @@ Time ComputeModel::memory_time(Bytes bytes) const {
 
 Time ComputeModel::gemm_time(const OpDesc& d) const {
   implements(SimModel::kGemmTileRoofline);
+  if ((d.flags & kPerGroupKernels) != 0 && d.batch > 1) return per_group_gemm_time(d);
+  return gemm_kernel_time(d, d.batch);
+}
+
+// One GEMM kernel over `batch` groups of d's shape (d.batch groups in d's bytes): the fastest of
+// the profile's tile shapes, waves of tiles over the SMs, at least the HBM time, plus the kernel
+// overhead.
+Time ComputeModel::gemm_kernel_time(const OpDesc& d, std::int64_t batch) const {
   const ComputeProfile& c = profile_->compute;
   const double rate = c.gemm_rate(d.precision).rate.raw();
   const double per_sm = rate / static_cast<double>(c.sm_count);
   double best = std::numeric_limits<double>::infinity();
   for (const GemmTile& t : c.gemm_tiles) {
     const double tiles = ceil_div(static_cast<double>(d.m), t.m) *
-                         ceil_div(static_cast<double>(d.n), t.n) * static_cast<double>(d.batch);
+                         ceil_div(static_cast<double>(d.n), t.n) * static_cast<double>(batch);
     const double waves = ceil_div(tiles, c.sm_count);
     const double wave_flops = 2.0 * t.m * t.n * static_cast<double>(d.k + c.gemm_k_overhead);
     best = std::min(best, waves * wave_flops / (per_sm * t.efficiency));
   }
-  const Time compute = from_seconds(best);
-  return std::max(compute, memory_time(d.bytes_read + d.bytes_written)) + c.kernel_overhead;
+  const double share =
+      static_cast<double>(batch) / static_cast<double>(std::max<std::int64_t>(1, d.batch));
+  const Bytes bytes(
+      std::llround(static_cast<double>((d.bytes_read + d.bytes_written).raw()) * share));
+  return std::max(from_seconds(best), memory_time(bytes)) + c.kernel_overhead;
+}
+
+// Transformer Engine's GroupedLinear (Megatron-core's TEGroupedMLP, NeMo) runs an MoE layer's
+// experts' GEMMs as one cuBLAS GEMM per local expert, the i-th on stream i % 4
+// (nvte_multi_stream_cublas_gemm, NVTE_NUM_GEMM_STREAMS = 4), the streams joined after the last:
+// up to four experts' kernels share the SMs at a time. Each round of kGroupedGemmStreams experts
+// is timed as one kernel over their tiles: small experts fill fewer waves than one batched kernel
+// would, and each round pays the kernel overhead once (the streams' kernels overlap).
+Time ComputeModel::per_group_gemm_time(const OpDesc& d) const {
+  implements(SimModel::kPerExpertGemms);
+  Time t(0);
+  for (std::int64_t left = d.batch; left > 0; left -= kGroupedGemmStreams)
+    t += gemm_kernel_time(d, std::min(left, kGroupedGemmStreams));
+  return t;
 }
 
 bool fused_softmax_available(const OpDesc& d) {

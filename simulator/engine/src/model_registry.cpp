@@ -23,6 +23,16 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "no stream-K",
      "profile gemm (measured maximum achievable matmul rates, reference data "
      "hardware_specs.json); roofline (Williams et al. 2009)"},
+    {SimModel::kPerExpertGemms, "compute", "per-expert-gemms",
+     "an MoE layer's experts' GEMMs as Transformer Engine's GroupedLinear runs them: one cuBLAS "
+     "GEMM per local expert on 4 streams; rounds of 4 experts, each timed by the tile model as one "
+     "kernel over their tiles, with one kernel overhead per round",
+     "NVTE_NUM_GEMM_STREAMS = 4 (the default); the experts of a round start together and end "
+     "with the round; the gated up projection is two GEMMs (TE fuses them into one of twice the "
+     "width: the same tiles and FLOPs, one more kernel overhead per round)",
+     "Transformer Engine general_grouped_gemm / nvte_multi_stream_cublas_gemm; measured on an "
+     "H200 (bench/gpu/README.md, 2026-11-28): per-expert GEMMs on 4 streams against the tile "
+     "model, forward bias -14.5 % as one batched kernel, -9.9 % in rounds"},
     {SimModel::kFlashAttention, "compute", "flash-attention",
      "attention FLOPs / (forward or backward rate x n/(n + half_seq)), max with HBM time, + "
      "overhead",

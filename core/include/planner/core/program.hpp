@@ -248,13 +248,16 @@ enum class Stream : std::uint8_t {
 
 // Bits of OpDesc::flags.
 enum OpFlag : std::uint8_t {
-  kTransA = 1u << 0,       // GEMM: A is stored transposed
-  kTransB = 1u << 1,       // GEMM: B is stored transposed
-  kAccumulate = 1u << 2,   // GEMM: C += (weight gradients accumulate over micro-batches)
-  kCausal = 1u << 3,       // attention: causal mask within the block
-  kHalfBlock = 1u << 4,    // attention: load-balanced context-parallel step (half a full block)
-  kReduceMax = 1u << 5,    // all-reduce with max instead of sum
-  kTokenRouted = 1u << 6,  // all-to-all: MoE tokens sent once per node, forwarded over NVLink
+  kTransA = 1u << 0,           // GEMM: A is stored transposed
+  kTransB = 1u << 1,           // GEMM: B is stored transposed
+  kAccumulate = 1u << 2,       // GEMM: C += (weight gradients accumulate over micro-batches)
+  kCausal = 1u << 3,           // attention: causal mask within the block
+  kHalfBlock = 1u << 4,        // attention: load-balanced context-parallel step (half a full block)
+  kReduceMax = 1u << 5,        // all-reduce with max instead of sum
+  kTokenRouted = 1u << 6,      // all-to-all: MoE tokens sent once per node, forwarded over NVLink
+  kPerGroupKernels = 1u << 7,  // GEMM: each of the batch's groups (an MoE layer's local experts)
+                               // runs as a GEMM kernel of its own (Transformer Engine's
+                               // GroupedLinear), not as one batched kernel
 };
 
 template <>

@@ -8,6 +8,9 @@
 //               picks one). Time = max(that, (bytes read + written) / HBM bandwidth) + the kernel
 //               overhead. Large, well-shaped GEMMs reach `rate`; small or skinny ones lose to
 //               partial waves, padding and the fixed k cost, or become memory-bound.
+//               A GEMM flagged kPerGroupKernels (an MoE layer's experts under Transformer
+//               Engine's GroupedLinear) runs one kernel per group on kGroupedGemmStreams streams:
+//               rounds of that many groups, each round timed as one kernel over its groups' tiles.
 //   attention   flash-style (AttentionKernel::kFlash): FLOPs / (rate · n/(n + half_seq)), rate the
 //               profile's forward or backward attention rate (16-bit; fp32 attention scales it by
 //               the fp32/16-bit GEMM ratio), n the key/value length of the block; max with the HBM
@@ -101,6 +104,10 @@ inline constexpr double kDropoutMaskBytes = 1;
 // 4,096 in Megatron-LM and Megatron-DeepSpeed of the fused-softmax era (2,048 earlier);
 // Megatron-core later raised it to 16,384.
 inline constexpr std::int64_t kFusedSoftmaxMaxKeys = 4096;
+
+// The streams Transformer Engine spreads the per-expert GEMMs of a GroupedLinear layer over
+// (nvte_multi_stream_cublas_gemm; NVTE_NUM_GEMM_STREAMS, default 4).
+inline constexpr std::int64_t kGroupedGemmStreams = 4;
 bool fused_softmax_available(const OpDesc& attention);
 
 class ComputeModel {
@@ -130,6 +137,8 @@ class ComputeModel {
   // The score passes besides the GEMMs of a materialised-scores attention op.
   ScorePasses score_passes(const OpDesc& desc, bool backward) const;
   Time flash_attention_time(const OpDesc& desc, bool backward) const;
+  Time gemm_kernel_time(const OpDesc& desc, std::int64_t batch) const;
+  Time per_group_gemm_time(const OpDesc& desc) const;
   Time unfused_attention_time(const OpDesc& desc, bool backward) const;
 
   const HardwareProfile* profile_;

@@ -21,6 +21,7 @@ enum class SimModel : std::uint8_t {
   kDiscreteEvent,
   kStreams,
   kGemmTileRoofline,
+  kPerExpertGemms,
   kFlashAttention,
   kUnfusedAttention,
   kMemoryBound,
@@ -45,7 +46,7 @@ enum class SimModel : std::uint8_t {
   kSymmetricBackground,
   kStepAccounting,
 };
-inline constexpr std::size_t kNumSimModels = 26;
+inline constexpr std::size_t kNumSimModels = 27;
 static_assert(static_cast<std::size_t>(SimModel::kStepAccounting) + 1 == kNumSimModels);
 
 struct ModelInfo {
