@@ -16,71 +16,24 @@
 #            time, wall time, and the host's time per layer.
 # Each time is the best and the median of CUDA-event-timed runs after warm-ups.
 # Usage: python3 torch_moe_microbench.py [OUTPUT.json]   (default gpu_moe_microbench.json)
-import json, subprocess, sys, time, traceback
+import json, sys, time, traceback
 import torch
 import torch.nn.functional as F
 
-from cuda_timing import timeit, wall_per_call
+from cuda_timing import Results, graph_time, timeit, wall_per_call
 
-T0 = time.time()
-out = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0),
-       "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
-       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-out["nvidia_smi"] = subprocess.run(
-    ["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit", "--format=csv,noheader"],
-    capture_output=True, text=True).stdout.strip()
 dev = "cuda"
-path = sys.argv[1] if len(sys.argv) > 1 else "gpu_moe_microbench.json"
-res = []
-out["results"] = res
-errors = {}
-out["errors"] = errors
-
-
-def save():
-    out["elapsed_s"] = time.time() - T0
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+results = Results(sys.argv[1] if len(sys.argv) > 1 else "gpu_moe_microbench.json")
+T0, out, res, errors, section = results.t0, results.out, results.res, results.errors, results.section
 
 
 def timeit_graph(fn, flops):
-    """GPU time per call of back-to-back calls: `reps` calls captured in a CUDA graph and replayed,
-    so the host's launch cost is not in the time (a training step's host runs ahead of its GPU).
-    Falls back to `reps` calls between two events when the call cannot be captured."""
-    reps = 20 if flops < 1e11 else (8 if flops < 1e12 else 3)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    try:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(reps):
-                fn()
-        run, how = g.replay, "graph"
-    except Exception:
-        torch.cuda.synchronize()
-        run, how = (lambda: [fn() for _ in range(reps)]), "loop"
-    best, med = timeit(run, iters=5, warm=1)
-    return best / reps, med / reps, how
+    """GPU time per call of back-to-back calls (cuda_timing.graph_time), more calls for small ones."""
+    return graph_time(fn, 20 if flops < 1e11 else (8 if flops < 1e12 else 3))
 
 
 def iters_for(flops):
     return 30 if flops < 2e10 else (15 if flops < 5e11 else 6)
-
-
-def section(name, fn):
-    t = time.time()
-    try:
-        fn()
-    except Exception:
-        errors[name] = traceback.format_exc()
-        print(errors[name], flush=True)
-    print(f"[{time.time() - T0:6.1f}s] {name}: {time.time() - t:.1f}s, {len(res)} results", flush=True)
-    save()
 
 
 # ---- dense GEMMs ------------------------------------------------------------------------------

@@ -18,50 +18,21 @@
 #            (torch.addmm with out_dtype float32), as TE's fused wgrad accumulation.
 # Usage: python3 torch_te_grouped_linear.py [OUTPUT.json [GUARD_S [SECTIONS]]]
 #   (default te_grouped_linear.json, a 200 s time guard, every section; SECTIONS: comma-separated)
-import json, subprocess, sys, time, traceback
+import sys, time
 import torch
 import torch.nn.functional as F
 
-from cuda_timing import timeit, wall_per_call
+from cuda_timing import Results, graph_time, wall_per_call
 
-T0 = time.time()
-GUARD_S = float(sys.argv[2]) if len(sys.argv) > 2 else 200.0
-out = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0),
-       "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
-       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-out["nvidia_smi"] = subprocess.run(
-    ["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit", "--format=csv,noheader"],
-    capture_output=True, text=True).stdout.strip()
 dev = "cuda"
-path = sys.argv[1] if len(sys.argv) > 1 else "te_grouped_linear.json"
-res = []
-out["results"] = res
-errors = {}
-out["errors"] = errors
-
-
-def save():
-    out["elapsed_s"] = time.time() - T0
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+GUARD_S = float(sys.argv[2]) if len(sys.argv) > 2 else 200.0
+results = Results(sys.argv[1] if len(sys.argv) > 1 else "te_grouped_linear.json")
+T0, out, res, errors = results.t0, results.out, results.res, results.errors
 
 
 def timeit_graph(fn, flops):
-    """GPU seconds per call of back-to-back calls captured in a CUDA graph and replayed."""
-    reps = 10 if flops < 1e11 else (4 if flops < 1e12 else 2)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    best, _ = timeit(g.replay, iters=5, warm=1)
-    return best / reps
+    """GPU seconds per call of back-to-back calls captured in a CUDA graph (cuda_timing.graph_time)."""
+    return graph_time(fn, 10 if flops < 1e11 else (4 if flops < 1e12 else 2))[0]
 
 
 STREAMS = [torch.cuda.Stream() for _ in range(4)]
@@ -97,42 +68,48 @@ MOE = [("qwen3-30b-a3b", 2048, 768, 128), ("gpt-oss-120b", 2880, 2880, 128), ("d
        ("qwen3-235b-a22b", 4096, 1536, 128), ("mixtral-8x22b", 6144, 16384, 8), ("nemotron-3-nano", 2688, 1856, 128)]
 
 
-def experts():
-    for per in [512, 2048, 128, 4096, 1024, 256]:
+def expert_shapes(section, pers, group_counts):
+    """(model, gemm, local experts, tokens per expert, n, k, forward FLOPs) of every experts' GEMM
+    up to 4 TFLOP, in the order of `pers`; stops at the time guard (noted under errors[section])."""
+    for per in pers:
         for (name, h, fe, E) in MOE:
-            for groups in sorted({min(E, g) for g in (4, 8, 16, 32)}):
+            for groups in sorted({min(E, g) for g in group_counts}):
                 for (gemm, n, kk) in [("fc1", 2 * fe, h), ("fc2", h, fe)]:
                     fl = 2.0 * groups * per * n * kk
-                    if fl > 4e12:
-                        continue
-                    x = torch.randn(groups, per, kk, device=dev, dtype=torch.bfloat16)
-                    w = torch.randn(groups, n, kk, device=dev, dtype=torch.bfloat16)
-                    dy = torch.randn(groups, per, n, device=dev, dtype=torch.bfloat16)
-                    mg = torch.zeros(groups, n, kk, device=dev,
-                                     dtype=torch.float32 if FP32_WGRAD else torch.bfloat16)
-                    row = {"bench": "experts", "model": name, "gemm": gemm, "groups": groups, "m": per, "n": n,
-                           "k": kk, "flops_fwd": fl}
-                    row["bmm_fwd_s"] = timeit_graph(lambda: torch.bmm(x, w.transpose(-2, -1)), fl)
-                    row["bmm_dgrad_s"] = timeit_graph(lambda: torch.bmm(dy, w), fl)
-                    row["bmm_wgrad_s"] = timeit_graph(lambda: torch.bmm(dy.transpose(-2, -1), x), fl)
-                    fwd = [(lambda i=i: F.linear(x[i], w[i])) for i in range(groups)]
-                    dgrad = [(lambda i=i: torch.mm(dy[i], w[i])) for i in range(groups)]
-                    if FP32_WGRAD:
-                        wgrad = [(lambda i=i: mg[i].add_(torch.mm(dy[i].t(), x[i], out_dtype=torch.float32)))
-                                 for i in range(groups)]
-                    else:
-                        wgrad = [(lambda i=i: mg[i].add_(torch.mm(dy[i].t(), x[i]))) for i in range(groups)]
-                    wgrad_plain = [(lambda i=i: torch.mm(dy[i].t(), x[i])) for i in range(groups)]
-                    for s in (1, 2, 4):
-                        row[f"s{s}_fwd_s"] = timeit_graph(lambda: multi_stream(fwd, s), fl)
-                        row[f"s{s}_dgrad_s"] = timeit_graph(lambda: multi_stream(dgrad, s), fl)
-                        row[f"s{s}_wgrad_s"] = timeit_graph(lambda: multi_stream(wgrad, s), fl)
-                    row["s4_wgrad_noacc_s"] = timeit_graph(lambda: multi_stream(wgrad_plain, 4), fl)
-                    res.append(row)
-                    del x, w, dy, mg
+                    if fl <= 4e12:
+                        yield name, gemm, groups, per, n, kk, fl
             if time.time() - T0 > GUARD_S:
-                errors["experts"] = f"stopped at the time guard ({GUARD_S} s)"
+                errors[section] = f"stopped at the time guard ({GUARD_S} s)"
                 return
+
+
+def experts():
+    for (name, gemm, groups, per, n, kk, fl) in expert_shapes("experts", [512, 2048, 128, 4096, 1024, 256],
+                                                              (4, 8, 16, 32)):
+        x = torch.randn(groups, per, kk, device=dev, dtype=torch.bfloat16)
+        w = torch.randn(groups, n, kk, device=dev, dtype=torch.bfloat16)
+        dy = torch.randn(groups, per, n, device=dev, dtype=torch.bfloat16)
+        mg = torch.zeros(groups, n, kk, device=dev, dtype=torch.float32 if FP32_WGRAD else torch.bfloat16)
+        row = {"bench": "experts", "model": name, "gemm": gemm, "groups": groups, "m": per, "n": n, "k": kk,
+               "flops_fwd": fl}
+        row["bmm_fwd_s"] = timeit_graph(lambda: torch.bmm(x, w.transpose(-2, -1)), fl)
+        row["bmm_dgrad_s"] = timeit_graph(lambda: torch.bmm(dy, w), fl)
+        row["bmm_wgrad_s"] = timeit_graph(lambda: torch.bmm(dy.transpose(-2, -1), x), fl)
+        fwd = [(lambda i=i: F.linear(x[i], w[i])) for i in range(groups)]
+        dgrad = [(lambda i=i: torch.mm(dy[i], w[i])) for i in range(groups)]
+        if FP32_WGRAD:
+            wgrad = [(lambda i=i: mg[i].add_(torch.mm(dy[i].t(), x[i], out_dtype=torch.float32)))
+                     for i in range(groups)]
+        else:
+            wgrad = [(lambda i=i: mg[i].add_(torch.mm(dy[i].t(), x[i]))) for i in range(groups)]
+        wgrad_plain = [(lambda i=i: torch.mm(dy[i].t(), x[i])) for i in range(groups)]
+        for s in (1, 2, 4):
+            row[f"s{s}_fwd_s"] = timeit_graph(lambda: multi_stream(fwd, s), fl)
+            row[f"s{s}_dgrad_s"] = timeit_graph(lambda: multi_stream(dgrad, s), fl)
+            row[f"s{s}_wgrad_s"] = timeit_graph(lambda: multi_stream(wgrad, s), fl)
+        row["s4_wgrad_noacc_s"] = timeit_graph(lambda: multi_stream(wgrad_plain, 4), fl)
+        res.append(row)
+        del x, w, dy, mg
 
 
 def host():
@@ -158,38 +135,21 @@ def wgrad_fused():
     mg0 = torch.zeros(8, 8, device=dev, dtype=torch.float32)
     a = torch.ones(8, 8, device=dev, dtype=torch.bfloat16)
     torch.addmm(mg0, a, a, out_dtype=torch.float32)
-    for per in [512, 2048, 128, 1024, 4096]:
-        for (name, h, fe, E) in MOE:
-            groups = 8
-            for (gemm, n, kk) in [("fc1", 2 * fe, h), ("fc2", h, fe)]:
-                fl = 2.0 * groups * per * n * kk
-                if fl > 4e12:
-                    continue
-                x = torch.randn(groups, per, kk, device=dev, dtype=torch.bfloat16)
-                dy = torch.randn(groups, per, n, device=dev, dtype=torch.bfloat16)
-                mg = torch.zeros(groups, n, kk, device=dev, dtype=torch.float32)
-                wgrad = [(lambda i=i: torch.addmm(mg[i], dy[i].t(), x[i], out_dtype=torch.float32))
-                         for i in range(groups)]
-                row = {"bench": "wgrad_fused", "model": name, "gemm": gemm, "groups": groups, "m": per, "n": n,
-                       "k": kk, "flops_fwd": fl}
-                for s in (1, 4):
-                    row[f"s{s}_wgrad_fused_s"] = timeit_graph(lambda: multi_stream(wgrad, s), fl)
-                res.append(row)
-                del x, dy, mg
-        if time.time() - T0 > GUARD_S:
-            errors["wgrad_fused"] = f"stopped at the time guard ({GUARD_S} s)"
-            return
+    for (name, gemm, groups, per, n, kk, fl) in expert_shapes("wgrad_fused", [512, 2048, 128, 1024, 4096], (8,)):
+        x = torch.randn(groups, per, kk, device=dev, dtype=torch.bfloat16)
+        dy = torch.randn(groups, per, n, device=dev, dtype=torch.bfloat16)
+        mg = torch.zeros(groups, n, kk, device=dev, dtype=torch.float32)
+        wgrad = [(lambda i=i: torch.addmm(mg[i], dy[i].t(), x[i], out_dtype=torch.float32)) for i in range(groups)]
+        row = {"bench": "wgrad_fused", "model": name, "gemm": gemm, "groups": groups, "m": per, "n": n, "k": kk,
+               "flops_fwd": fl}
+        for s in (1, 4):
+            row[f"s{s}_wgrad_fused_s"] = timeit_graph(lambda: multi_stream(wgrad, s), fl)
+        res.append(row)
+        del x, dy, mg
 
 
 SECTIONS = [("host", host), ("experts", experts), ("wgrad_fused", wgrad_fused)]
 if len(sys.argv) > 3:
     SECTIONS = [s for s in SECTIONS if s[0] in sys.argv[3].split(",")]
 for name, fn in SECTIONS:
-    t = time.time()
-    try:
-        fn()
-    except Exception:
-        errors[name] = traceback.format_exc()
-        print(errors[name], flush=True)
-    print(f"[{time.time() - T0:6.1f}s] {name}: {time.time() - t:.1f}s, {len(res)} results", flush=True)
-    save()
+    results.section(name, fn)
