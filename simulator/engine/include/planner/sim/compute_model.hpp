@@ -104,11 +104,11 @@ inline constexpr double kDropoutMaskBytes = 1;
 // 4,096 in Megatron-LM and Megatron-DeepSpeed of the fused-softmax era (2,048 earlier);
 // Megatron-core later raised it to 16,384.
 inline constexpr std::int64_t kFusedSoftmaxMaxKeys = 4096;
+bool fused_softmax_available(const OpDesc& attention);
 
 // The streams Transformer Engine spreads the per-expert GEMMs of a GroupedLinear layer over
 // (nvte_multi_stream_cublas_gemm; NVTE_NUM_GEMM_STREAMS, default 4).
 inline constexpr std::int64_t kGroupedGemmStreams = 4;
-bool fused_softmax_available(const OpDesc& attention);
 
 class ComputeModel {
  public:
