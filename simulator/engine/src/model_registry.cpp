@@ -29,7 +29,9 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "kernel over their tiles, with one kernel overhead per round",
      "NVTE_NUM_GEMM_STREAMS = 4 (the default); the experts of a round start together and end "
      "with the round; the gated up projection is two GEMMs (TE fuses them into one of twice the "
-     "width: the same tiles and FLOPs, one more kernel overhead per round)",
+     "width: the same tiles and FLOPs, one more kernel overhead per round); every stack's experts "
+     "are timed so (DeepSpeed-MoE's loop over experts on one stream and TorchTitan's single "
+     "grouped kernel are not modelled apart)",
      "Transformer Engine general_grouped_gemm / nvte_multi_stream_cublas_gemm; measured on an "
      "H200 (bench/gpu/README.md, 2026-11-28): per-expert GEMMs on 4 streams against the tile "
      "model, forward bias -14.5 % as one batched kernel, -9.9 % in rounds"},
