@@ -986,6 +986,14 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
     s.virtual_stages = {v};
   } else if (c.pp == 1) {
     s.virtual_stages = {1};
+  } else if (const std::string notes = lower(run.notes);
+             notes.find("no interleaving") != std::string::npos ||
+             notes.find("vp \"n/a\"") != std::string::npos) {
+    // The field is empty because the source's table has no virtual-stage value ("VP n/a" in
+    // Megatron-Bridge's tables): the pipeline is not interleaved.
+    s.virtual_stages = {1};
+    s.assumptions.push_back({"/parallel/virtual_stages", "1",
+                             "the record's text says the pipeline is not interleaved"});
   } else {
     s.virtual_stages_null = true;
     s.virtual_stages = {1};

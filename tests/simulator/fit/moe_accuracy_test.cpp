@@ -80,6 +80,34 @@ TEST(MapMoeRun, DeepSeekV3OnGb200) {
   }
 }
 
+// A record whose virtual-stage field is empty because the source's table has no value ("VP
+// n/a": Megatron-Bridge's tables when the pipeline is not interleaved) runs one chunk a stage,
+// saying why; with nothing said, the counts that split the layers are candidates.
+TEST(MapMoeRun, NoInterleavingInTheTextMeansOneChunkAStage) {
+  const auto runs = sample();
+  PublishedRun run = by_id(runs, "mb2604_b200_gpt_oss_120b_bf16_64g");
+  run.parallel.pp = 2;  // 36 layers: 2, 3, 6, 9 or 18 chunks a stage split them too
+  run.parallel.dp = 32;
+  run.notes = "Table GA=32. VP \"n/a\" in table (no interleaving).";
+  auto s = map(run);
+  ASSERT_TRUE(s) << s.status().message();
+  const ChosenField* vs = assumption(*s, "/parallel/virtual_stages");
+  ASSERT_NE(vs, nullptr);
+  EXPECT_EQ(vs->value, "1");
+  EXPECT_NE(vs->reason.find("not interleaved"), std::string::npos) << vs->reason;
+  const std::vector<ParallelConfig> configs = candidate_configs(*s);
+  ASSERT_FALSE(configs.empty());
+  for (const ParallelConfig& c : configs)
+    EXPECT_EQ(c.virtual_stages, 1) << short_label(c);
+  run.notes = "Table GA=32.";
+  auto open = map(run);
+  ASSERT_TRUE(open) << open.status().message();
+  bool interleaved = false;
+  for (const ParallelConfig& c : candidate_configs(*open))
+    interleaved = interleaved || c.virtual_stages > 1;
+  EXPECT_TRUE(interleaved);
+}
+
 // Mixtral 8x22B on 128 H100 (Megatron-MoE model zoo): dropless, not force-balanced; its pair
 // with --moe-router-force-load-balancing says so; token dropping takes the stated capacity factor.
 TEST(MapMoeRun, MixtralRoutingFromTheRecordsText) {
