@@ -66,9 +66,10 @@ Time ComputeModel::gemm_kernel_time(const OpDesc& d, std::int64_t batch) const {
 // would, and each round pays the kernel overhead once (the streams' kernels overlap).
 Time ComputeModel::per_group_gemm_time(const OpDesc& d) const {
   implements(SimModel::kPerExpertGemms);
-  Time t(0);
-  for (std::int64_t left = d.batch; left > 0; left -= kGroupedGemmStreams)
-    t += gemm_kernel_time(d, std::min(left, kGroupedGemmStreams));
+  // Every full round takes the same time; a last round holds the experts left over.
+  const std::int64_t rounds = d.batch / kGroupedGemmStreams, left = d.batch % kGroupedGemmStreams;
+  Time t = rounds > 0 ? gemm_kernel_time(d, kGroupedGemmStreams) * rounds : Time(0);
+  if (left > 0) t += gemm_kernel_time(d, left);
   return t;
 }
 
