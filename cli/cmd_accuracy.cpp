@@ -150,6 +150,13 @@ Json report_json(const std::string& file, const fit::AccuracyReport& rep) {
     const fit::RunAccuracy& w = rep.runs[*rep.worst_a_grade];
     out["worst_a_grade"] = {{"id", w.id}, {"error_percent", w.error_percent}};
   }
+  const fit::RepeatedConfigurations& rc = rep.repeated;
+  out["repeated_configurations"] = {{"configurations", rc.configurations},
+                                    {"runs", rc.runs},
+                                    {"floor_mape_percent", rc.floor_mape_percent},
+                                    {"model_mape_percent", rc.model_mape_percent},
+                                    {"widest_ratio", rc.widest_ratio},
+                                    {"widest_id", rc.widest_id}};
   out["runs"] = runs;
   return out;
 }
@@ -200,6 +207,14 @@ void print_report(std::ostream& out, const std::string& file, const fit::Accurac
     out << "; worst grade-A run: " << w.id << " (" << pct(w.error_percent) << ")";
   }
   out << "\n";
+  const fit::RepeatedConfigurations& rc = rep.repeated;
+  if (rc.configurations > 0) {
+    out << "measured more than once: " << rc.runs << " runs of " << rc.configurations
+        << (rc.configurations == 1 ? " configuration" : " configurations")
+        << ", their measurements up to " << fmt(rc.widest_ratio, 2) << "x apart (" << rc.widest_id
+        << "); no prediction from the configuration gets below " << fmt(rc.floor_mape_percent, 1)
+        << "% MAPE on them, planner " << fmt(rc.model_mape_percent, 1) << "%\n";
+  }
 
   std::vector<const fit::RunAccuracy*> worst;
   for (const fit::RunAccuracy& r : rep.runs) {

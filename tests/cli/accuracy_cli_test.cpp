@@ -190,6 +190,38 @@ TEST(AccuracyCli, TextReportAndSkippedRuns) {
   }
 }
 
+TEST(AccuracyCli, RunsOfOneConfigurationMeasuredTwiceBoundWhatAPredictionCanReach) {
+  testing::TempDir dir;
+  const nlohmann::json reference = nlohmann::json::parse(testing::slurp(kReference));
+  nlohmann::json twice = nlohmann::json::array();
+  for (const nlohmann::json& run : reference) {
+    if (run["id"] == "megatron_readme20_dgxa100_1B") twice.push_back(run);
+  }
+  ASSERT_EQ(twice.size(), 1u);
+  nlohmann::json again = twice[0];
+  again["id"] = "measured_again";
+  again["measured"]["step_time_s"] = 1.5 * twice[0]["measured"]["step_time_s"].get<double>();
+  again["measured"]["tflops_per_gpu"] = nullptr;
+  twice.push_back(again);
+  testing::write_file(dir.file("runs.json"), twice.dump());
+  const CommandResult r = run_planner({"accuracy", dir.file("runs.json"), "--json", "--no-db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& rc = j["repeated_configurations"];
+  EXPECT_EQ(rc["configurations"], 1) << rc.dump();
+  EXPECT_EQ(rc["runs"], 2);
+  EXPECT_NEAR(rc["widest_ratio"].get<double>(), 1.5, 1e-9);
+  // The best single time is the faster measurement: |1 / 1.5 - 1| over two runs.
+  EXPECT_NEAR(rc["floor_mape_percent"].get<double>(), 100.0 / 6, 1e-9);
+  EXPECT_NEAR(rc["model_mape_percent"].get<double>(), j["mape_percent"].get<double>(), 1e-9);
+  const CommandResult text = run_planner({"accuracy", dir.file("runs.json"), "--no-db"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("measured more than once: 2 runs of 1 configuration, their "
+                          "measurements up to 1.50x apart"),
+            std::string::npos)
+      << text.out;
+}
+
 TEST(AccuracyCli, BadInputExitsTwoWithFileAndPointer) {
   testing::TempDir dir;
   nlohmann::json reference = nlohmann::json::parse(testing::slurp(kReference));

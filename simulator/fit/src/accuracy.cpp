@@ -13,6 +13,7 @@
 #include "planner/core/diagnostics.hpp"
 #include "planner/core/flops.hpp"
 #include "planner/core/model_partition.hpp"
+#include "planner/core/spec_json.hpp"
 #include "planner/fit/run_predictor.hpp"
 #include "planner/sim/fabric.hpp"
 #include "planner/topo/cluster_numbers.hpp"
@@ -1377,6 +1378,59 @@ Result<AccuracyReport> evaluate_accuracy(std::span<const PublishedRun> runs,
   return report;
 }
 
+RepeatedConfigurations repeated_configurations(std::span<const RunAccuracy> runs) {
+  std::map<std::string, std::vector<const RunAccuracy*>> by_config;
+  for (const RunAccuracy& r : runs) {
+    if (!r.modelled || !(r.published > 0)) continue;
+    Json plan = to_json(r.plan);
+    plan.erase("name");  // the record's id
+    plan["cluster"].erase("name");
+    plan["model"].erase("name");
+    plan["model"].erase("source");
+    Json key = {{"plan", std::move(plan)},
+                {"topology", r.topology},
+                {"nodes", r.nodes},
+                {"profile", r.profile},
+                {"attention", to_string(r.attention)}};
+    for (const SoftwareField& f : r.software)
+      key[f.field] = f.value;
+    by_config[key.dump()].push_back(&r);
+  }
+  RepeatedConfigurations out;
+  double floor_total = 0, model_total = 0;
+  for (const auto& [key, group] : by_config) {
+    if (group.size() < 2) continue;
+    ++out.configurations;
+    out.runs += static_cast<int>(group.size());
+    // The sum of |t / p - 1| is convex and piecewise linear in t with its corners at the
+    // measurements, so its minimum is at one of them.
+    auto cost = [&](double t) {
+      double c = 0;
+      for (const RunAccuracy* r : group)
+        c += std::abs(t / r->published - 1);
+      return c;
+    };
+    double best = cost(group.front()->published);
+    double lo = group.front()->published, hi = lo;
+    for (const RunAccuracy* r : group) {
+      best = std::min(best, cost(r->published));
+      lo = std::min(lo, r->published);
+      hi = std::max(hi, r->published);
+      model_total += std::abs(r->error_percent);
+    }
+    floor_total += 100 * best;
+    if (hi / lo > out.widest_ratio) {
+      out.widest_ratio = hi / lo;
+      out.widest_id = group.front()->id;
+    }
+  }
+  if (out.runs > 0) {
+    out.floor_mape_percent = floor_total / out.runs;
+    out.model_mape_percent = model_total / out.runs;
+  }
+  return out;
+}
+
 void summarize_accuracy(AccuracyReport& report) {
   report.modelled = report.skipped = 0;
   report.mape_percent = report.bias_percent = 0;
@@ -1429,6 +1483,7 @@ void summarize_accuracy(AccuracyReport& report) {
     a.mape_percent /= a.runs;
     a.bias_percent /= a.runs;
   }
+  report.repeated = repeated_configurations(report.runs);
 }
 
 }  // namespace planner::fit

@@ -271,5 +271,46 @@ TEST(MapPublishedRun, UnevenStagesTakeTheBalancedSplit) {
   EXPECT_EQ(kept.front().last_stage_layers, 16);
 }
 
+// Records of one configuration measured more than once (a benchmark row in several releases):
+// the best single time for them and how far planner is from it on the same records.
+TEST(RepeatedConfigurations, FloorIsTheBestSingleTimePerConfiguration) {
+  std::vector<RunAccuracy> runs;
+  auto add = [&](const std::string& id, int tp, double measured, double predicted,
+                 bool modelled = true) {
+    RunAccuracy a;
+    a.id = id;
+    a.source = "table " + id;  // the source does not enter the configuration
+    a.modelled = modelled;
+    a.published = measured;
+    a.predicted = predicted;
+    a.error_percent = 100 * (predicted - measured) / measured;
+    a.plan.name = id;
+    a.plan.parallel.tp = tp;
+    a.topology = "dgx-a100";
+    runs.push_back(a);
+  };
+  add("r25.09", 2, 1.0, 1.0);
+  add("r25.11", 2, 1.2, 1.0);
+  add("r26.02", 2, 2.0, 1.0);
+  add("other-layout", 4, 1.0, 1.5);
+  add("not-modelled", 4, 3.0, 1.5, false);
+  RepeatedConfigurations r = repeated_configurations(runs);
+  EXPECT_EQ(r.configurations, 1);
+  EXPECT_EQ(r.runs, 3);
+  // Sum of |t / measured - 1| at t = 1.0, 1.2, 2.0: 0.667, 0.6, 1.667; the floor is 0.6 / 3.
+  EXPECT_NEAR(r.floor_mape_percent, 20.0, 1e-9);
+  EXPECT_NEAR(r.model_mape_percent, (0 + 100.0 / 6 + 50) / 3, 1e-9);
+  EXPECT_NEAR(r.widest_ratio, 2.0, 1e-12);
+  EXPECT_EQ(r.widest_id, "r25.09");
+
+  // Another topology is another configuration: nothing is repeated then.
+  runs[2].topology = "dgx-a100-superpod";
+  runs[1].plan.parallel.micro_batch_size = 2;
+  r = repeated_configurations(runs);
+  EXPECT_EQ(r.configurations, 0);
+  EXPECT_EQ(r.runs, 0);
+  EXPECT_EQ(r.floor_mape_percent, 0);
+}
+
 }  // namespace
 }  // namespace planner::fit

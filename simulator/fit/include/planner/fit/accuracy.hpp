@@ -97,7 +97,9 @@
 //             (the peak MFU conventions quote, also for FP8 runs) × GPUs. A record with none of
 //             these, or only rates under an unknown convention, is skipped.
 // Error = (predicted − published) / published step time; MAPE = mean |error| over the modelled
-// records, overall and per GPU type (the GPU preset); bias = mean signed error.
+// records, overall and per GPU type (the GPU preset); bias = mean signed error. Records of one
+// configuration measured more than once bound the MAPE any prediction can reach on them
+// (RepeatedConfigurations).
 //
 // The simulations run on `threads` threads; results do not depend on the thread count.
 #pragma once
@@ -258,6 +260,26 @@ struct SourceAccuracy {
   double bias_percent = 0;  // mean signed error
 };
 
+// Modelled records measured more than once: records whose simulated configuration (model
+// structure, GPU, cluster, training, parallel layout, software) is another record's, such as one
+// benchmark row in several releases of its table. A prediction is a function of the configuration,
+// so on these records no prediction gets below floor_mape_percent: the MAPE of the best single step
+// time per configuration (the median of its measurements weighted by 1 / measurement, which
+// minimises the sum of |t / measured - 1|). model_mape_percent is planner's MAPE on the same
+// records.
+struct RepeatedConfigurations {
+  int configurations = 0;  // configurations with two or more modelled records
+  int runs = 0;            // the records of those configurations
+  double floor_mape_percent = 0;
+  double model_mape_percent = 0;
+  double widest_ratio = 0;  // the largest ratio of slowest to fastest measurement of one of them
+  std::string widest_id;    // a record of that configuration
+};
+
+// The repeated configurations among the report's modelled runs (key: RunAccuracy::plan without
+// the model's name and source, with topology, nodes, profile, attention and software fields).
+RepeatedConfigurations repeated_configurations(std::span<const RunAccuracy> runs);
+
 struct AccuracyReport {
   std::vector<RunAccuracy> runs;             // file order
   std::vector<GpuTypeAccuracy> by_gpu_type;  // by name
@@ -268,6 +290,7 @@ struct AccuracyReport {
   double bias_percent = 0;
   // The modelled grade-A record with the largest |error|, as an index into `runs`.
   std::optional<std::size_t> worst_a_grade;
+  RepeatedConfigurations repeated;
   int simulations = 0;
 };
 
