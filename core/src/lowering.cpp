@@ -679,9 +679,11 @@ OpDesc Lowerer::attention(Phase ph, std::uint8_t flags, int window) const {
 std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
                               std::int64_t out, std::int64_t batch) {
   // fp8 training (Transformer Engine) runs fp8 GEMMs inside the transformer layers only; the
-  // output layer stays in 16-bit (Megatron-LM / NeMo fp8 recipes).
-  const Precision prec =
-      role == OpRole::kLmHead && gemm_prec_ == Precision::kFp8 ? act_prec_ : gemm_prec_;
+  // output layer stays in 16-bit (Megatron-LM / NeMo fp8 recipes), and so does an MoE router's
+  // gate, a plain PyTorch linear layer (Megatron-core's router_gating_linear), not Transformer
+  // Engine's.
+  const bool te_linear = role != OpRole::kLmHead && role != OpRole::kRouter;
+  const Precision prec = !te_linear && gemm_prec_ == Precision::kFp8 ? act_prec_ : gemm_prec_;
   // Batched linear layers are an MoE layer's local experts: a GEMM kernel per expert.
   const std::uint8_t groups = batch > 1 ? kPerGroupKernels : 0;
   return cached(role, ph, 0, [&] {
@@ -929,8 +931,15 @@ std::uint32_t Lowerer::mla_norm(OpRole role, Phase ph, std::int64_t width) {
 // micro-batch, chunk and local head (or B/C group): forward C·Bᵀ (slot 0), its masked product
 // with X (1), the chunk states Bᵀ·X (2) and their output C·state (3); backward the two input
 // gradients of each, in reverse (slots 0-7).
+// The chunked scan's matmuls run in the activations' 16-bit precision under fp8 training too:
+// Transformer Engine's fp8 covers the linear layers, and mamba_ssm's SSD kernels (Triton, called
+// by Megatron-core's MambaMixer) take the 16-bit activations and accumulate in fp32.
 std::uint32_t Lowerer::scan_gemm(Phase ph, int slot) {
   return cached(OpRole::kMambaScan, ph, slot, [&] {
+    const auto gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+                          std::uint8_t flags) {
+      return this->gemm(m, n, k, batch, flags, act_prec_);
+    };
     const MambaSpec& s = *m_.mamba;
     const std::int64_t q = std::min<std::int64_t>(s.chunk, sl_);
     const std::int64_t chunks = ceil_div(sl_, q);
