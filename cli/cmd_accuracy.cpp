@@ -572,7 +572,8 @@ void register_accuracy_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--host-costs", a->host_costs,
                   "Override the host model of every run's software stack: "
                   "KEY=MICROSECONDS,... (gemm, attention, memory, collective, p2p, micro_batch, "
-                  "step, gather_member; backward is a factor; pass_sync is 0 or 1) or \"none\"; "
+                  "step, gather_member; backward is a factor; pass_sync and recv_sync are 0 or 1) "
+                  "or \"none\"; "
                   "see planner sim-models");
   cmd->add_option("--threads", a->threads,
                   "Simulation threads (default: the machine's hardware threads)");

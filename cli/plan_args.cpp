@@ -199,7 +199,8 @@ void add_stack_options(CLI::App* cmd, StackArgs& args, std::vector<std::string>*
                   "Override the stack's host costs: KEY=MICROSECONDS,... (gemm, attention, "
                   "memory, collective, p2p, micro_batch, step, gather_member; backward is a "
                   "factor; pass_sync=1 makes the host synchronise with the GPU before every "
-                  "pass), or \"none\" for no host model");
+                  "pass, recv_sync=1 wait for every pipeline receive), or \"none\" for no host "
+                  "model");
   cmd->add_option("--attention", args.attention,
                   "Attention kernel: unfused, fused-softmax, flash, flash2, flash3 or cudnn "
                   "(default: the stack's; unfused and fused-softmax keep the s x s scores in HBM)");

@@ -13,6 +13,7 @@ struct Entry {
   const char* source;
   double gather_member_us = 0;
   bool sync_per_pass = false;
+  bool sync_on_receive = false;
 };
 
 // The current stacks on PyTorch 2: measured on one H200 machine's host (Intel Xeon, PyTorch
@@ -31,8 +32,12 @@ constexpr double kGemm = 33, kAttention = 37, kMemory = 28, kBackward = 1.47;
 // engine): the per-op ratios and backward factor above, scaled by one factor, and the collective,
 // send/receive, micro-batch and step costs, fitted on vTrain's 720 measured configurations (GPT,
 // hidden 1024-2048, 1-8 A100 in one DGX A100; reference data vtrain_calibration.csv) by
-// scripts/fit-host-costs.py: scale 2.5, collective 0, p2p 500 us, 7,000 us per micro-batch (the
-// DeepSpeed engine's per-micro-batch work), 0 per step.
+// scripts/fit-host-costs.py --recv-sync (step-time MAPE plus mean top-1 regret): scale 2.5,
+// collective 10 us, p2p 0, 3,500 us per micro-batch (the DeepSpeed engine's per-micro-batch
+// work), 5,000 us per step. The host waits for every pipeline receive (sync_on_receive): vTrain's
+// host-bound pipelines (hidden 1024, micro-batch 1) take (micro-batches + pp - 1) stage times,
+// where a host that ran ahead would leave only the GPU's fill and drain; without it the fit
+// (7,000 us per micro-batch, 500 per send or receive) predicted their fixed part 16-21 ms short.
 constexpr double kDeepSpeedScale = 2.5;
 
 // The measured PyTorch 2 costs, and the fitted costs of the Megatron-DeepSpeed years.
@@ -48,8 +53,8 @@ constexpr double kGatherMember = 6.8;
 constexpr Entry fitted_on_vtrain(SoftwareStack stack, const char* source,
                                  bool sync_per_pass = false) {
   const double s = kDeepSpeedScale;
-  return {stack,  s * kGemm, s * kAttention, s * kMemory, 0, 500, kBackward, 7000, 0,
-          source, 0,         sync_per_pass};
+  return {stack,  s * kGemm, s * kAttention, s * kMemory, 10, 0, kBackward, 3500, 5000,
+          source, 0,         sync_per_pass,  true};
 }
 
 // Microseconds per op of the step program (see host_model.hpp).
@@ -58,14 +63,17 @@ constexpr Entry kBuiltIn[] = {
         SoftwareStack::kMegatronDeepSpeed,
         "fitted on vTrain's 720 measured Megatron-DeepSpeed configurations on A100 (reference "
         "data vtrain_calibration.csv, VIA-Research/vTrain ground_truth_single.csv; "
-        "scripts/fit-host-costs.py): PyTorch's measured per-op costs x 2.5, 500 us per pipeline "
-        "send or receive, 7 ms per micro-batch"),
+        "scripts/fit-host-costs.py --recv-sync): PyTorch's measured per-op costs x 2.5, 10 us per "
+        "collective launch, 3.5 ms per micro-batch, 5 ms per step; the host waits for every "
+        "pipeline receive (host-bound pipelines in the sweep fill and drain on the host)"),
     fitted_on_vtrain(
         SoftwareStack::kMegatronLm,
         "assumed equal to megatron-deepspeed's fitted costs (the same Megatron model code in "
         "PyTorch eager mode of the same years; no measured megatron-lm sweep of small models in "
         "the reference data); its timers of 2020-2022 synchronise the GPU around every forward "
-        "and backward pass (megatron/timers.py _Timer.start and stop: torch.cuda.synchronize())",
+        "and backward pass (megatron/timers.py _Timer.start and stop: torch.cuda.synchronize()), "
+        "and its pipeline exchanges after every batch_isend_irecv "
+        "(p2p_communication._communicate)",
         true),
     pytorch2(SoftwareStack::kMegatronCore,
              "measured: PyTorch 2.11 on an H200 machine's host (bench/gpu/README.md, 2026-11-26); "
@@ -109,7 +117,7 @@ bool HostCosts::enabled() const {
   const Time zero(0);
   return gemm != zero || attention != zero || memory_bound != zero || collective != zero ||
          p2p != zero || per_micro_batch != zero || per_step != zero || gather_member != zero ||
-         sync_per_pass;
+         sync_per_pass || sync_on_receive;
 }
 
 HostCosts host_costs(SoftwareStack stack) {
@@ -129,6 +137,7 @@ HostCosts host_costs(SoftwareStack stack) {
   c.per_step = us(e->step_us);
   c.gather_member = us(e->gather_member_us);
   c.sync_per_pass = e->sync_per_pass;
+  c.sync_on_receive = e->sync_on_receive;
   c.source = e->source;
   return c;
 }
@@ -183,7 +192,7 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
       return Status::invalid_input("host costs: \"" + std::string(item) +
                                    "\" is not KEY=VALUE (keys: gemm, attention, memory, "
                                    "collective, p2p, backward, micro_batch, step, gather_member, "
-                                   "pass_sync; "
+                                   "pass_sync, recv_sync; "
                                    "or \"none\")");
     }
     const std::string_view value = item.substr(eq + 1);
@@ -220,10 +229,16 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
                                      std::string(value) + "\"");
       }
       base.sync_per_pass = v == 1;
+    } else if (key == "recv_sync") {
+      if (v != 0 && v != 1) {
+        return Status::invalid_input("host costs: recv_sync must be 0 or 1, found \"" +
+                                     std::string(value) + "\"");
+      }
+      base.sync_on_receive = v == 1;
     } else {
       return Status::invalid_input("host costs: unknown key \"" + std::string(key) +
                                    "\" (keys: gemm, attention, memory, collective, p2p, backward, "
-                                   "micro_batch, step, gather_member, pass_sync)");
+                                   "micro_batch, step, gather_member, pass_sync, recv_sync)");
     }
     base.source = "set by the user";
   }
@@ -241,7 +256,8 @@ std::string describe(const HostCosts& c) {
          (c.gather_member == Time(0) ? ""
                                      : "; ZeRO-3 gathers tensor by tensor, " +
                                            fmt_us(c.gather_member) + " us per rank per tensor") +
-         (c.sync_per_pass ? "; the host synchronises with the GPU before every pass" : "");
+         (c.sync_per_pass ? "; the host synchronises with the GPU before every pass" : "") +
+         (c.sync_on_receive ? "; the host waits for every pipeline receive" : "");
 }
 
 }  // namespace planner

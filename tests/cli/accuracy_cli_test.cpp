@@ -75,13 +75,14 @@ TEST(AccuracyCli, ReferenceRunsMeetTheTargets) {
 }
 
 // Ranking accuracy on vTrain's measured sweep (720 configurations of GPT models on 1-8 A100s under
-// Megatron-DeepSpeed): with the stack's host model, MAPE 8.7 %, mean Spearman 0.920, mean top-1
-// regret 4.5 % (the bounds leave a little room); without it (--host-costs none) 29.7 %, 0.405 and
+// Megatron-DeepSpeed): with the stack's host model, MAPE 7.7 %, mean Spearman 0.921, mean top-1
+// regret 4.4 % (the bounds leave a little room); without it (--host-costs none) 29.7 %, 0.405 and
 // 14.6 %: the GPU waiting for the host is what made small models, large tp and micro-batch 1 look
-// fast. The targets are MAPE <= 8 %, Spearman >= 0.9 and regret <= 3 %.
-constexpr double kVtrainMaxMapePercent = 9.2;
+// fast. The targets are MAPE <= 8 %, Spearman >= 0.9 and regret <= 3 %: the first two
+// are the bounds.
+constexpr double kVtrainMaxMapePercent = 8.0;
 constexpr double kVtrainMinSpearman = 0.9;
-constexpr double kVtrainMaxRegret = 0.05;
+constexpr double kVtrainMaxRegret = 0.047;
 
 TEST(AccuracyCli, TheHostModelIsWhatRanksTheVtrainSweep) {
   const std::string csv = std::string(PLANNER_TEST_DATA_DIR) + "/reference/vtrain_calibration.csv";

@@ -492,6 +492,10 @@ TEST(SimulateCli, StackHostModelAndAttention) {
                                           "--host-costs", "pass_sync=2", "--no-db"});
   EXPECT_EQ(sync.exit_code, 2);
   EXPECT_NE(sync.err.find("pass_sync must be 0 or 1"), std::string::npos) << sync.err;
+  const CommandResult recv = run_planner({"simulate", "--model", "gpt-tiny", "--gpu", "h100",
+                                          "--host-costs", "recv_sync=0.5", "--no-db"});
+  EXPECT_EQ(recv.exit_code, 2);
+  EXPECT_NE(recv.err.find("recv_sync must be 0 or 1"), std::string::npos) << recv.err;
   // Megatron-LM's timers synchronise before every pass: the host cannot run ahead into the next.
   const nlohmann::json lm = step({"--stack", "megatron-lm"});
   const nlohmann::json lm_free = step({"--stack", "megatron-lm", "--host-costs", "pass_sync=0"});

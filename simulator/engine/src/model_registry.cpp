@@ -93,7 +93,9 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "before each layer's gather and then pays, per parameter tensor, a launch and a cost per "
      "data-parallel rank, so its gathers are not overlapped and grow with dp; a stack whose "
      "timers synchronise (megatron-lm) waits for the GPU before every forward and backward pass "
-     "of a micro-batch, so the GPU drains and then waits for the pass's first op",
+     "of a micro-batch, so the GPU drains and then waits for the pass's first op; a stack that "
+     "synchronises on its pipeline receives (megatron-lm, megatron-deepspeed) issues a pass only "
+     "once its input has arrived, so a host-bound pipeline fills and drains on the host too",
      "the host otherwise never waits for the GPU within a step (launches are asynchronous, no "
      "host synchronisation before the optimizer); costs are per op of the step program (what the "
      "framework runs for it), per software stack",
@@ -102,7 +104,10 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "from DeepSpeed's "
      "partition_parameters.py (_allgather_param, 2021 releases); the pass synchronisation from "
      "Megatron-LM's megatron/timers.py of 2020-2022 (_Timer.start and stop call "
-     "torch.cuda.synchronize(); schedules.py times every forward_step and backward_step)"},
+     "torch.cuda.synchronize(); schedules.py times every forward_step and backward_step); the "
+     "receive synchronisation from Megatron-LM's p2p_communication._communicate of 2020-2022 "
+     "(torch.cuda.synchronize() after batch_isend_irecv) and vTrain's sweep, whose host-bound "
+     "pipelines take (micro-batches + pp - 1) stage times"},
     {SimModel::kMergedPasses, "engine", "merged-passes",
      "--moe-a2a-overlap (Megatron-core's combined 1F1B) and dualpipev: a steady-state forward "
      "pass and the backward pass of another micro-batch run as one, each cut into segments after "

@@ -203,7 +203,7 @@ void Runner::init_rank(std::uint32_t ri) {
     OpTrack& t = s.track[i];
     t.waiting = static_cast<std::uint32_t>(r.deps(i).size());
     t.stream = static_cast<std::uint8_t>(desc.stream);
-    t.p2p = is_p2p(desc.kind);
+    t.p2p = sync_skips(ctx_.options.host, desc);
     for (std::uint32_t d : r.deps(i))
       ++counts[d + 1];
   }
@@ -235,7 +235,9 @@ void Runner::init_host(RankState& s) {
       const std::pair<int, bool> p{id.microbatch(), id.phase() != Phase::kForward};
       if (p != pass) {
         pass = p;
-        if (i > 0) s.syncs.push_back(static_cast<std::uint32_t>(i));
+        if (i > 0 && (s.syncs.empty() || s.syncs.back() != static_cast<std::uint32_t>(i))) {
+          s.syncs.push_back(static_cast<std::uint32_t>(i));
+        }
       }
     }
     if (id.phase() == Phase::kForward && id.microbatch() != OpId::kNone &&
@@ -262,11 +264,15 @@ void Runner::init_host(RankState& s) {
         id.phase() == Phase::kBackwardInput || id.phase() == Phase::kBackwardWeight;
     h += host_cost(c, d, id.phase(), members, compute_.extra_host_kernels(d, backward));
     s.host[i] = h;
+    // The host waits for a pipeline receive before issuing what follows it.
+    if (d.kind == OpKind::kRecv && !sync_skips(c, d) && i + 1 < r.size()) {
+      s.syncs.push_back(static_cast<std::uint32_t>(i + 1));
+    }
   }
   if (s.syncs.empty()) return;
   s.synced_before.assign(r.size() + 1, 0);
   for (std::size_t i = 0; i < r.size(); ++i) {
-    s.synced_before[i + 1] = s.synced_before[i] + (is_p2p(program_.desc(r.op(i)).kind) ? 0 : 1);
+    s.synced_before[i + 1] = s.synced_before[i] + (sync_skips(c, program_.desc(r.op(i))) ? 0 : 1);
   }
   s.sync_waits = s.synced_before[s.syncs[0]];
 }

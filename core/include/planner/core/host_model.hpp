@@ -55,6 +55,13 @@ struct HostCosts {
   // backward_step with the forward-compute and backward-compute timers), inherited by
   // Megatron-DeepSpeed. Megatron-core's timers skip it below their log level (the default).
   bool sync_per_pass = false;
+  // The host waits for each pipeline receive to finish before it issues the pass that consumes
+  // it, so a stage's host cannot run ahead into a micro-batch whose data has not arrived and the
+  // pipeline's fill and drain cost host time as well as GPU time. Megatron-LM's
+  // p2p_communication._communicate of 2020-2022 calls torch.cuda.synchronize() after every
+  // batch_isend_irecv ("to protect against race condition"); vTrain's Megatron-DeepSpeed sweep
+  // shows the same: host-bound pipelines take (micro-batches + pp - 1) stage times.
+  bool sync_on_receive = false;
   std::string source;  // where the numbers come from
 
   // False when every cost is zero: the simulation then has no host (hand-built programs, the
@@ -75,6 +82,14 @@ inline bool host_syncs_before_gather(const HostCosts& c) {
 // synchronises before it.
 inline bool gathers_tensor_by_tensor(const HostCosts& c, const OpDesc& d) {
   return d.aux > 0 && host_syncs_before_gather(c);
+}
+
+// True when a host synchronisation does not wait for `d` to finish: sends and receives, except
+// the pipeline receives of a stack that synchronises on them (sync_on_receive). A send can wait
+// for its peer's host; a receive the host synchronises on is data the next pass needs.
+inline bool sync_skips(const HostCosts& c, const OpDesc& d) {
+  if (d.kind == OpKind::kRecv && d.stream == Stream::kPpRecv && c.sync_on_receive) return false;
+  return is_p2p(d.kind);
 }
 
 // The built-in host costs of a software stack, with their source in `source`.
