@@ -168,14 +168,19 @@ TEST(AccuracyCli, RankingOnTheVtrainSweep) {
     EXPECT_NE(text.out.find(what), std::string::npos) << what << "\n" << text.out;
 }
 
+// The reference runs with id `id`: an array of one.
+nlohmann::json reference_run(const std::string& id) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& run : nlohmann::json::parse(testing::slurp(kReference))) {
+    if (run["id"] == id) out.push_back(run);
+  }
+  return out;
+}
+
 TEST(AccuracyCli, TextReportAndSkippedRuns) {
   testing::TempDir dir;
   // One modelled run and one the simulator cannot model (no GPU it knows).
-  const nlohmann::json reference = nlohmann::json::parse(testing::slurp(kReference));
-  nlohmann::json small = nlohmann::json::array();
-  for (const nlohmann::json& run : reference) {
-    if (run["id"] == "megatron_readme20_dgxa100_1B") small.push_back(run);
-  }
+  nlohmann::json small = reference_run("megatron_readme20_dgxa100_1B");
   ASSERT_EQ(small.size(), 1u);
   nlohmann::json tpu = small[0];
   tpu["id"] = "tpu_run";
@@ -193,11 +198,7 @@ TEST(AccuracyCli, TextReportAndSkippedRuns) {
 
 TEST(AccuracyCli, RunsOfOneConfigurationMeasuredTwiceBoundWhatAPredictionCanReach) {
   testing::TempDir dir;
-  const nlohmann::json reference = nlohmann::json::parse(testing::slurp(kReference));
-  nlohmann::json twice = nlohmann::json::array();
-  for (const nlohmann::json& run : reference) {
-    if (run["id"] == "megatron_readme20_dgxa100_1B") twice.push_back(run);
-  }
+  nlohmann::json twice = reference_run("megatron_readme20_dgxa100_1B");
   ASSERT_EQ(twice.size(), 1u);
   nlohmann::json again = twice[0];
   again["id"] = "measured_again";
