@@ -4,8 +4,9 @@
 The per-op forward costs keep the ratios measured on PyTorch (bench/gpu/README.md, "Host cost of
 issuing a layer": gemm 33, attention 37, memory-bound 28 us) and the measured backward factor
 (1.47); the fit scales them by one factor and fits the collective launch, pipeline send/receive,
-per-micro-batch and per-step costs, by coordinate descent on the step-time MAPE plus the mean top-1 regret that
-`planner accuracy --ranking` reports. It never looks at a run's shape: one set of costs for all.
+per-micro-batch and per-step costs on the step-time MAPE plus the mean top-1 regret that
+`planner accuracy --ranking` reports (a grid over the last three, then coordinate descent). It
+never looks at a run's shape: one set of costs for all.
 
   scripts/fit-host-costs.py PLANNER FILE.csv            fit on every run, print the costs
   scripts/fit-host-costs.py PLANNER FILE.csv --by-model leave one model out: fit on the others,
