@@ -280,8 +280,12 @@ TEST_F(ExecSlurm, ARankKilledUnderSrunFailsTheJobAndTheRunIsMarkedFailed) {
   auto record = store::get_run(*opened, store::RunId{1});
   ASSERT_TRUE(record) << record.status().message();
   EXPECT_EQ(record->status, store::RunStatus::kFailed);
-  EXPECT_NE(record->failure_reason.find("the job ended (srun exit code"), std::string::npos)
-      << record->failure_reason;
+  // Whichever notices first names the failure: srun ending the job, or rank 0's wait for the
+  // killed rank's step (on a loaded machine the watchdog can see rank 1 gone before srun exits).
+  const std::string& why = record->failure_reason;
+  EXPECT_TRUE(why.find("the job ended (srun exit code") != std::string::npos ||
+              (why.find("rank 1") != std::string::npos && why.find("is gone") != std::string::npos))
+      << why;
   auto steps = store::get_measured_steps(*opened, record->id);
   ASSERT_TRUE(steps);
   EXPECT_GE(steps->size(), 3u);
