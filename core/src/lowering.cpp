@@ -682,8 +682,8 @@ std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::i
   // output layer stays in 16-bit (Megatron-LM / NeMo fp8 recipes), and so does an MoE router's
   // gate, a plain PyTorch linear layer (Megatron-core's router_gating_linear), not Transformer
   // Engine's.
-  const bool te_linear = role != OpRole::kLmHead && role != OpRole::kRouter;
-  const Precision prec = !te_linear && gemm_prec_ == Precision::kFp8 ? act_prec_ : gemm_prec_;
+  const bool sixteen_bit = role == OpRole::kLmHead || role == OpRole::kRouter;
+  const Precision prec = sixteen_bit && gemm_prec_ == Precision::kFp8 ? act_prec_ : gemm_prec_;
   // Batched linear layers are an MoE layer's local experts: a GEMM kernel per expert.
   const std::uint8_t groups = batch > 1 ? kPerGroupKernels : 0;
   return cached(role, ph, 0, [&] {

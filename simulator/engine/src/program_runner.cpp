@@ -28,7 +28,7 @@ struct OpTrack {
   std::uint32_t waiting = 0;  // dependencies not yet done
   OpState state = OpState::kPending;
   std::uint8_t stream = 0;  // its descriptor's stream
-  bool p2p = false;         // a send or receive (host synchronisations do not wait for them)
+  bool unsynced = false;    // host synchronisations do not wait for it (host_model.hpp sync_skips)
 };
 
 // A simulated rank: its program's streams and dependencies, and what its ops did.
@@ -41,10 +41,10 @@ struct RankState {
   std::vector<Time> issue;  // when op times or a trace are kept
   std::vector<Time> host;   // per op, when the host issues it (empty without a host model)
   Time host_wait;           // compute-stream time spent waiting for the host
-  // Host synchronisations (a ZeRO-3 gather issued tensor by tensor, host_model.hpp): before op
-  // syncs[k] the host waits until every op it issued earlier has finished on the GPU (sends and
-  // receives aside). host_shift: what the resolved ones delayed the host clock by; ops at or
-  // after the first unresolved one wait in `blocked`.
+  // Host synchronisations (a ZeRO-3 gather issued tensor by tensor, a pass, a pipeline receive:
+  // host_model.hpp): before op syncs[k] the host waits until every op it issued earlier has
+  // finished on the GPU, but those OpTrack::unsynced marks. host_shift: what the resolved ones
+  // delayed the host clock by; ops at or after the first unresolved one wait in `blocked`.
   std::vector<std::uint32_t> syncs;
   std::vector<std::uint32_t> synced_before;  // per op, the ops before it a sync waits for
   std::size_t next_sync = 0;
@@ -194,7 +194,6 @@ void Runner::init_rank(std::uint32_t ri) {
   s.times.start.assign(n, Time(0));
   s.times.end.assign(n, Time(0));
   if (track_) s.times.started_by.assign(n, kNoOp);
-  if (ctx_.options.host.enabled()) init_host(s);
   std::vector<std::uint32_t> counts(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const OpDesc& desc = program_.desc(r.op(i));
@@ -203,10 +202,11 @@ void Runner::init_rank(std::uint32_t ri) {
     OpTrack& t = s.track[i];
     t.waiting = static_cast<std::uint32_t>(r.deps(i).size());
     t.stream = static_cast<std::uint8_t>(desc.stream);
-    t.p2p = sync_skips(ctx_.options.host, desc);
+    t.unsynced = sync_skips(ctx_.options.host, desc);
     for (std::uint32_t d : r.deps(i))
       ++counts[d + 1];
   }
+  if (ctx_.options.host.enabled()) init_host(s);
   for (std::size_t i = 0; i < n; ++i)
     counts[i + 1] += counts[i];
   s.rdep_offsets = counts;
@@ -265,14 +265,14 @@ void Runner::init_host(RankState& s) {
     h += host_cost(c, d, id.phase(), members, compute_.extra_host_kernels(d, backward));
     s.host[i] = h;
     // The host waits for a pipeline receive before issuing what follows it.
-    if (d.kind == OpKind::kRecv && !sync_skips(c, d) && i + 1 < r.size()) {
+    if (d.kind == OpKind::kRecv && !s.track[i].unsynced && i + 1 < r.size()) {
       s.syncs.push_back(static_cast<std::uint32_t>(i + 1));
     }
   }
   if (s.syncs.empty()) return;
   s.synced_before.assign(r.size() + 1, 0);
   for (std::size_t i = 0; i < r.size(); ++i) {
-    s.synced_before[i + 1] = s.synced_before[i] + (sync_skips(c, program_.desc(r.op(i))) ? 0 : 1);
+    s.synced_before[i + 1] = s.synced_before[i] + (s.track[i].unsynced ? 0 : 1);
   }
   s.sync_waits = s.synced_before[s.syncs[0]];
 }
@@ -376,7 +376,8 @@ void Runner::complete(std::uint32_t ri, std::uint32_t i) {
   s.times.end[i] = now;
   ++s.done;
   s.finish = std::max(s.finish, now);
-  if (s.next_sync < s.syncs.size() && i < s.syncs[s.next_sync] && !t.p2p && --s.sync_waits == 0) {
+  if (s.next_sync < s.syncs.size() && i < s.syncs[s.next_sync] && !t.unsynced &&
+      --s.sync_waits == 0) {
     resolve_syncs(ri);
   }
   const auto stream = static_cast<std::size_t>(t.stream);

@@ -277,7 +277,8 @@ struct RepeatedConfigurations {
 };
 
 // The repeated configurations among the report's modelled runs (key: RunAccuracy::plan without
-// the model's name and source, with topology, nodes, profile, attention and software fields).
+// its names (the plan's is the record id) and the model's source, with topology, nodes, profile,
+// attention and software fields).
 RepeatedConfigurations repeated_configurations(std::span<const RunAccuracy> runs);
 
 struct AccuracyReport {
