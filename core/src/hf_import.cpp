@@ -28,7 +28,11 @@ enum class Style {
   kGemma,
   kGpt2,
   kNeoX,
-  kFalcon
+  kFalcon,
+  kBloom,
+  kOpt,
+  kMpt,
+  kOlmo
 };
 
 struct Architecture {
@@ -38,7 +42,7 @@ struct Architecture {
   std::string_view family;
 };
 
-constexpr std::array<Architecture, 23> kArchitectures{{
+constexpr std::array<Architecture, 31> kArchitectures{{
     {"LlamaForCausalLM", "llama", Style::kLlama, "llama"},
     {"MistralForCausalLM", "mistral", Style::kLlama, "mistral"},
     {"Qwen2ForCausalLM", "qwen2", Style::kLlama, "qwen2"},
@@ -61,6 +65,16 @@ constexpr std::array<Architecture, 23> kArchitectures{{
     {"GPTNeoXForCausalLM", "gpt_neox", Style::kNeoX, "gpt-neox"},
     {"FalconForCausalLM", "falcon", Style::kFalcon, "falcon"},
     {"RWForCausalLM", "RefinedWeb", Style::kFalcon, "falcon"},
+    {"Gemma3ForCausalLM", "gemma3_text", Style::kGemma, "gemma3"},
+    // Mistral's and Phi-3's sliding_window (every layer) is not imported: planner models causal
+    // attention over the whole sequence, an upper bound of its cost beyond the window.
+    {"Phi3ForCausalLM", "phi3", Style::kLlama, "phi3"},
+    {"Olmo2ForCausalLM", "olmo2", Style::kLlama, "olmo2"},
+    {"OlmoForCausalLM", "olmo", Style::kOlmo, "olmo"},
+    {"BloomForCausalLM", "bloom", Style::kBloom, "bloom"},
+    {"OPTForCausalLM", "opt", Style::kOpt, "opt"},
+    {"MPTForCausalLM", "mpt", Style::kMpt, "mpt"},
+    {"MptForCausalLM", "mpt", Style::kMpt, "mpt"},
 }};
 
 // The JSON pointer of a top-level key. Built by appending: GCC 12 at -O3 reports a false
@@ -75,9 +89,12 @@ std::string pointer_to(std::string_view key) {
 // the field it becomes (limits.hpp), below INT_MAX for the fields planner keeps in an int. Widths
 // (hidden, intermediate sizes) and anything not listed: limits::kMaxModelDim.
 std::int64_t integer_limit(std::string_view key) {
-  static constexpr std::array<std::pair<std::string_view, std::int64_t>, 16> kLimits{{
+  static constexpr std::array<std::pair<std::string_view, std::int64_t>, 19> kLimits{{
       {"num_hidden_layers", limits::kMaxLayers},
       {"n_layer", limits::kMaxLayers},
+      {"n_layers", limits::kMaxLayers},
+      {"n_heads", limits::kMaxHeads},
+      {"max_seq_len", limits::kMaxPositions},
       {"decoder_sparse_step", limits::kMaxLayers},
       {"num_attention_heads", limits::kMaxHeads},
       {"n_head", limits::kMaxHeads},
@@ -369,36 +386,146 @@ void read_glm4_moe(HfReader& r, ModelSpec& m) {
 
 // GPT-OSS: every layer MoE (intermediate_size is the expert width), biases on attention and
 // experts, alternating sliding-window and full attention.
+// Local (sliding-window) attention in some layers: `layer_types` where the config lists them
+// (full_attention every n-th layer, sliding_attention elsewhere: GPT-OSS, Gemma 2 and 3 in current
+// transformers), else full attention every `full_every`-th layer (0: every layer local).
+void read_local_attention(HfReader& r, ModelSpec& m, int full_every) {
+  if (!r.has("sliding_window")) return;
+  m.sliding_window = as_int(r.integer("sliding_window", 0, false));
+  m.full_attention_every = full_every;
+  auto types = r.strings("layer_types");
+  if (!types || types->empty()) return;
+  // full_attention every n-th layer (1-based), sliding otherwise.
+  int every = 0;
+  for (std::size_t i = 0; i < types->size(); ++i) {
+    if ((*types)[i] == "full_attention") {
+      every = static_cast<int>(i) + 1;
+      break;
+    }
+  }
+  bool periodic = true;
+  for (std::size_t i = 0; i < types->size(); ++i) {
+    const bool full = every > 0 && (static_cast<int>(i) + 1) % every == 0;
+    const std::string& want = full ? "full_attention" : "sliding_attention";
+    periodic = periodic && (*types)[i] == want;
+  }
+  if (!periodic) {
+    r.fail("layer_types",
+           "planner models full attention in every n-th layer and sliding "
+           "attention elsewhere; this pattern is not periodic");
+  }
+  m.full_attention_every = every;
+}
+
 void read_gpt_oss(HfReader& r, ModelSpec& m) {
   read_llama_like(r, m);
   MoeSpec moe = read_moe(r, m, {"num_local_experts", "num_experts_per_tok", ""});
   m.moe = moe;
   m.bias = r.boolean("attention_bias", false);
   m.tied_embeddings = r.boolean("tie_word_embeddings", false);
-  if (r.has("sliding_window")) {
-    m.sliding_window = as_int(r.integer("sliding_window", 0, false));
-    auto types = r.strings("layer_types");
-    if (types && !types->empty()) {
-      // full_attention every n-th layer (1-based), sliding otherwise.
-      int every = 0;
-      for (std::size_t i = 0; i < types->size(); ++i) {
-        if ((*types)[i] == "full_attention") {
-          every = static_cast<int>(i) + 1;
-          break;
-        }
-      }
-      bool periodic = true;
-      for (std::size_t i = 0; i < types->size(); ++i) {
-        const bool full = every > 0 && (static_cast<int>(i) + 1) % every == 0;
-        const std::string& want = full ? "full_attention" : "sliding_attention";
-        periodic = periodic && (*types)[i] == want;
-      }
-      if (!periodic) {
-        r.fail("layer_types",
-               "planner models full attention in every n-th layer and sliding "
-               "attention elsewhere; this pattern is not periodic");
-      }
-      m.full_attention_every = every;
+  read_local_attention(r, m, 0);
+}
+
+// Gemma: GeGLU, tied embeddings, head_dim independent of hidden / heads. Gemma 2 alternates local
+// and global attention (Gemma2DecoderLayer: layer i is local when i is even, so every second layer
+// is global); Gemma 3 has one global layer in sliding_window_pattern (6: five local, then one
+// global; Gemma3DecoderLayer: local unless (i + 1) % pattern == 0). Gemma 3's q/k norms and
+// Gemma 2/3's extra pre/post norms (hidden or head_dim weights each) are not counted.
+void read_gemma(HfReader& r, ModelSpec& m, std::string_view family) {
+  read_llama_like(r, m);
+  m.mlp = MlpKind::kGeglu;
+  m.tied_embeddings = r.boolean("tie_word_embeddings", true);
+  if (family == "gemma2") read_local_attention(r, m, 2);
+  if (family == "gemma3") {
+    read_local_attention(r, m, as_int(r.integer("sliding_window_pattern", 6, false)));
+  }
+}
+
+// BLOOM (arXiv:2211.05100): ALiBi, LayerNorm (and one more over the embeddings, 2 x hidden, not
+// counted), biases, a 4 x hidden GeLU MLP, tied embeddings; trained at 2048 tokens (§3.3), which
+// its configs do not state (ALiBi has no position table).
+void read_bloom(HfReader& r, ModelSpec& m) {
+  m.num_layers = as_int(r.integer_of({"n_layer", "num_hidden_layers"}, 0, true));
+  m.hidden = r.integer_of({"hidden_size", "n_embed"}, 0, true);
+  m.heads = as_int(r.integer_of({"n_head", "num_attention_heads"}, 0, true));
+  m.kv_heads = m.heads;
+  m.ffn_hidden = 4 * m.hidden;
+  m.vocab = r.integer("vocab_size", 0, true);
+  m.max_seq_len = 2048;
+  m.norm = NormKind::kLayerNorm;
+  m.mlp = MlpKind::kGelu;
+  m.position_embedding = PositionEmbedding::kAlibi;
+  m.bias = true;
+  m.tied_embeddings = r.boolean("tie_word_embeddings", true);
+}
+
+// OPT (arXiv:2205.01068): learned positions, LayerNorm, biases (enable_bias), a ReLU MLP of
+// ffn_dim (planner's two-matrix GeLU MLP: the same weights and FLOPs, the activation one
+// elementwise kernel either way), tied embeddings. OPT-350m's embeddings narrower than the model
+// (word_embed_proj_dim, with project_in/out) are not modelled.
+void read_opt(HfReader& r, ModelSpec& m) {
+  m.num_layers = as_int(r.integer("num_hidden_layers", 0, true));
+  m.hidden = r.integer("hidden_size", 0, true);
+  m.heads = as_int(r.integer("num_attention_heads", 0, true));
+  m.kv_heads = m.heads;
+  m.ffn_hidden = r.integer("ffn_dim", 0, true);
+  m.vocab = r.integer("vocab_size", 0, true);
+  m.max_seq_len = r.integer("max_position_embeddings", 2048, false);
+  m.norm = NormKind::kLayerNorm;
+  m.mlp = MlpKind::kGelu;
+  m.position_embedding = PositionEmbedding::kLearned;
+  m.bias = r.boolean("enable_bias", true);
+  m.tied_embeddings = r.boolean("tie_word_embeddings", true);
+  const std::int64_t projected = r.integer("word_embed_proj_dim", m.hidden, false);
+  if (m.hidden > 0 && projected != m.hidden) {
+    r.fail("word_embed_proj_dim",
+           "embeddings of another width than hidden_size (" + std::to_string(m.hidden) +
+               ", projected in and out) are not modelled, got " + std::to_string(projected));
+  }
+}
+
+// MosaicML MPT (llm-foundry's MPTConfig): d_model, n_heads, n_layers, an MLP of
+// expansion_ratio x d_model (mptmlp: GeLU), LayerNorm, ALiBi (attn_config.alibi) or learned
+// positions, no biases when no_bias, embeddings always tied (the output layer reuses wte).
+void read_mpt(HfReader& r, ModelSpec& m) {
+  m.num_layers = as_int(r.integer("n_layers", 0, true));
+  m.hidden = r.integer("d_model", 0, true);
+  m.heads = as_int(r.integer("n_heads", 0, true));
+  m.kv_heads = m.heads;
+  const std::int64_t ratio = r.integer("expansion_ratio", 4, false);
+  if (m.hidden > 0 && ratio > limits::kMaxModelDim / m.hidden) {
+    r.fail("expansion_ratio",
+           "expansion_ratio x d_model must be <= " + std::to_string(limits::kMaxModelDim) +
+               ", got " + std::to_string(ratio) + " x " + std::to_string(m.hidden));
+  } else {
+    m.ffn_hidden = ratio * m.hidden;
+  }
+  m.vocab = r.integer("vocab_size", 0, true);
+  m.max_seq_len = r.integer("max_seq_len", 2048, false);
+  m.norm = NormKind::kLayerNorm;
+  m.mlp = MlpKind::kGelu;
+  m.bias = !r.boolean("no_bias", false);
+  m.tied_embeddings = true;
+  bool alibi = false;
+  if (auto attn = r.has("attn_config") ? r.object("attn_config", false) : std::nullopt) {
+    alibi = attn->boolean("alibi", false);
+    const std::string type = attn->string("attn_type", "multihead_attention");
+    if (type == "multiquery_attention") {
+      m.kv_heads = 1;
+    } else if (type == "grouped_query_attention") {
+      m.kv_heads = as_int(attn->integer("kv_n_heads", m.heads, true));
+    } else if (type != "multihead_attention") {
+      attn->fail("attn_type",
+                 "expected multihead_attention, multiquery_attention or "
+                 "grouped_query_attention, got \"" +
+                     type + "\"");
+    }
+  }
+  m.position_embedding = alibi ? PositionEmbedding::kAlibi : PositionEmbedding::kLearned;
+  if (auto ffn = r.has("ffn_config") ? r.object("ffn_config", false) : std::nullopt) {
+    const std::string type = ffn->string("ffn_type", "mptmlp");
+    if (type != "mptmlp") {
+      ffn->fail("ffn_type", "planner imports MPT's mptmlp feed-forward, got \"" + type + "\"");
     }
   }
 }
@@ -590,9 +717,23 @@ Result<ModelSpec> import_hf_config(std::string_view text, std::string_view sourc
       read_nemotron_h(r, m);
       break;
     case Style::kGemma:
+      read_gemma(r, m, arch->family);
+      break;
+    case Style::kBloom:
+      read_bloom(r, m);
+      break;
+    case Style::kOpt:
+      read_opt(r, m);
+      break;
+    case Style::kMpt:
+      read_mpt(r, m);
+      break;
+    case Style::kOlmo:
+      // OLMo (2024): Llama's layout with a LayerNorm that has no weights (planner counts 2 x
+      // hidden per norm: 0.01 % of OLMo-7B).
       read_llama_like(r, m);
-      m.mlp = MlpKind::kGeglu;
-      m.tied_embeddings = r.boolean("tie_word_embeddings", true);
+      m.norm = NormKind::kLayerNorm;
+      m.tied_embeddings = r.boolean("tie_word_embeddings", false);
       break;
     case Style::kGpt2:
       m.num_layers = as_int(r.integer("n_layer", 0, true));

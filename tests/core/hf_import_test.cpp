@@ -48,7 +48,30 @@ INSTANTIATE_TEST_SUITE_P(
                       Fixture{"gpt-neox-20b.config.json", "gpt-neox", 20'554'567'680, 1e-3},
                       // Falcon-7B: parallel attention shares one LayerNorm per layer; planner
                       // counts two (4544 x 2 x 32 extra parameters).
-                      Fixture{"falcon-7b.config.json", "falcon", 6'921'720'704, 1e-3}),
+                      Fixture{"falcon-7b.config.json", "falcon", 6'921'720'704, 1e-3},
+                      // BLOOM: 176,247,271,424 (bigscience/bloom's model card); planner leaves
+                      // out the LayerNorm over the embeddings (28,672).
+                      Fixture{"bloom-176b.config.json", "bloom", 176'247'271'424, 1e-6},
+                      // OPT-30B: "30B" (Zhang et al. 2022, arXiv:2205.01068, Table 1).
+                      Fixture{"opt-30b.config.json", "opt", 30'000'000'000, 1e-2},
+                      // MPT-7B: 6,649,286,656 with weight-only LayerNorms (no_bias); planner
+                      // counts a bias per norm too (266,240).
+                      Fixture{"mpt-7b.config.json", "mpt", 6'649'286'656, 1e-4},
+                      // Phi-3-mini: "3.8 billion parameters" (arXiv:2404.14219).
+                      Fixture{"phi3-mini-4k.config.json", "phi3", 3'800'000'000, 1e-2},
+                      // Gemma 2 9B: 917,504,000 embedding + 8,324,201,984 other parameters
+                      // (Gemma 2 report, arXiv:2408.00118, Table 2); planner counts two of
+                      // the four norms of a layer (301,056 fewer).
+                      Fixture{"gemma2-9b.config.json", "gemma2", 9'241'705'984, 1e-4},
+                      // Gemma 3 1B: 302M embedding + 698M other parameters (Gemma 3 report,
+                      // arXiv:2503.19786, Table 1).
+                      Fixture{"gemma3-1b.config.json", "gemma3", 1'000'000'000, 1e-3},
+                      // OLMo 2 7B: 7,298,617,344 by the modules of transformers' Olmo2 (its
+                      // q/k norms and four norms a layer; planner counts two, 262,144 fewer).
+                      Fixture{"olmo2-7b.config.json", "olmo2", 7'298'617'344, 1e-4},
+                      // OLMo-7B: 6,888,095,744 by the modules of transformers' Olmo (LayerNorms
+                      // without weights; planner counts 2 x 4096 a norm, 532,480 more).
+                      Fixture{"olmo-7b.config.json", "olmo", 6'888'095'744, 1e-4}),
     [](const auto& p) {
       std::string name = p.param.file;
       name = name.substr(0, name.find('.'));
@@ -77,6 +100,74 @@ TEST(HfImportDetails, ReadsTheShapes) {
   ASSERT_TRUE(mixtral);
   ASSERT_TRUE(mixtral->is_moe());
   EXPECT_EQ(mixtral->moe->top_k, 2);
+}
+
+TEST(HfImportDetails, ReadsPositionsBiasesAndLocalAttention) {
+  auto bloom = import_fixture("bloom-176b.config.json");
+  ASSERT_TRUE(bloom);
+  EXPECT_EQ(bloom->position_embedding, PositionEmbedding::kAlibi);
+  EXPECT_TRUE(bloom->bias);
+  EXPECT_EQ(bloom->ffn_hidden, 4 * 14336);
+  EXPECT_EQ(bloom->max_seq_len, 2048);
+  auto mpt = import_fixture("mpt-7b.config.json");
+  ASSERT_TRUE(mpt);
+  EXPECT_EQ(mpt->position_embedding, PositionEmbedding::kAlibi);
+  EXPECT_FALSE(mpt->bias);
+  EXPECT_TRUE(mpt->tied_embeddings);
+  EXPECT_EQ(mpt->ffn_hidden, 16384);
+  auto opt = import_fixture("opt-30b.config.json");
+  ASSERT_TRUE(opt);
+  EXPECT_EQ(opt->position_embedding, PositionEmbedding::kLearned);
+  EXPECT_TRUE(opt->bias);
+  EXPECT_EQ(opt->ffn_hidden, 28672);
+  // Gemma 2: local attention in the even layers (0-based), global in the odd ones.
+  auto gemma2 = import_fixture("gemma2-9b.config.json");
+  ASSERT_TRUE(gemma2);
+  EXPECT_EQ(gemma2->attention_window(0), 4096);
+  EXPECT_EQ(gemma2->attention_window(1), 0);
+  // Gemma 3: five local layers, then a global one.
+  auto gemma3 = import_fixture("gemma3-1b.config.json");
+  ASSERT_TRUE(gemma3);
+  EXPECT_EQ(gemma3->kv_heads, 1);
+  EXPECT_EQ(gemma3->head_dim, 256);
+  EXPECT_EQ(gemma3->attention_window(4), 512);
+  EXPECT_EQ(gemma3->attention_window(5), 0);
+  EXPECT_EQ(gemma3->attention_window(6), 512);
+  // Gemma 1 has no local attention.
+  auto gemma = import_fixture("gemma-7b.config.json");
+  ASSERT_TRUE(gemma);
+  EXPECT_EQ(gemma->attention_window(0), 0);
+}
+
+TEST(HfImportDetails, WhatPlannerCannotModelIsNamed) {
+  // OPT-350m: 512-wide embeddings projected in and out of a 1024-wide model.
+  auto opt = import_hf_config(
+      R"({"architectures": ["OPTForCausalLM"], "hidden_size": 1024, "ffn_dim": 4096,
+          "num_hidden_layers": 24, "num_attention_heads": 16, "vocab_size": 50272,
+          "word_embed_proj_dim": 512})",
+      "opt-350m.json");
+  ASSERT_FALSE(opt);
+  EXPECT_EQ(opt.status().exit_code(), 2);
+  EXPECT_EQ(opt.status().message(),
+            "opt-350m.json: /word_embed_proj_dim: embeddings of another width than hidden_size "
+            "(1024, projected in and out) are not modelled, got 512");
+  auto mpt = import_hf_config(
+      R"({"architectures": ["MPTForCausalLM"], "d_model": 2048, "n_heads": 16, "n_layers": 24,
+          "vocab_size": 50432, "ffn_config": {"ffn_type": "te_ln_mlp"},
+          "attn_config": {"attn_type": "grouped_query_attention", "kv_n_heads": 4}})",
+      "mpt.json");
+  ASSERT_FALSE(mpt);
+  EXPECT_EQ(mpt.status().message(),
+            "mpt.json: /ffn_config/ffn_type: planner imports MPT's mptmlp feed-forward, got "
+            "\"te_ln_mlp\"");
+  auto gqa = import_hf_config(
+      R"({"architectures": ["MPTForCausalLM"], "d_model": 2048, "n_heads": 16, "n_layers": 24,
+          "vocab_size": 50432, "attn_config": {"attn_type": "grouped_query_attention",
+          "kv_n_heads": 4}})",
+      "mpt.json");
+  ASSERT_TRUE(gqa) << gqa.status().message();
+  EXPECT_EQ(gqa->kv_heads, 4);
+  EXPECT_EQ(gqa->position_embedding, PositionEmbedding::kLearned);
 }
 
 TEST(HfImportDetails, UnknownArchitectureIsAClearError) {
