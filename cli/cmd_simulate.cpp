@@ -339,6 +339,8 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
     setup.plan.parallel.overlap_grad_reduce = false;
     setup.plan.parallel.overlap_param_gather = false;
   }
+  // The stack's tensor-parallel all-reduce, whatever the plan says.
+  setup.plan.parallel.async_tp_allreduce = async_tp_allreduce(stack.stack);
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;

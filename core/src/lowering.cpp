@@ -373,6 +373,7 @@ class Lowerer {
   std::uint32_t param_dep(RankState& r, int key);
 
   std::uint32_t tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep, std::int64_t tokens);
+  std::uint32_t tp_grad_reduce(RankState& r, OpId id, std::uint32_t dgrad, std::uint32_t wgrad);
   std::uint32_t etp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep);
   // `qkv`: the op producing the keys and values (and queries); `q`: another producing the queries.
   std::uint32_t attention_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t qkv,
@@ -903,6 +904,16 @@ std::uint32_t Lowerer::param_dep(RankState& r, int key) {
 std::uint32_t Lowerer::tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep,
                              std::int64_t tokens) {
   return add(r, id, tp_collective(id.role(), id.phase(), kind, tokens), {dep}, r.g_tp);
+}
+
+// The backward's all-reduce of a column-parallel layer's input gradient (`dgrad`): beside the
+// layer's weight-gradient GEMM (`wgrad`) when async_tp_allreduce, else after it. A split backward
+// (zero-bubble schedules) defers the weight gradients, so there it always runs beside them.
+std::uint32_t Lowerer::tp_grad_reduce(RankState& r, OpId id, std::uint32_t dgrad,
+                                      std::uint32_t wgrad) {
+  if (p_.async_tp_allreduce || split_) return tp_op(r, id, OpKind::kAllReduce, dgrad, T_);
+  return add(r, id, tp_collective(id.role(), id.phase(), OpKind::kAllReduce, T_), {dgrad, wgrad},
+             r.g_tp);
 }
 
 // An expert-tensor-parallel collective over the tokens routed to this rank's experts.
@@ -1519,7 +1530,7 @@ std::uint32_t Lowerer::dense_bwd(RankState& r, int layer, int mb, std::uint32_t 
   grads.dense.push_back(
       add_w(r, mb, id(OpRole::kMlpUp, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpUp)));
   if (sp_) return tp_op(r, id(OpRole::kSpGatherMlp, B), OpKind::kReduceScatter, du, T_);
-  if (tp_ > 1) return tp_op(r, id(OpRole::kTpReduceMlp, B), OpKind::kAllReduce, du, T_);
+  if (tp_ > 1) return tp_grad_reduce(r, id(OpRole::kTpReduceMlp, B), du, grads.dense.back());
   return du;
 }
 
@@ -1704,7 +1715,7 @@ std::uint32_t Lowerer::attention_block_bwd(RankState& r, int layer, int mb, std:
                               linear(OpRole::kAttnQkv, W, T_, h_, qkv_out),
                               {attn.dq, attn.dkv, x_full}, -1, tensor(OpRole::kAttnQkv)));
   if (sp_) return tp_op(r, id(OpRole::kSpGatherAttn, B), OpKind::kReduceScatter, qd, T_);
-  if (tp_ > 1) return tp_op(r, id(OpRole::kTpReduceAttn, B), OpKind::kAllReduce, qd, T_);
+  if (tp_ > 1) return tp_grad_reduce(r, id(OpRole::kTpReduceAttn, B), qd, grads.dense.back());
   return qd;
 }
 

@@ -450,6 +450,7 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("param_servers", p.param_servers, Need::kOptional, {0, 1 << 20});
   obj.read("overlap_grad_reduce", p.overlap_grad_reduce, Need::kOptional);
   obj.read("overlap_param_gather", p.overlap_param_gather, Need::kOptional);
+  obj.read("async_tp_allreduce", p.async_tp_allreduce, Need::kOptional);
   obj.finish();
   return obj.diagnostics().size() == before;
 }
@@ -663,7 +664,8 @@ Json to_json(const ParallelConfig& p) {
          {"order", p.order},
          {"dp_sync", to_string(p.dp_sync)},
          {"overlap_grad_reduce", p.overlap_grad_reduce},
-         {"overlap_param_gather", p.overlap_param_gather}};
+         {"overlap_param_gather", p.overlap_param_gather},
+         {"async_tp_allreduce", p.async_tp_allreduce}};
   if (p.dp_sync == DpSync::kParameterServer) j["param_servers"] = p.param_servers;
   if (p.etp > 0) j["etp"] = p.etp;
   if (p.first_stage_layers > 0) j["first_stage_layers"] = p.first_stage_layers;

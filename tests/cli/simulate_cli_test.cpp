@@ -503,6 +503,17 @@ TEST(SimulateCli, StackHostModelAndAttention) {
   EXPECT_NE(lm["host_costs"].get<std::string>().find("synchronises"), std::string::npos);
   EXPECT_EQ(lm_free["host_costs"].get<std::string>().find("synchronises"), std::string::npos);
   EXPECT_GT(lm["step_time_s"].get<double>(), lm_free["step_time_s"].get<double>());
+  // Without a host and with the same attention, Megatron-LM still exposes more tensor-parallel
+  // communication: its input-gradient all-reduce waits for the layer's weight gradient instead of
+  // running beside it (async_tp_allreduce).
+  const std::vector<std::string> same{"--host-costs", "none", "--attention", "flash"};
+  std::vector<std::string> lm_args = same, core_args = same;
+  lm_args.insert(lm_args.end(), {"--stack", "megatron-lm"});
+  const nlohmann::json lm_tp = step(lm_args), core_tp = step(core_args);
+  ASSERT_FALSE(lm_tp.is_null() || core_tp.is_null());
+  EXPECT_GT(lm_tp["exposed_comm"]["tp_s"].get<double>(),
+            1.1 * core_tp["exposed_comm"]["tp_s"].get<double>());
+  EXPECT_GT(lm_tp["step_time_s"].get<double>(), core_tp["step_time_s"].get<double>());
 }
 
 TEST(SimulateCli, ClusterStatedInNumbers) {

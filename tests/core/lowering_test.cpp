@@ -160,6 +160,39 @@ TEST(Lowering, TensorParallelOpsAndBytes) {
   }
 }
 
+// The backward's tensor-parallel all-reduce of a layer's input gradient runs beside the layer's
+// weight-gradient GEMM (async_tp_allreduce, Megatron-core) or after it (Megatron-LM before 2022,
+// whose copy_to_tensor_model_parallel_region reduced after the layer's whole backward).
+TEST(Lowering, TensorParallelGradientAllReduceWaitsForTheWeightGradientUnlessAsync) {
+  for (bool async : {true, false}) {
+    ParallelConfig p;
+    p.tp = 2;
+    p.async_tp_allreduce = async;
+    const StepProgram prog = lowered(tiny(), training(), p);
+    ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+    const RankProgram& r = *prog.find(0);
+    int reduces = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const OpId id = r.op(i).id;
+      if (id.phase() != kB ||
+          (id.role() != OpRole::kTpReduceAttn && id.role() != OpRole::kTpReduceMlp)) {
+        continue;
+      }
+      ++reduces;
+      // The column-parallel layer whose input gradient this is: QKV or the MLP's up projection.
+      const OpRole layer = id.role() == OpRole::kTpReduceAttn ? OpRole::kAttnQkv : OpRole::kMlpUp;
+      bool after_dgrad = false, after_wgrad = false;
+      for (std::uint32_t d : r.deps(i)) {
+        after_dgrad |= r.op(d).id == OpId::make(id.layer(), id.microbatch(), kB, layer);
+        after_wgrad |= r.op(d).id == OpId::make(id.layer(), id.microbatch(), kW, layer);
+      }
+      EXPECT_TRUE(after_dgrad) << to_string(id);
+      EXPECT_EQ(after_wgrad, !async) << to_string(id);
+    }
+    EXPECT_EQ(reduces, 2 * 4 * 8);  // attention and MLP of 4 layers, 8 micro-batches
+  }
+}
+
 // Sequence parallelism: all-gather before and reduce-scatter after each block in forward, their
 // transposes in backward, and the input gathered again for the weight gradients.
 TEST(Lowering, SequenceParallelOpsAndBytes) {

@@ -1194,6 +1194,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.host = host_costs(s.software.stack);
   s.plan.parallel.overlap_grad_reduce = *s.software.overlap.grad_reduce;
   s.plan.parallel.overlap_param_gather = *s.software.overlap.param_gather;
+  s.plan.parallel.async_tp_allreduce = async_tp_allreduce(s.software.stack);
   return s;
 }
 

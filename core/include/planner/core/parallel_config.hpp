@@ -43,7 +43,12 @@
 //                                       form)
 //   micro_batch_size, virtual_stages (vpp), schedule, recompute, zero_stage (0-3), offload,
 //   order (rank-grid order, innermost first; default "tp-cp-ep-dp-pp"), dp_sync (allreduce or
-//   parameter-server with param_servers server ranks), overlap_grad_reduce, overlap_param_gather.
+//   parameter-server with param_servers server ranks), overlap_grad_reduce, overlap_param_gather,
+//   async_tp_allreduce (default true: the backward's tensor-parallel all-reduce of a layer's input
+//   gradient runs beside its weight-gradient GEMM, as Megatron-LM's
+//   async_tensor_model_parallel_allreduce (2022-) and Megatron-core do; false: after it, blocking,
+//   as Megatron-LM before it did, whose copy_to_tensor_model_parallel_region reduced in the
+//   autograd node after the layer's whole backward. Without sequence parallelism only).
 //
 // num_microbatches = global_batch_size / (dp x micro_batch_size).
 #pragma once
@@ -89,6 +94,7 @@ struct ParallelConfig {
   int param_servers = 0;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
+  bool async_tp_allreduce = true;
   bool dualpipe = false;  // written as DeepSeek's DualPipe (see above)
 
   // Saturated at INT64_MAX when the product does not fit (checked.hpp): never wrapped.

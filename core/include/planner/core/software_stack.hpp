@@ -5,7 +5,9 @@
 // Stacks (what distinguishes them for a step-time model):
 //   megatron-lm         Megatron-LM before Megatron-core (2019-2022): local DDP that all-reduces
 //                       the gradients after the whole backward pass, no distributed-optimizer
-//                       overlap; fused scale-mask-softmax attention (scores materialised).
+//                       overlap; fused scale-mask-softmax attention (scores materialised); the
+//                       tensor-parallel all-reduce of an input gradient after the layer's weight
+//                       gradient (async_tp_allreduce).
 //   megatron-core       Megatron-LM on Megatron-core (2023-): --overlap-grad-reduce,
 //                       --overlap-param-gather, Transformer Engine layers, flash-style attention.
 //   megatron-deepspeed  Megatron-DeepSpeed: Megatron's model code on DeepSpeed's engine and
@@ -88,6 +90,15 @@ constexpr bool overlaps_grad_reduce(SoftwareStack s) {
   return s != SoftwareStack::kMegatronLm && s != SoftwareStack::kMegatronDeepSpeed;
 }
 
+// Whether the stack all-reduces a tensor-parallel layer's input gradient beside its weight-gradient
+// GEMM (ParallelConfig::async_tp_allreduce): all but megatron-lm, whose Megatron-LM of 2019-2021
+// reduced it in copy_to_tensor_model_parallel_region's backward, after the layer's whole backward
+// (the asynchronous all-reduce, LinearWithGradAccumulationAndAsyncAllreduce and the
+// --no-async-tensor-model-parallel-allreduce switch, came in 2022).
+constexpr bool async_tp_allreduce(SoftwareStack s) {
+  return s != SoftwareStack::kMegatronLm;
+}
+
 // The pipeline schedules a stack runs with pp stages (with one stage, no schedule matters).
 // DeepSpeed's PipelineEngine (deepspeed and megatron-deepspeed) runs one, its TrainSchedule
 // (1F1B: deepspeed/runtime/pipe/schedule.py); Megatron-LM before Megatron-core had 1F1B and the
@@ -130,7 +141,8 @@ constexpr std::string_view stack_summary(SoftwareStack s) {
   switch (s) {
     case SoftwareStack::kMegatronLm:
       return "Megatron-LM before Megatron-core (2019-2022): gradients all-reduced after the whole "
-             "backward pass; fused scale-mask-softmax attention";
+             "backward pass; fused scale-mask-softmax attention; a layer's tensor-parallel "
+             "input-gradient all-reduce after its weight gradient";
     case SoftwareStack::kMegatronCore:
       return "Megatron-LM on Megatron-core (2023-): overlapped gradient reduce and parameter "
              "gather, Transformer Engine layers, flash-style attention";
