@@ -33,10 +33,12 @@ constexpr double kGemm = 33, kAttention = 37, kMemory = 28, kBackward = 1.47;
 // send/receive, micro-batch and step costs, fitted on vTrain's 720 measured configurations (GPT,
 // hidden 1024-2048, 1-8 A100 in one DGX A100; reference data vtrain_calibration.csv) by
 // scripts/fit-host-costs.py --recv-sync (step-time MAPE plus mean top-1 regret): scale 2.5,
-// collective 10 us, p2p 0, 3,500 us per micro-batch (the DeepSpeed engine's per-micro-batch
-// work), 5,000 us per step. The host waits for every pipeline receive (sync_on_receive): vTrain's
-// host-bound pipelines (hidden 1024, micro-batch 1) take (micro-batches + pp - 1) stage times,
-// where a host that ran ahead would leave only the GPU's fill and drain; without it the fit
+// collective 0 us, p2p 100, 2,000 us per micro-batch (the DeepSpeed engine's per-micro-batch
+// work), 12,000 us per step (its optimizer step, loss-scale check and gradient clipping), with
+// the stack's tensor-parallel all-reduces after each layer's weight gradient
+// (async_tp_allreduce false). The host waits for every pipeline receive (sync_on_receive):
+// vTrain's host-bound pipelines (hidden 1024, micro-batch 1) take (micro-batches + pp - 1) stage
+// times, where a host that ran ahead would leave only the GPU's fill and drain; without it the fit
 // (7,000 us per micro-batch, 500 per send or receive) predicted their fixed part 16-21 ms short.
 constexpr double kDeepSpeedScale = 2.5;
 
@@ -53,7 +55,7 @@ constexpr double kGatherMember = 6.8;
 constexpr Entry fitted_on_vtrain(SoftwareStack stack, const char* source,
                                  bool sync_per_pass = false) {
   const double s = kDeepSpeedScale;
-  return {stack,  s * kGemm, s * kAttention, s * kMemory, 10, 0, kBackward, 3500, 5000,
+  return {stack,  s * kGemm, s * kAttention, s * kMemory, 0, 100, kBackward, 2000, 12000,
           source, 0,         sync_per_pass,  true};
 }
 
@@ -63,9 +65,10 @@ constexpr Entry kBuiltIn[] = {
         SoftwareStack::kMegatronDeepSpeed,
         "fitted on vTrain's 720 measured Megatron-DeepSpeed configurations on A100 (reference "
         "data vtrain_calibration.csv, VIA-Research/vTrain ground_truth_single.csv; "
-        "scripts/fit-host-costs.py --recv-sync): PyTorch's measured per-op costs x 2.5, 10 us per "
-        "collective launch, 3.5 ms per micro-batch, 5 ms per step; the host waits for every "
-        "pipeline receive (host-bound pipelines in the sweep fill and drain on the host)"),
+        "scripts/fit-host-costs.py --recv-sync): PyTorch's measured per-op costs x 2.5, no cost "
+        "per collective launch beyond an op's, 100 us per send or receive, 2 ms per micro-batch, "
+        "12 ms per step; the host waits for every pipeline receive (host-bound pipelines in the "
+        "sweep fill and drain on the host)"),
     fitted_on_vtrain(
         SoftwareStack::kMegatronLm,
         "assumed equal to megatron-deepspeed's fitted costs (the same Megatron model code in "

@@ -75,14 +75,15 @@ TEST(AccuracyCli, ReferenceRunsMeetTheTargets) {
 }
 
 // Ranking accuracy on vTrain's measured sweep (720 configurations of GPT models on 1-8 A100s under
-// Megatron-DeepSpeed): with the stack's host model, MAPE 7.7 %, mean Spearman 0.921, mean top-1
-// regret 4.4 % (the bounds leave a little room); without it (--host-costs none) 29.7 %, 0.405 and
-// 14.6 %: the GPU waiting for the host is what made small models, large tp and micro-batch 1 look
-// fast. The targets are MAPE <= 8 %, Spearman >= 0.9 and regret <= 3 %: the first two
-// are the bounds.
+// Megatron-DeepSpeed): with the stack's host model and its tensor-parallel all-reduces after each
+// layer's weight gradient, MAPE 7.99 %, mean Spearman 0.935, mean top-1 regret 3.1 % (the bounds
+// leave a little room; with the all-reduces beside the weight gradients and the host refitted,
+// 7.7 %, 0.921, 4.4 %); without a host (--host-costs none) 29.7 %, 0.405 and 14.6 %: the GPU
+// waiting for the host is what made small models, large tp and micro-batch 1 look fast. The
+// issue's targets are MAPE <= 8 %, Spearman >= 0.9 and regret <= 3 %.
 constexpr double kVtrainMaxMapePercent = 8.0;
-constexpr double kVtrainMinSpearman = 0.9;
-constexpr double kVtrainMaxRegret = 0.047;
+constexpr double kVtrainMinSpearman = 0.93;
+constexpr double kVtrainMaxRegret = 0.033;
 
 TEST(AccuracyCli, TheHostModelIsWhatRanksTheVtrainSweep) {
   const std::string csv = std::string(PLANNER_TEST_DATA_DIR) + "/reference/vtrain_calibration.csv";
@@ -101,9 +102,9 @@ TEST(AccuracyCli, TheHostModelIsWhatRanksTheVtrainSweep) {
 // vTrain's GPTs have 16 heads: on tp 8 at micro-batch 1 each rank's b·np = 2 scores are too few
 // rows for Megatron's fused softmax kernel, which runs them as PyTorch ops (four more kernels
 // forward and backward, each one more op for the host). Its 16 rows were -27 % before the
-// fallback was modelled (-4 to -11 % with it). A micro-batch of 1 then costs more per micro-batch
-// than one of 2 (b·np = 4, fused), as measured (99 against 82 ms for L20 h2048); without the
-// fallback the two were predicted equal (host-bound).
+// fallback was modelled (-10 to -14 % with it and the host costs of this commit). A micro-batch of
+// 1 then costs more per micro-batch than one of 2 (b·np = 4, fused), as measured (99 against 82 ms
+// for L20 h2048); without the fallback the two were predicted equal (host-bound).
 TEST(AccuracyCli, VtrainsTp8MicroBatch1RunsTheSoftmaxAsPytorchOps) {
   const std::string csv = std::string(PLANNER_TEST_DATA_DIR) + "/reference/vtrain_calibration.csv";
   const std::vector<std::string> ids = {
@@ -121,7 +122,7 @@ TEST(AccuracyCli, VtrainsTp8MicroBatch1RunsTheSoftmaxAsPytorchOps) {
     const std::string id = run["id"].get<std::string>();
     const double error = run["error_percent"].get<double>();
     if (id.find("-mb1-") != std::string::npos) {
-      EXPECT_GT(error, -13) << id;
+      EXPECT_GT(error, -16) << id;
       EXPECT_LT(error, 5) << id;
     }
     if (id == "L20-h2048-g8-b8-mb1-tp8-dp1-pp1") mb1 = run["predicted"].get<double>() / 8;
