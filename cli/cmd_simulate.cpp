@@ -339,8 +339,9 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
     setup.plan.parallel.overlap_grad_reduce = false;
     setup.plan.parallel.overlap_param_gather = false;
   }
-  // The stack's tensor-parallel all-reduce, whatever the plan says.
-  setup.plan.parallel.async_tp_allreduce = async_tp_allreduce(stack.stack);
+  // A stack without the asynchronous tensor-parallel all-reduce runs it after the weight gradient,
+  // whatever the plan asks (a plan may ask for that under any stack).
+  if (!async_tp_allreduce(stack.stack)) setup.plan.parallel.async_tp_allreduce = false;
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));
   std::string failure;

@@ -62,6 +62,27 @@ TEST(Loaders, PlanRoundTripsThroughJson) {
   EXPECT_EQ(to_json_text(*again), text);
 }
 
+// A plan may ask for Megatron-LM's tensor-parallel all-reduce after the weight gradient; a value
+// that is not a boolean is named.
+TEST(Loaders, AsyncTensorParallelAllReduceIsAPlanField) {
+  auto plan = parse_plan(replaced(kPlan, "\"micro_batch_size\"",
+                                  "\"async_tp_allreduce\": false, \"micro_batch_size\""),
+                         "plan.json", builtin_catalog());
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_FALSE(plan->parallel.async_tp_allreduce);
+  EXPECT_NE(to_json_text(*plan).find("\"async_tp_allreduce\": false"), std::string::npos);
+  auto defaulted = parse_plan(kPlan, "plan.json", builtin_catalog());
+  ASSERT_TRUE(defaulted);
+  EXPECT_TRUE(defaulted->parallel.async_tp_allreduce);
+  auto bad = parse_plan(replaced(kPlan, "\"micro_batch_size\"",
+                                 "\"async_tp_allreduce\": \"no\", \"micro_batch_size\""),
+                        "plan.json", builtin_catalog());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("plan.json: /parallel/async_tp_allreduce"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 // The MoE all-to-all: the dispatchers' names read as the forms they implement, the canonical name
 // is written back, a wrong one names the choices, and a dense model has no all-to-all to set.
 TEST(Loaders, MoeAllToAllReadsTheDispatchersNames) {

@@ -95,11 +95,10 @@ constexpr bool overlaps_grad_reduce(SoftwareStack s) {
 // GEMM (ParallelConfig::async_tp_allreduce): all but megatron-lm and megatron-deepspeed.
 // Megatron-LM of 2019-2021 reduced it in copy_to_tensor_model_parallel_region's backward, after the
 // layer's whole backward (the asynchronous all-reduce, LinearWithGradAccumulationAndAsyncAllreduce
-// and the
-// --no-async-tensor-model-parallel-allreduce switch, came in 2022); Megatron-DeepSpeed runs the
-// Megatron-LM code of 2021 it was forked from (BigScience's fork; Microsoft's until it was rebased
-// on Megatron-core in 2023), and vTrain's measured sweep of it ranks better so (mean top-1 regret
-// 3.1 % against 4.4 %, its host costs fitted either way).
+// with its --no-async-tensor-model-parallel-allreduce switch, came in 2022); Megatron-DeepSpeed
+// runs the Megatron-LM code of 2021 it was forked from (BigScience's fork; Microsoft's until it was
+// rebased on Megatron-core in 2023), and vTrain's measured sweep of it ranks better so (mean top-1
+// regret 3.1 % against 4.4 %, its host costs fitted either way).
 constexpr bool async_tp_allreduce(SoftwareStack s) {
   return s != SoftwareStack::kMegatronLm && s != SoftwareStack::kMegatronDeepSpeed;
 }
