@@ -110,7 +110,7 @@ Time us(double v) {
 
 std::string fmt_us(Time t) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", to_microseconds(t));
+  std::snprintf(buf, sizeof buf, "%.6g", to_microseconds(t));
   return buf;
 }
 
