@@ -1527,10 +1527,11 @@ std::uint32_t Lowerer::dense_bwd(RankState& r, int layer, int mb, std::uint32_t 
         add_w(r, mb, id(OpRole::kMlpGate, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpGate)));
   }
   const std::uint32_t du = add(r, id(OpRole::kMlpUp, B), up_b, {act, dg});
-  grads.dense.push_back(
-      add_w(r, mb, id(OpRole::kMlpUp, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpUp)));
+  const std::uint32_t dw =
+      add_w(r, mb, id(OpRole::kMlpUp, W), up_w, {act, x_full}, -1, tensor(OpRole::kMlpUp));
+  grads.dense.push_back(dw);
   if (sp_) return tp_op(r, id(OpRole::kSpGatherMlp, B), OpKind::kReduceScatter, du, T_);
-  if (tp_ > 1) return tp_grad_reduce(r, id(OpRole::kTpReduceMlp, B), du, grads.dense.back());
+  if (tp_ > 1) return tp_grad_reduce(r, id(OpRole::kTpReduceMlp, B), du, dw);
   return du;
 }
 
@@ -1711,11 +1712,12 @@ std::uint32_t Lowerer::attention_block_bwd(RankState& r, int layer, int mb, std:
   const std::int64_t qkv_out = q_l_ + 2 * kv_l_;
   const std::uint32_t qd = add(r, id(OpRole::kAttnQkv, B),
                                linear(OpRole::kAttnQkv, B, T_, h_, qkv_out), {attn.dq, attn.dkv});
-  grads.dense.push_back(add_w(r, mb, id(OpRole::kAttnQkv, W),
-                              linear(OpRole::kAttnQkv, W, T_, h_, qkv_out),
-                              {attn.dq, attn.dkv, x_full}, -1, tensor(OpRole::kAttnQkv)));
+  const std::uint32_t dw =
+      add_w(r, mb, id(OpRole::kAttnQkv, W), linear(OpRole::kAttnQkv, W, T_, h_, qkv_out),
+            {attn.dq, attn.dkv, x_full}, -1, tensor(OpRole::kAttnQkv));
+  grads.dense.push_back(dw);
   if (sp_) return tp_op(r, id(OpRole::kSpGatherAttn, B), OpKind::kReduceScatter, qd, T_);
-  if (tp_ > 1) return tp_grad_reduce(r, id(OpRole::kTpReduceAttn, B), qd, grads.dense.back());
+  if (tp_ > 1) return tp_grad_reduce(r, id(OpRole::kTpReduceAttn, B), qd, dw);
   return qd;
 }
 

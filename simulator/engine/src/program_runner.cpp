@@ -228,6 +228,11 @@ void Runner::init_host(RankState& s) {
   // The pass the previous compute op belonged to (micro-batch, forward or backward), for
   // sync_per_pass.
   std::pair<int, bool> pass{OpId::kNone, false};
+  // The host synchronises before op k (once, whatever asks for it).
+  auto sync_before = [&s](std::size_t k) {
+    const auto at = static_cast<std::uint32_t>(k);
+    if (s.syncs.empty() || s.syncs.back() != at) s.syncs.push_back(at);
+  };
   for (std::size_t i = 0; i < r.size(); ++i) {
     const OpId id = r.op(i).id;
     if (c.sync_per_pass && id.microbatch() != OpId::kNone &&
@@ -235,9 +240,7 @@ void Runner::init_host(RankState& s) {
       const std::pair<int, bool> p{id.microbatch(), id.phase() != Phase::kForward};
       if (p != pass) {
         pass = p;
-        if (i > 0 && (s.syncs.empty() || s.syncs.back() != static_cast<std::uint32_t>(i))) {
-          s.syncs.push_back(static_cast<std::uint32_t>(i));
-        }
+        if (i > 0) sync_before(i);
       }
     }
     if (id.phase() == Phase::kForward && id.microbatch() != OpId::kNone &&
@@ -255,19 +258,14 @@ void Runner::init_host(RankState& s) {
     std::int64_t members = 1;
     if (is_collective(d.kind) && gathers_tensor_by_tensor(c, d)) {
       if (op.group >= 0) members = static_cast<std::int64_t>(program_.group(op.group).ranks.size());
-      if (id.role() == OpRole::kDpParamGather &&
-          (s.syncs.empty() || s.syncs.back() != static_cast<std::uint32_t>(i))) {
-        s.syncs.push_back(static_cast<std::uint32_t>(i));
-      }
+      if (id.role() == OpRole::kDpParamGather) sync_before(i);
     }
     const bool backward =
         id.phase() == Phase::kBackwardInput || id.phase() == Phase::kBackwardWeight;
     h += host_cost(c, d, id.phase(), members, compute_.extra_host_kernels(d, backward));
     s.host[i] = h;
     // The host waits for a pipeline receive before issuing what follows it.
-    if (d.kind == OpKind::kRecv && !s.track[i].unsynced && i + 1 < r.size()) {
-      s.syncs.push_back(static_cast<std::uint32_t>(i + 1));
-    }
+    if (d.kind == OpKind::kRecv && !s.track[i].unsynced && i + 1 < r.size()) sync_before(i + 1);
   }
   if (s.syncs.empty()) return;
   s.synced_before.assign(r.size() + 1, 0);

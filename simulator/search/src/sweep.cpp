@@ -138,7 +138,6 @@ struct SweepSetup::Scenario {
     std::vector<std::string> orders;
     std::vector<bool> overlap;
     std::vector<MoeA2a> a2a;
-    bool async_tp = true;  // the stack's (async_tp_allreduce), not an axis
     std::int64_t size() const {
       return static_cast<std::int64_t>(schedules.size() * sp.size() * recompute.size() *
                                        zero.size() * orders.size() * overlap.size() * a2a.size());
@@ -248,7 +247,6 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     if ((u.pp == 1 || u.dp == 1) && !in.orders.empty()) break;
     in.orders.push_back(o);
   }
-  in.async_tp = async_tp_allreduce(info.stack);
   for (bool ov : {true, false}) {
     if (ov && !overlaps_grad_reduce(info.stack)) continue;
     if (!ov && !sharded && !in.overlap.empty()) continue;
@@ -297,7 +295,7 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   const bool ov = in.overlap[digit(in.overlap.size())];
   p.overlap_grad_reduce = ov;
   p.overlap_param_gather = ov;
-  p.async_tp_allreduce = in.async_tp;
+  p.async_tp_allreduce = async_tp_allreduce(info.stack);
   p.moe_a2a = in.a2a[digit(in.a2a.size())];
   return p;
 }
