@@ -351,6 +351,10 @@ class Lowerer {
   OpDesc attention(Phase ph, std::uint8_t flags, int window = 0) const;
   std::uint32_t linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
                        std::int64_t out, std::int64_t batch = 1);
+  // Elements of a linear layer's 16-bit operand that Transformer Engine quantizes to fp8 in a
+  // kernel of its own before the GEMM (OpDesc::aux of a GEMM; 0 when none).
+  std::int64_t fp8_quantized(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
+                             std::int64_t out, std::int64_t batch, Precision prec) const;
   std::uint32_t tp_collective(OpRole role, Phase ph, OpKind kind, std::int64_t tokens_full);
   const StageLayout& layout(int stage);
 
@@ -688,15 +692,50 @@ std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::i
   // Batched linear layers are an MoE layer's local experts: a GEMM kernel per expert.
   const std::uint8_t groups = batch > 1 ? kPerGroupKernels : 0;
   return cached(role, ph, 0, [&] {
+    OpDesc d;
     switch (ph) {
       case Phase::kBackwardInput:
-        return gemm(tokens, in, out, batch, groups, prec);
+        d = gemm(tokens, in, out, batch, groups, prec);
+        break;
       case Phase::kBackwardWeight:
-        return gemm(out, in, tokens, batch, kTransA | kAccumulate | groups, prec);
+        d = gemm(out, in, tokens, batch, kTransA | kAccumulate | groups, prec);
+        break;
       default:
-        return gemm(tokens, out, in, batch, kTransB | groups, prec);
+        d = gemm(tokens, out, in, batch, kTransB | groups, prec);
+        break;
     }
+    d.aux = fp8_quantized(role, ph, tokens, in, out, batch, prec);
+    return d;
   });
+}
+
+// Transformer Engine runs a linear layer's fp8 GEMM on fp8 copies of its operands: it quantizes
+// the 16-bit activation-side operand (the input in the forward pass, the output gradient in the
+// backward pass; the weight gradient reuses both) in a kernel of its own, writing a row-wise and
+// a column-wise (transposed) fp8 copy, the second for the other GEMM that needs it. A layer whose
+// input comes out of its own fused norm (LayerNormLinear: QKV, the MLP's first layer, Mamba's
+// input projection, MLA's up-projections after their latent norms) gets the forward copies from
+// the norm kernel. The weights' fp8 copies are made once per step (cached over micro-batches) and
+// not counted; the experts' quantization is in their glue (expert_glue). The gated first layer of
+// the shared experts is one linear of twice the width: its two ops share the input's copy.
+std::int64_t Lowerer::fp8_quantized(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
+                                    std::int64_t out, std::int64_t batch, Precision prec) const {
+  if (prec != Precision::kFp8 || batch > 1 || ph == Phase::kBackwardWeight) return 0;
+  if (ph == Phase::kBackwardInput) return tokens * out;
+  switch (role) {
+    case OpRole::kAttnQkv:
+    case OpRole::kMlpUp:
+    case OpRole::kMlpGate:
+    case OpRole::kMambaInProj:
+    case OpRole::kMlaKvUp:
+      return 0;
+    case OpRole::kMlaQUp:
+      return in == h_ ? tokens * in : 0;  // without a query latent: a plain linear layer
+    case OpRole::kSharedUp:
+      return gated_ ? tokens * in / 2 : tokens * in;
+    default:
+      return tokens * in;
+  }
 }
 
 std::uint32_t Lowerer::tp_collective(OpRole role, Phase ph, OpKind kind, std::int64_t tokens) {

@@ -193,6 +193,41 @@ TEST(Lowering, TensorParallelGradientAllReduceWaitsForTheWeightGradientUnlessAsy
   }
 }
 
+// fp8 training: Transformer Engine quantizes each fp8 linear layer's 16-bit operand before its
+// GEMM (the GEMM's aux): the input forward unless the layer's own fused norm produced it (QKV, the
+// MLP's first layer), the output gradient backward; nothing for the weight gradient, the 16-bit
+// output layer, or 16-bit training.
+TEST(Lowering, Fp8LinearLayersQuantizeTheirActivationOperand) {
+  for (Precision prec : {Precision::kFp8, Precision::kBf16}) {
+    ParallelConfig p;
+    p.tp = 2;
+    TrainingSpec t = training();
+    t.precision = prec;
+    const StepProgram prog = lowered(tiny(), t, p);
+    const bool fp8 = prec == Precision::kFp8;
+    std::map<std::pair<OpRole, Phase>, std::int64_t> aux;
+    for (const Op& op : prog.find(0)->ops()) {
+      const OpDesc& d = prog.desc(op);
+      if (d.kind == OpKind::kGemm) aux[{op.id.role(), op.id.phase()}] = d.aux;
+    }
+    const std::int64_t T = 32;  // tokens of a micro-batch
+    EXPECT_EQ((aux[{OpRole::kAttnQkv, kF}]), 0);
+    EXPECT_EQ((aux[{OpRole::kMlpUp, kF}]), 0);
+    EXPECT_EQ((aux[{OpRole::kAttnOut, kF}]), fp8 ? T * 64 / 2 : 0);
+    EXPECT_EQ((aux[{OpRole::kMlpDown, kF}]), fp8 ? T * 256 / 2 : 0);
+    EXPECT_EQ((aux[{OpRole::kAttnQkv, kB}]), fp8 ? T * 3 * 64 / 2 : 0);
+    EXPECT_EQ((aux[{OpRole::kMlpUp, kB}]), fp8 ? T * 256 / 2 : 0);
+    EXPECT_EQ((aux[{OpRole::kAttnOut, kB}]), fp8 ? T * 64 : 0);
+    EXPECT_EQ((aux[{OpRole::kMlpDown, kB}]), fp8 ? T * 64 : 0);
+    for (OpRole role : {OpRole::kAttnQkv, OpRole::kAttnOut, OpRole::kMlpUp, OpRole::kMlpDown}) {
+      EXPECT_EQ((aux[{role, kW}]), 0);
+    }
+    for (Phase ph : {kF, kB, kW}) {
+      EXPECT_EQ((aux[{OpRole::kLmHead, ph}]), 0);
+    }
+  }
+}
+
 // Sequence parallelism: all-gather before and reduce-scatter after each block in forward, their
 // transposes in backward, and the input gathered again for the weight gradients.
 TEST(Lowering, SequenceParallelOpsAndBytes) {

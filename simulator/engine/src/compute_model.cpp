@@ -32,8 +32,19 @@ Time ComputeModel::memory_time(Bytes bytes) const {
 
 Time ComputeModel::gemm_time(const OpDesc& d) const {
   implements(SimModel::kGemmTileRoofline);
-  if ((d.flags & kPerGroupKernels) != 0 && d.batch > 1) return per_group_gemm_time(d);
-  return gemm_kernel_time(d, d.batch);
+  const Time quantize = fp8_quantize_time(d);
+  if ((d.flags & kPerGroupKernels) != 0 && d.batch > 1) return per_group_gemm_time(d) + quantize;
+  return gemm_kernel_time(d, d.batch) + quantize;
+}
+
+// Transformer Engine's quantization of a GEMM's 16-bit operand to fp8 before it (a GEMM's aux,
+// program.hpp): one kernel reading each element once and writing its row-wise and column-wise
+// fp8 copies.
+Time ComputeModel::fp8_quantize_time(const OpDesc& d) const {
+  if (d.aux <= 0) return Time(0);
+  implements(SimModel::kFp8Quantize);
+  constexpr std::int64_t kBytesPerElement = 2 + 1 + 1;
+  return memory_time(Bytes(d.aux * kBytesPerElement)) + profile_->compute.kernel_overhead;
 }
 
 // One GEMM kernel over `batch` groups of d's shape (d.batch groups in d's bytes): the fastest of

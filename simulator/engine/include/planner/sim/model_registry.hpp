@@ -22,6 +22,7 @@ enum class SimModel : std::uint8_t {
   kStreams,
   kGemmTileRoofline,
   kPerExpertGemms,
+  kFp8Quantize,
   kFlashAttention,
   kUnfusedAttention,
   kMemoryBound,
@@ -46,7 +47,7 @@ enum class SimModel : std::uint8_t {
   kSymmetricBackground,
   kStepAccounting,
 };
-inline constexpr std::size_t kNumSimModels = 27;
+inline constexpr std::size_t kNumSimModels = 28;
 static_assert(static_cast<std::size_t>(SimModel::kStepAccounting) + 1 == kNumSimModels);
 
 struct ModelInfo {
