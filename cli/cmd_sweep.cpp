@@ -65,6 +65,7 @@ struct SweepArgs {
   std::int64_t seq = 0;
   std::int64_t gbs = 0;
   std::string precision = "bf16";
+  std::string fp8_recipe;
   std::string optimizer = "adam";
   double tokens = 0;
   std::vector<int> tp, pp, dp, cp, ep, vpp, zero, etp;
@@ -236,6 +237,7 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
     PLANNER_ASSIGN_OR_RETURN(ModelSpec model, resolve_model(*ctx.catalog, name));
     TrainingSpec t;
     PLANNER_ASSIGN_OR_RETURN(t.precision, parse_flag<Precision>("--precision", a.precision));
+    PLANNER_ASSIGN_OR_RETURN(t.fp8_recipe, parse_fp8_recipe(a.fp8_recipe, t.precision));
     PLANNER_ASSIGN_OR_RETURN(t.optimizer, parse_flag<Optimizer>("--optimizer", a.optimizer));
     t.seq_length = a.seq > 0 ? a.seq : app::default_seq_length(model);
     t.global_batch_size = a.gbs > 0 ? a.gbs : app::default_global_batch(t.seq_length);
@@ -1403,6 +1405,9 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "Global batch size in sequences (default: 4 Mi tokens per step)");
   cmd->add_option("--precision", a->precision, "fp32, tf32, bf16, fp16 or fp8")
       ->capture_default_str();
+  cmd->add_option("--fp8-recipe", a->fp8_recipe,
+                  "With --precision fp8: Transformer Engine's scaling recipe, delayed (default), "
+                  "current, mxfp8 or blockwise");
   cmd->add_option("--optimizer", a->optimizer, "adam, adamw or sgd")->capture_default_str();
   cmd->add_option("--tokens", a->tokens,
                   "Token budget to train (default: 20 tokens per parameter, Chinchilla)");

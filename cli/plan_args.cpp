@@ -90,6 +90,10 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
       "--gbs,--global-batch-size", a.gbs,
       "Global batch size in sequences (default dp x mbs x pp: one micro-batch per stage)"));
   config.push_back(cmd->add_option("--precision", a.precision, "fp32, tf32, bf16, fp16 or fp8"));
+  config.push_back(cmd->add_option(
+      "--fp8-recipe", a.fp8_recipe,
+      "With --precision fp8: Transformer Engine's scaling recipe, delayed (default), current, "
+      "mxfp8 or blockwise; sets what quantizing each fp8 GEMM's input costs"));
   config.push_back(cmd->add_option("--optimizer", a.optimizer, "adam, adamw or sgd"));
   for (CLI::Option* o : config)
     plan->excludes(o);
@@ -172,6 +176,8 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
   PLANNER_ASSIGN_OR_RETURN(r.parallel.moe_a2a, parse_flag<MoeA2a>("--moe-a2a", args.moe_a2a));
   PLANNER_ASSIGN_OR_RETURN(r.training.precision,
                            parse_flag<Precision>("--precision", args.precision));
+  PLANNER_ASSIGN_OR_RETURN(r.training.fp8_recipe,
+                           parse_fp8_recipe(args.fp8_recipe, r.training.precision));
   PLANNER_ASSIGN_OR_RETURN(r.training.optimizer,
                            parse_flag<Optimizer>("--optimizer", args.optimizer));
   r.training.seq_length = args.seq > 0 ? args.seq : app::default_seq_length(r.model);
@@ -179,6 +185,15 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
                                               : static_cast<std::int64_t>(r.parallel.dp) *
                                                     r.parallel.micro_batch_size * r.parallel.pp;
   return r;
+}
+
+Result<Fp8Recipe> parse_fp8_recipe(const std::string& text, Precision precision) {
+  if (text.empty()) return Fp8Recipe::kDelayed;
+  if (precision != Precision::kFp8) {
+    return Status::invalid_input("--fp8-recipe " + text + ": applies to --precision fp8, not " +
+                                 std::string(to_string(precision)));
+  }
+  return parse_flag<Fp8Recipe>("--fp8-recipe", text);
 }
 
 void add_stack_options(CLI::App* cmd, StackArgs& args, std::vector<std::string>* stacks) {

@@ -27,6 +27,7 @@ struct PlanArgs {
   std::int64_t seq = 0;
   std::int64_t gbs = 0;
   std::string precision = "bf16";
+  std::string fp8_recipe;  // --fp8-recipe; empty: the default (delayed)
   std::string optimizer = "adam";
   std::string schedule = "1f1b";
   std::string recompute = "none";
@@ -63,6 +64,10 @@ Result<E> parse_flag(const std::string& flag, const std::string& text) {
   return *v;
 }
 
+// --fp8-recipe's value (empty: the default, delayed); kInvalidInput when it is given without
+// --precision fp8, which it does not apply to.
+Result<Fp8Recipe> parse_fp8_recipe(const std::string& text, Precision precision);
+
 // The software stack a plan runs under and its host model: --stack NAME (default megatron-core)
 // and --host-costs KEY=US,... or none (over the stack's built-in costs; host_model.hpp).
 struct StackArgs {
@@ -93,7 +98,7 @@ std::string stack_runs_text(SoftwareStack stack);
 Status check_stack_runs(SoftwareStack stack, const ParallelConfig& p);
 
 // Adds --plan and the configuration flags (--model, --gpu, --tp, --pp, --dp, --cp, --ep, --mbs,
-// --sp, --recompute, --zero, --schedule, --vpp, --offload, --seq, --gbs, --precision,
+// --sp, --recompute, --zero, --schedule, --vpp, --offload, --seq, --gbs, --precision, --fp8-recipe,
 // --optimizer, and Megatron-LM's spellings: --tensor-model-parallel-size,
 // --pipeline-model-parallel-size, --context-parallel-size, --expert-model-parallel-size,
 // --micro-batch-size, --global-batch-size, --seq-length, --sequence-parallel,

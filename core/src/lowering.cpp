@@ -348,11 +348,17 @@ class Lowerer {
     std::int64_t written = 0;
   };
   ExpertGlue expert_glue(bool backward) const;
+  // HBM traffic of Transformer Engine quantizing 16-bit elements to fp8 (fp8_quantize()).
+  struct Fp8Traffic {
+    std::int64_t read = 0;
+    std::int64_t written = 0;
+  };
+  Fp8Traffic fp8_quantize(std::int64_t elements) const;
   OpDesc attention(Phase ph, std::uint8_t flags, int window = 0) const;
   std::uint32_t linear(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
                        std::int64_t out, std::int64_t batch = 1);
   // Elements of a linear layer's 16-bit operand that Transformer Engine quantizes to fp8 in a
-  // kernel of its own before the GEMM (OpDesc::aux of a GEMM; 0 when none).
+  // kernel of its own before the GEMM (their traffic is OpDesc::aux of the GEMM; 0 when none).
   std::int64_t fp8_quantized(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
                              std::int64_t out, std::int64_t batch, Precision prec) const;
   std::uint32_t tp_collective(OpRole role, Phase ph, OpKind kind, std::int64_t tokens_full);
@@ -607,10 +613,34 @@ Lowerer::ExpertGlue Lowerer::expert_glue(bool backward) const {
   if (gemm_prec_ == Precision::kFp8) {
     const std::int64_t rows = per_expert_ * experts_l_;
     const std::int64_t ffn = backward && gated_ ? 2 * fe_l_ : fe_l_;
-    g.read += rows * (h_ + ffn) * e;
-    g.written += rows * (h_ + ffn) * 2;
+    const Fp8Traffic q = fp8_quantize(rows * (h_ + ffn));
+    g.read += q.read;
+    g.written += q.written;
   }
   return g;
+}
+
+// Quantizing `elements` 16-bit values to fp8 under the training's recipe: one read (two under
+// current scaling, whose amax pass reads the tensor before the cast) and a row-wise and a
+// column-wise fp8 copy, with their scales (MXFP8: one byte per 32 elements; blockwise: an fp32
+// scale per 128).
+Lowerer::Fp8Traffic Lowerer::fp8_quantize(std::int64_t elements) const {
+  const std::int64_t e = bytes_.activation;
+  Fp8Traffic q{elements * e, 2 * elements};
+  switch (t_.fp8_recipe) {
+    case Fp8Recipe::kCurrent:
+      q.read += elements * e;
+      break;
+    case Fp8Recipe::kMxfp8:
+      q.written += 2 * ceil_div(elements, 32);
+      break;
+    case Fp8Recipe::kBlockwise:
+      q.written += 2 * 4 * ceil_div(elements, 128);
+      break;
+    case Fp8Recipe::kDelayed:
+      break;
+  }
+  return q;
 }
 
 OpDesc Lowerer::comm(OpKind kind, Stream st, std::int64_t bytes, Precision prec,
@@ -704,7 +734,8 @@ std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::i
         d = gemm(tokens, out, in, batch, kTransB | groups, prec);
         break;
     }
-    d.aux = fp8_quantized(role, ph, tokens, in, out, batch, prec);
+    const Fp8Traffic q = fp8_quantize(fp8_quantized(role, ph, tokens, in, out, batch, prec));
+    d.aux = q.read + q.written;
     return d;
   });
 }

@@ -382,6 +382,7 @@ bool read_training_fields(JsonObject& obj, TrainingSpec& t) {
            {1, 100'000'000, "in sequences, not tokens"});
   obj.read("seq_length", t.seq_length, Need::kRequired, {1, 100'000'000});
   obj.read_enum("precision", t.precision, Need::kOptional);
+  obj.read_enum("fp8_recipe", t.fp8_recipe, Need::kOptional);
   obj.read_enum("optimizer", t.optimizer, Need::kOptional);
   obj.read("token_budget", t.token_budget, Need::kOptional, {0.0, 1e16, true, "tokens"});
   obj.read("seed", t.seed, Need::kOptional, {0, std::int64_t{1} << 53});
@@ -644,6 +645,7 @@ Json to_json(const TrainingSpec& t) {
          {"precision", to_string(t.precision)},
          {"optimizer", to_string(t.optimizer)},
          {"seed", t.seed}};
+  if (t.precision == Precision::kFp8) j["fp8_recipe"] = to_string(t.fp8_recipe);
   if (t.token_budget > 0) j["token_budget"] = t.token_budget;
   return j;
 }

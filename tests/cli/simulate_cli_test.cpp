@@ -516,6 +516,43 @@ TEST(SimulateCli, StackHostModelAndAttention) {
   EXPECT_GT(lm_tp["step_time_s"].get<double>(), core_tp["step_time_s"].get<double>());
 }
 
+// fp8 training pays Transformer Engine's quantization of each fp8 GEMM's input: more under
+// current scaling (an amax pass before the cast) than under delayed scaling; the recipe is a
+// training field of the plan and applies to fp8 only.
+TEST(SimulateCli, Fp8RecipeSetsTheQuantizationCost) {
+  auto step = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"simulate", "--model", "llama2-7b", "--gpu",  "h100",
+                                  "--dp",     "8",       "--zero",    "1",      "--gbs",
+                                  "64",       "--seq",   "2048",      "--json", "--no-db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_planner(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const nlohmann::json delayed = step({"--precision", "fp8"});
+  const nlohmann::json current = step({"--precision", "fp8", "--fp8-recipe", "current"});
+  const nlohmann::json bf16 = step({});
+  ASSERT_FALSE(delayed.is_null() || current.is_null() || bf16.is_null());
+  EXPECT_EQ(delayed["training"]["fp8_recipe"], "delayed");
+  EXPECT_EQ(current["training"]["fp8_recipe"], "current");
+  EXPECT_FALSE(bf16["training"].contains("fp8_recipe"));
+  const double d = delayed["step_time_s"].get<double>(), c = current["step_time_s"].get<double>();
+  EXPECT_GT(c, 1.005 * d);
+  EXPECT_LT(c, 1.10 * d);
+  EXPECT_LT(d, 0.8 * bf16["step_time_s"].get<double>());
+  const CommandResult wrong = run_planner(
+      {"simulate", "--model", "llama2-7b", "--gpu", "h100", "--fp8-recipe", "current", "--no-db"});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("--fp8-recipe current: applies to --precision fp8, not bf16"),
+            std::string::npos)
+      << wrong.err;
+  const CommandResult unknown =
+      run_planner({"simulate", "--model", "llama2-7b", "--gpu", "h100", "--precision", "fp8",
+                   "--fp8-recipe", "nvfp4", "--no-db"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown fp8 recipe \"nvfp4\""), std::string::npos) << unknown.err;
+}
+
 TEST(SimulateCli, ClusterStatedInNumbers) {
   // 16 H100 on two nodes: the same plan on 8 x 400 Gb/s NICs per node and on one 100 Gb/s NIC.
   auto step = [](std::vector<std::string> extra) {

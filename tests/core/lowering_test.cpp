@@ -194,31 +194,45 @@ TEST(Lowering, TensorParallelGradientAllReduceWaitsForTheWeightGradientUnlessAsy
 }
 
 // fp8 training: Transformer Engine quantizes each fp8 linear layer's 16-bit operand before its
-// GEMM (the GEMM's aux): the input forward unless the layer's own fused norm produced it (QKV, the
-// MLP's first layer), the output gradient backward; nothing for the weight gradient, the 16-bit
-// output layer, or 16-bit training.
+// GEMM (the quantization's HBM bytes are the GEMM's aux): the input forward unless the layer's own
+// fused norm produced it (QKV, the MLP's first layer), the output gradient backward; nothing for
+// the weight gradient, the 16-bit output layer, or 16-bit training. Per element: a 2-byte read
+// and two 1-byte copies; current scaling reads once more, MXFP8 adds a scale byte per 32.
 TEST(Lowering, Fp8LinearLayersQuantizeTheirActivationOperand) {
-  for (Precision prec : {Precision::kFp8, Precision::kBf16}) {
+  struct Case {
+    Precision precision;
+    Fp8Recipe recipe;
+  };
+  for (const Case c :
+       {Case{Precision::kFp8, Fp8Recipe::kDelayed}, Case{Precision::kFp8, Fp8Recipe::kCurrent},
+        Case{Precision::kFp8, Fp8Recipe::kMxfp8}, Case{Precision::kBf16, Fp8Recipe::kDelayed}}) {
+    SCOPED_TRACE(to_string(c.recipe));
     ParallelConfig p;
     p.tp = 2;
     TrainingSpec t = training();
-    t.precision = prec;
+    t.precision = c.precision;
+    t.fp8_recipe = c.recipe;
     const StepProgram prog = lowered(tiny(), t, p);
-    const bool fp8 = prec == Precision::kFp8;
     std::map<std::pair<OpRole, Phase>, std::int64_t> aux;
     for (const Op& op : prog.find(0)->ops()) {
       const OpDesc& d = prog.desc(op);
       if (d.kind == OpKind::kGemm) aux[{op.id.role(), op.id.phase()}] = d.aux;
     }
+    const auto bytes = [&](std::int64_t elements) -> std::int64_t {
+      if (c.precision != Precision::kFp8) return 0;
+      if (c.recipe == Fp8Recipe::kCurrent) return 6 * elements;
+      if (c.recipe == Fp8Recipe::kMxfp8) return 4 * elements + 2 * ((elements + 31) / 32);
+      return 4 * elements;
+    };
     const std::int64_t T = 32;  // tokens of a micro-batch
     EXPECT_EQ((aux[{OpRole::kAttnQkv, kF}]), 0);
     EXPECT_EQ((aux[{OpRole::kMlpUp, kF}]), 0);
-    EXPECT_EQ((aux[{OpRole::kAttnOut, kF}]), fp8 ? T * 64 / 2 : 0);
-    EXPECT_EQ((aux[{OpRole::kMlpDown, kF}]), fp8 ? T * 256 / 2 : 0);
-    EXPECT_EQ((aux[{OpRole::kAttnQkv, kB}]), fp8 ? T * 3 * 64 / 2 : 0);
-    EXPECT_EQ((aux[{OpRole::kMlpUp, kB}]), fp8 ? T * 256 / 2 : 0);
-    EXPECT_EQ((aux[{OpRole::kAttnOut, kB}]), fp8 ? T * 64 : 0);
-    EXPECT_EQ((aux[{OpRole::kMlpDown, kB}]), fp8 ? T * 64 : 0);
+    EXPECT_EQ((aux[{OpRole::kAttnOut, kF}]), bytes(T * 64 / 2));
+    EXPECT_EQ((aux[{OpRole::kMlpDown, kF}]), bytes(T * 256 / 2));
+    EXPECT_EQ((aux[{OpRole::kAttnQkv, kB}]), bytes(T * 3 * 64 / 2));
+    EXPECT_EQ((aux[{OpRole::kMlpUp, kB}]), bytes(T * 256 / 2));
+    EXPECT_EQ((aux[{OpRole::kAttnOut, kB}]), bytes(T * 64));
+    EXPECT_EQ((aux[{OpRole::kMlpDown, kB}]), bytes(T * 64));
     for (OpRole role : {OpRole::kAttnQkv, OpRole::kAttnOut, OpRole::kMlpUp, OpRole::kMlpDown}) {
       EXPECT_EQ((aux[{role, kW}]), 0);
     }

@@ -37,14 +37,12 @@ Time ComputeModel::gemm_time(const OpDesc& d) const {
   return gemm_kernel_time(d, d.batch) + quantize;
 }
 
-// Transformer Engine's quantization of a GEMM's 16-bit operand to fp8 before it (a GEMM's aux,
-// program.hpp): one kernel reading each element once and writing its row-wise and column-wise
-// fp8 copies.
+// Transformer Engine's quantization of a GEMM's 16-bit operand to fp8 before it: its HBM traffic
+// (a GEMM's aux, program.hpp) at the memory bandwidth, and one kernel overhead.
 Time ComputeModel::fp8_quantize_time(const OpDesc& d) const {
   if (d.aux <= 0) return Time(0);
   implements(SimModel::kFp8Quantize);
-  constexpr std::int64_t kBytesPerElement = 2 + 1 + 1;
-  return memory_time(Bytes(d.aux * kBytesPerElement)) + profile_->compute.kernel_overhead;
+  return memory_time(Bytes(d.aux)) + profile_->compute.kernel_overhead;
 }
 
 // One GEMM kernel over `batch` groups of d's shape (d.batch groups in d's bytes): the fastest of

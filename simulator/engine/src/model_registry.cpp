@@ -37,14 +37,16 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "model, forward bias -14.5 % as one batched kernel, -9.9 % in rounds"},
     {SimModel::kFp8Quantize, "compute", "fp8-quantize",
      "an fp8 linear layer's GEMM is preceded by Transformer Engine's quantization of its 16-bit "
-     "activation-side operand (the input forward, the output gradient backward): one kernel "
-     "reading it once and writing a row-wise and a column-wise fp8 copy, 4 bytes of HBM traffic "
-     "per element at the profile's memory bandwidth, plus one kernel overhead",
+     "activation-side operand (the input forward, the output gradient backward): a kernel "
+     "reading it once and writing a row-wise and a column-wise fp8 copy (4 bytes of HBM traffic "
+     "per element; current scaling reads it once more for its amax, MXFP8 and blockwise add "
+     "their scales) at the profile's memory bandwidth, plus one kernel overhead",
      "layers fed by their own fused norm (LayerNormLinear: QKV, the MLP's first layer, Mamba's "
      "input projection, MLA's up-projections) get their forward copies from the norm; weights are "
      "quantized once per step and not counted; the experts' quantization is part of their glue; "
-     "every fp8 recipe costs the same (current scaling's separate amax pass and the amax "
-     "reductions are not modelled)",
+     "current scaling's amax pass shares the cast's kernel overhead; the amax reductions over "
+     "tensor- and data-parallel groups are not modelled; every recipe's GEMMs run at the "
+     "profile's fp8 rate",
      "Transformer Engine Linear / LayerNormLinear forward and backward (fp8 cast-transpose, "
      "MXFP8 row- and column-wise quantization); H200 GEMM measurements (bench/gpu/README.md, "
      "2026-11-26): the fp8 GEMMs alone match the tile model within 0.2 % bias, so the casts "

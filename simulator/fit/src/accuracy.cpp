@@ -494,7 +494,10 @@ Result<ModelSpec> map_model(const PublishedRun& run, const Catalog& catalog,
 
 // ---- training
 
-Result<Precision> map_precision(const std::string& text, std::vector<ChosenField>& notes) {
+// The training precision a record's text names and, for fp8, the scaling recipe it names first
+// (delayed scaling, Megatron-core's default, when it names none).
+Result<std::pair<Precision, Fp8Recipe>> map_precision(const std::string& text,
+                                                      std::vector<ChosenField>& notes) {
   const std::string t = lower(text);
   Precision p = Precision::kBf16;
   if (t.find("fp8") != std::string::npos) {
@@ -512,36 +515,41 @@ Result<Precision> map_precision(const std::string& text, std::vector<ChosenField
                                  "\" names no fp8, bf16, fp16, tf32 or fp32");
   }
   std::string why = "from \"" + text + "\"";
+  Fp8Recipe recipe = Fp8Recipe::kDelayed;
   if (p == Precision::kFp8) {
-    // The scaling recipe (Transformer Engine's), the one the text names first: the simulator
-    // runs each at the FP8 GEMM rate.
     struct Recipe {
-      std::string_view word, name;
+      std::string_view word;
+      Fp8Recipe recipe;
+      std::string_view name;
     };
-    constexpr Recipe kRecipes[] = {{"mxfp8", "MXFP8 (1×32 block scaling)"},
-                                   {"fp8-mx", "MXFP8 (1×32 block scaling)"},
-                                   {"1x32", "MXFP8 (1×32 block scaling)"},
-                                   {"32x32", "MXFP8-type (32×32 block scaling)"},
-                                   {"blockwise", "blockwise FP8 (1×128 / 128×128 scaling)"},
-                                   {"block-wise", "blockwise FP8 (1×128 / 128×128 scaling)"},
-                                   {"128x128", "blockwise FP8 (1×128 / 128×128 scaling)"},
-                                   {"fp8-cs", "FP8 per-tensor current scaling"},
-                                   {"current scaling", "FP8 per-tensor current scaling"}};
-    std::string recipe;
+    constexpr Recipe kRecipes[] = {
+        {"mxfp8", Fp8Recipe::kMxfp8, "MXFP8 (1×32 block scaling)"},
+        {"fp8-mx", Fp8Recipe::kMxfp8, "MXFP8 (1×32 block scaling)"},
+        {"1x32", Fp8Recipe::kMxfp8, "MXFP8 (1×32 block scaling)"},
+        {"32x32", Fp8Recipe::kMxfp8, "MXFP8-type (32×32 block scaling)"},
+        {"blockwise", Fp8Recipe::kBlockwise, "blockwise FP8 (1×128 / 128×128 scaling)"},
+        {"block-wise", Fp8Recipe::kBlockwise, "blockwise FP8 (1×128 / 128×128 scaling)"},
+        {"128x128", Fp8Recipe::kBlockwise, "blockwise FP8 (1×128 / 128×128 scaling)"},
+        {"fp8-cs", Fp8Recipe::kCurrent, "FP8 per-tensor current scaling"},
+        {"current scaling", Fp8Recipe::kCurrent, "FP8 per-tensor current scaling"},
+        {"delayed scaling", Fp8Recipe::kDelayed, "FP8 per-tensor delayed scaling"}};
+    std::string named;
     std::size_t first = std::string::npos;
     for (const Recipe& r : kRecipes) {
       const std::size_t at = t.find(r.word);
       if (at < first) {
         first = at;
-        recipe = r.name;
+        named = r.name;
+        recipe = r.recipe;
       }
     }
-    if (!recipe.empty()) {
-      why = recipe + ", " + why + "; every FP8 recipe runs at the profile's FP8 GEMM rate";
-    }
+    why = (named.empty() ? std::string("no recipe named: delayed scaling, Megatron-core's default")
+                         : named) +
+          " (fp8_recipe " + std::string(to_string(recipe)) + "), " + why +
+          "; every recipe's GEMMs run at the profile's FP8 rate, its quantization costs its bytes";
   }
   notes.push_back({"precision", std::string(to_string(p)), why});
-  return p;
+  return std::pair{p, recipe};
 }
 
 // ---- software
@@ -1149,7 +1157,9 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   if (profile == nullptr) return Status::not_found("no hardware profile describes " + gpu->name);
   s.profile = std::make_shared<const HardwareProfile>(*profile);
   PLANNER_ASSIGN_OR_RETURN(s.plan.model, map_model(run, catalog, s.assumptions));
-  PLANNER_ASSIGN_OR_RETURN(s.plan.training.precision, map_precision(run.precision, s.assumptions));
+  PLANNER_ASSIGN_OR_RETURN(const auto precision, map_precision(run.precision, s.assumptions));
+  s.plan.training.precision = precision.first;
+  s.plan.training.fp8_recipe = precision.second;
   if (!gpu->supports(s.plan.training.precision)) {
     return Status::invalid_input(gpu->name + " has no " +
                                  std::string(to_string(s.plan.training.precision)) + " mode");

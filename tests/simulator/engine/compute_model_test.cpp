@@ -81,21 +81,21 @@ TEST(ComputeModel, PrecisionsUseTheirRates) {
   EXPECT_NE(fp8.message().find("no fp8 GEMM rate"), std::string::npos) << fp8.message();
 }
 
-// An fp8 GEMM whose 16-bit operand Transformer Engine quantizes first (its aux elements) takes
-// the quantization kernel longer: 4 bytes per element at the HBM bandwidth and a kernel overhead.
+// An fp8 GEMM whose 16-bit operand Transformer Engine quantizes first (the quantization's bytes in
+// its aux) takes that kernel longer: its bytes at the HBM bandwidth and a kernel overhead.
 TEST(ComputeModel, Fp8QuantizationPrecedesTheGemm) {
   const HardwareProfile& p = preset("H100");
   const ComputeModel model(p);
   OpDesc d = gemm(4096, 4096, 4096, Precision::kFp8);
   const Time bare = model.op_time(d, false);
-  d.aux = 4096 * 4096;
+  d.aux = 4 * 4096 * 4096;  // delayed scaling: read 2 bytes, write two 1-byte copies
   EXPECT_EQ(model.op_time(d, false),
-            bare + model.memory_time(Bytes(4 * d.aux)) + p.compute.kernel_overhead);
+            bare + model.memory_time(Bytes(d.aux)) + p.compute.kernel_overhead);
   // A few percent of a GEMM this deep; more of a shallow one (the cast reads the whole input).
   const double deep = to_seconds(model.op_time(d, false)) / to_seconds(bare) - 1;
   OpDesc shallow = gemm(4096, 1024, 4096, Precision::kFp8);
   const Time shallow_bare = model.op_time(shallow, false);
-  shallow.aux = 4096 * 4096;
+  shallow.aux = 4 * 4096 * 4096;
   const double cast = to_seconds(model.op_time(shallow, false)) / to_seconds(shallow_bare) - 1;
   EXPECT_GT(deep, 0.02);
   EXPECT_LT(deep, 0.25);

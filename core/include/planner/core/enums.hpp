@@ -33,6 +33,11 @@ enum class Offering { kOnDemand, kSpot, kReserved1y, kReserved3y, kCapacityBlock
 // "alltoall" dispatcher), or hierarchical, as DeepEP and HybridEP do: a token crosses the network
 // once per destination node, to the GPU on its own rail, which forwards it over NVLink.
 enum class MoeA2a { kNccl, kHierarchical };
+// Transformer Engine's fp8 scaling recipe (Megatron-core --fp8-recipe): per-tensor delayed scaling
+// (scales from an amax history; the cast computes the amax as it goes), per-tensor current scaling
+// (an amax pass over the tensor, then the cast), MXFP8 (Blackwell: a scale per 32 elements) or
+// blockwise (DeepSeek-V3: 1×128 activation and 128×128 weight blocks).
+enum class Fp8Recipe { kDelayed, kCurrent, kMxfp8, kBlockwise };
 
 template <class E>
 struct EnumTraits;
@@ -147,6 +152,22 @@ struct EnumTraits<MoeA2a> {
       {MoeA2a::kNccl, "alltoall"},
       {MoeA2a::kHierarchical, "deepep"},
       {MoeA2a::kHierarchical, "hybridep"},
+  }};
+};
+template <>
+struct EnumTraits<Fp8Recipe> {
+  static constexpr std::string_view kWhat = "fp8 recipe";
+  static constexpr std::array<std::pair<Fp8Recipe, std::string_view>, 4> kNames{{
+      {Fp8Recipe::kDelayed, "delayed"},
+      {Fp8Recipe::kCurrent, "current"},
+      {Fp8Recipe::kMxfp8, "mxfp8"},
+      {Fp8Recipe::kBlockwise, "blockwise"},
+  }};
+  // Megatron-core's and Megatron-Bridge's names for them.
+  static constexpr std::array<std::pair<Fp8Recipe, std::string_view>, 3> kAliases{{
+      {Fp8Recipe::kCurrent, "tensorwise"},
+      {Fp8Recipe::kCurrent, "fp8-cs"},
+      {Fp8Recipe::kMxfp8, "fp8-mx"},
   }};
 };
 template <>

@@ -39,8 +39,8 @@
 //                    input gradient dX[T,in] = dY[T,out]·W, weight gradient
 //                    dW[out,in] += dY[T,out]ᵀ·X[T,in] (kTransA, kAccumulate: gradients
 //                    accumulate over micro-batches). Expert GEMMs batch over local experts.
-//                    aux = elements of the 16-bit activation-side operand quantized to fp8 in a
-//                    kernel of its own before the GEMM (Transformer Engine; 0: none).
+//                    aux = HBM bytes of quantizing the 16-bit activation-side operand to fp8
+//                    in a kernel of its own before the GEMM (Transformer Engine; 0: none).
 //   kAttention       batch = micro-batch × local query heads, m = query tokens, n = key/value
 //                    tokens of this block, k = head_dim, aux = local kv heads (GQA). Flash-style:
 //                    no s×s tensor is stored; kCausal marks a causal block. Context parallelism

@@ -139,7 +139,7 @@ class ComputeModel {
   Time flash_attention_time(const OpDesc& desc, bool backward) const;
   Time gemm_kernel_time(const OpDesc& desc, std::int64_t batch) const;
   Time per_group_gemm_time(const OpDesc& desc) const;
-  // Transformer Engine's fp8 quantization before a GEMM (its aux elements; zero when none).
+  // Transformer Engine's fp8 quantization before a GEMM (its aux bytes; zero when none).
   Time fp8_quantize_time(const OpDesc& desc) const;
   Time unfused_attention_time(const OpDesc& desc, bool backward) const;
 

@@ -31,8 +31,9 @@
 //             its MTP module unless the notes say "w/o MTP" / "no MTP". No preset of the shape:
 //             skipped (the record's fields cannot describe an MoE layer).
 //   training  global batch and sequence length from the record; precision from its text (fp8,
-//             bf16, fp16, tf32, fp32; the FP8 recipe it names first, MXFP8, blockwise or
-//             per-tensor current scaling, is reported: every recipe runs at the FP8 GEMM rate);
+//             bf16, fp16, tf32, fp32; the FP8 recipe it names first, MXFP8, blockwise,
+//             per-tensor current or delayed scaling, else delayed: the plan's fp8_recipe, which
+//             sets the quantization's bytes; every recipe's GEMMs run at the FP8 GEMM rate);
 //             Adam.
 //   parallel  published fields are kept. cp null is 1 and dp null is num_gpus / (tp·pp·cp) when
 //             the GPU count says so; tp, pp or the global batch missing skips the record. Null
