@@ -302,6 +302,9 @@ Status record(const SimulateArgs& args, const app::PlacedPlan& setup, const sim:
 
 Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   PLANNER_ASSIGN_OR_RETURN(app::PlacedPlan setup, resolve_setup(ctx, args));
+  if (const std::string p = fp8_recipe_problem(setup.plan.gpu, setup.plan.training); !p.empty()) {
+    return Status::invalid_input("--fp8-recipe: " + p);
+  }
   PLANNER_ASSIGN_OR_RETURN(HardwareProfile profile,
                            app::resolve_profile(args.profile, setup.plan.gpu, args.db));
   sim::SimOptions o;

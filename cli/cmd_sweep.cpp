@@ -246,6 +246,9 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
       if (const std::string p = search::precision_problem(h.gpu, t.precision); !p.empty()) {
         return Status::invalid_input("--precision " + a.precision + ": " + p);
       }
+      if (const std::string p = fp8_recipe_problem(h.gpu, t); !p.empty()) {
+        return Status::invalid_input("--fp8-recipe " + a.fp8_recipe + ": " + p);
+      }
       std::optional<topo::ClusterNumbers> numbers;
       if (has_cluster_numbers(a.numbers)) {
         PLANNER_ASSIGN_OR_RETURN(numbers, cluster_numbers(a.numbers, h.gpu));

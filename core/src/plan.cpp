@@ -41,7 +41,22 @@ void check_plan(const Plan& plan, Diagnostics& diag) {
              plan.gpu.name + " has no " + std::string(to_string(plan.training.precision)) +
                  " support (no peak_tflops." + std::string(to_string(plan.training.precision)) +
                  " in its spec)");
+  } else if (!plan.gpu.name.empty()) {
+    if (std::string why = fp8_recipe_problem(plan.gpu, plan.training); !why.empty()) {
+      diag.add("/training/fp8_recipe", std::move(why));
+    }
   }
+}
+
+// MXFP8's block scales are a Blackwell tensor-core format: Transformer Engine refuses the recipe
+// on earlier GPUs.
+std::string fp8_recipe_problem(const GpuSpec& gpu, const TrainingSpec& training) {
+  if (training.precision != Precision::kFp8 || training.fp8_recipe != Fp8Recipe::kMxfp8 ||
+      gpu.arch.find("Blackwell") != std::string::npos) {
+    return {};
+  }
+  return "mxfp8 needs a Blackwell GPU; " + gpu.name + " is " +
+         (gpu.arch.empty() ? std::string("not one") : gpu.arch);
 }
 
 void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p,

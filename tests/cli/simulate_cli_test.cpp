@@ -551,6 +551,13 @@ TEST(SimulateCli, Fp8RecipeSetsTheQuantizationCost) {
                    "--fp8-recipe", "nvfp4", "--no-db"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown fp8 recipe \"nvfp4\""), std::string::npos) << unknown.err;
+  const CommandResult hopper =
+      run_planner({"simulate", "--model", "llama2-7b", "--gpu", "h100", "--precision", "fp8",
+                   "--fp8-recipe", "mxfp8", "--no-db"});
+  EXPECT_EQ(hopper.exit_code, 2);
+  EXPECT_NE(hopper.err.find("mxfp8 needs a Blackwell GPU; H100-SXM5-80GB is Hopper"),
+            std::string::npos)
+      << hopper.err;
 }
 
 TEST(SimulateCli, ClusterStatedInNumbers) {

@@ -62,28 +62,36 @@ TEST(Loaders, PlanRoundTripsThroughJson) {
   EXPECT_EQ(to_json_text(*again), text);
 }
 
-// An fp8 plan states its scaling recipe (default delayed) and writes it back; an unknown recipe
-// is named with its field.
+// An fp8 plan states its scaling recipe (default delayed) and writes it back; an unknown recipe,
+// or MXFP8 on a GPU before Blackwell, is named with its field.
 TEST(Loaders, Fp8RecipeIsATrainingField) {
   ASSERT_NE(std::string(kPlan).find("\"precision\": \"bf16\""), std::string::npos);
   const std::string h100 =
       replaced(replaced(kPlan, "\"A100-80GB\", \"topology\": \"dgx-a100-superpod\"",
                         "\"H100\", \"topology\": \"dgx-h100-superpod\""),
                "\"precision\": \"bf16\"", "\"precision\": \"fp8\"");
-  const std::string fp8 =
-      replaced(h100, "\"precision\": \"fp8\"", "\"precision\": \"fp8\", \"fp8_recipe\": \"mxfp8\"");
-  auto plan = parse_plan(fp8, "plan.json", builtin_catalog());
+  const std::string current = replaced(h100, "\"precision\": \"fp8\"",
+                                       "\"precision\": \"fp8\", \"fp8_recipe\": \"current\"");
+  auto plan = parse_plan(current, "plan.json", builtin_catalog());
   ASSERT_TRUE(plan) << plan.status().message();
-  EXPECT_EQ(plan->training.fp8_recipe, Fp8Recipe::kMxfp8);
-  EXPECT_NE(to_json_text(*plan).find("\"fp8_recipe\": \"mxfp8\""), std::string::npos);
+  EXPECT_EQ(plan->training.fp8_recipe, Fp8Recipe::kCurrent);
+  EXPECT_NE(to_json_text(*plan).find("\"fp8_recipe\": \"current\""), std::string::npos);
   auto defaulted = parse_plan(h100, "plan.json", builtin_catalog());
-  ASSERT_TRUE(defaulted);
+  ASSERT_TRUE(defaulted) << defaulted.status().message();
   EXPECT_EQ(defaulted->training.fp8_recipe, Fp8Recipe::kDelayed);
   EXPECT_NE(to_json_text(*defaulted).find("\"fp8_recipe\": \"delayed\""), std::string::npos);
-  auto bad = parse_plan(replaced(fp8, "\"mxfp8\"", "\"nvfp4\""), "plan.json", builtin_catalog());
+  auto bad =
+      parse_plan(replaced(current, "\"current\"", "\"nvfp4\""), "plan.json", builtin_catalog());
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.status().message().find("plan.json: /training/fp8_recipe"), std::string::npos)
       << bad.status().message();
+  auto hopper =
+      parse_plan(replaced(current, "\"current\"", "\"mxfp8\""), "plan.json", builtin_catalog());
+  ASSERT_FALSE(hopper);
+  EXPECT_NE(hopper.status().message().find(
+                "/training/fp8_recipe: mxfp8 needs a Blackwell GPU; H100-SXM5-80GB is Hopper"),
+            std::string::npos)
+      << hopper.status().message();
 }
 
 // A plan may ask for Megatron-LM's tensor-parallel all-reduce after the weight gradient; a value

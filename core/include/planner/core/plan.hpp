@@ -38,6 +38,9 @@ struct Plan {
 // diagnostic per violation, at the JSON pointer of the offending field ("/parallel/tp").
 void check_plan(const Plan& plan, Diagnostics& diag);
 
+// Why `gpu` cannot train with `training`'s fp8 recipe (MXFP8 needs a Blackwell GPU), or empty.
+std::string fp8_recipe_problem(const GpuSpec& gpu, const TrainingSpec& training);
+
 // The part of check_plan() that needs no cluster: whether `parallel` can run `model` with
 // `training` at all (divisibility, batch, schedule, ZeRO/offload/parameter-server combinations).
 // Pointers are as in a plan document ("/parallel/tp", "/training/seq_length").
