@@ -60,6 +60,7 @@ constexpr const char* kPricePtr = "/clusters/0/usd_per_gpu_hour";
 constexpr const char* kBatchPtr = "/training/global_batch_size";
 constexpr const char* kSeqPtr = "/training/seq_length";
 constexpr const char* kPrecisionPtr = "/training/precision";
+constexpr const char* kFp8RecipePtr = "/training/fp8_recipe";
 constexpr const char* kTokensPtr = "/training/token_budget";
 constexpr const char* kBudgetPtr = "/constraints/budget_usd";
 constexpr const char* kDeadlinePtr = "/constraints/deadline_days";
@@ -275,10 +276,20 @@ QWidget* MainWindow::build_editor() {
   for (const auto& [value, name] : EnumTraits<Precision>::kNames) {
     precision_combo_->addItem(qs(name));
   }
+  // Transformer Engine's fp8 scaling recipe: what quantizing each fp8 GEMM's input costs.
+  fp8_recipe_combo_ = new QComboBox;
+  for (const auto& [value, name] : EnumTraits<Fp8Recipe>::kNames) {
+    fp8_recipe_combo_->addItem(qs(name));
+  }
+  fp8_recipe_combo_->setEnabled(false);
+  connect(precision_combo_, &QComboBox::currentTextChanged, this, [this](const QString& p) {
+    fp8_recipe_combo_->setEnabled(p == qs(to_string(Precision::kFp8)));
+  });
   tokens_ = new QLineEdit;
   add_field(training_form, "global batch", batch_, kBatchPtr);
   add_field(training_form, "sequence length", seq_, kSeqPtr);
   add_field(training_form, "precision", precision_combo_, kPrecisionPtr);
+  add_field(training_form, "fp8 recipe", fp8_recipe_combo_, kFp8RecipePtr);
   add_field(training_form, "token budget", tokens_, kTokensPtr);
   layout->addWidget(training_box);
 
@@ -346,6 +357,11 @@ Json MainWindow::document() const {
   put(doc, "training", "global_batch_size", field_value(batch_->text()));
   put(doc, "training", "seq_length", field_value(seq_->text()));
   doc["training"]["precision"] = precision_combo_->currentText().toStdString();
+  if (fp8_recipe_combo_->isEnabled()) {
+    doc["training"]["fp8_recipe"] = fp8_recipe_combo_->currentText().toStdString();
+  } else {
+    doc["training"].erase("fp8_recipe");
+  }
   put(doc, "training", "token_budget", field_value(tokens_->text()));
   put(doc, "constraints", "budget_usd", field_value(budget_->text()));
   put(doc, "constraints", "deadline_days", field_value(deadline_->text()));
@@ -405,6 +421,9 @@ void MainWindow::set_document(const Json& doc) {
   seq_->setText(text_at({"training", "seq_length"}));
   if (const Json* p = at({"training", "precision"}))
     precision_combo_->setCurrentText(json_text(*p));
+  const Json* recipe = at({"training", "fp8_recipe"});
+  fp8_recipe_combo_->setCurrentText(recipe != nullptr ? json_text(*recipe)
+                                                      : qs(to_string(Fp8Recipe::kDelayed)));
   tokens_->setText(text_at({"training", "token_budget"}));
   budget_->setText(text_at({"constraints", "budget_usd"}));
   deadline_->setText(text_at({"constraints", "deadline_days"}));

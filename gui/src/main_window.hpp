@@ -151,6 +151,7 @@ class MainWindow : public QMainWindow {
   QLineEdit* batch_ = nullptr;
   QLineEdit* seq_ = nullptr;
   QComboBox* precision_combo_ = nullptr;
+  QComboBox* fp8_recipe_combo_ = nullptr;  // enabled for fp8 only
   QLineEdit* tokens_ = nullptr;
   QLineEdit* budget_ = nullptr;
   QLineEdit* deadline_ = nullptr;

@@ -335,6 +335,10 @@ TEST(SweepCli, RefusesStacksItCannotCompare) {
       {{"--stack", "fsdp,bogus"}, "unknown software stack \"bogus\""},
       {{"--stack", "fsdp,deepspeed", "--host-costs", "gemm=10"}, "not with several --stack"},
       {{"--stack", "fsdp,deepspeed", "--check", "plan.json"}, "give one --stack"},
+      // Not a stack, but refused the same way: a recipe the GPU cannot run, or without fp8.
+      {{"--gpu", "h100", "--precision", "fp8", "--fp8-recipe", "mxfp8"},
+       "--fp8-recipe mxfp8: mxfp8 needs a Blackwell GPU; H100-SXM5-80GB is Hopper"},
+      {{"--fp8-recipe", "current"}, "--fp8-recipe current: applies to --precision fp8, not bf16"},
   };
   for (const auto& [extra, message] : cases) {
     std::vector<std::string> args = extra;

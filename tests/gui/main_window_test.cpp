@@ -109,6 +109,27 @@ class MainWindowTest : public QObject {
     QVERIFY(window_->validate());
   }
 
+  // The fp8 recipe is a training field for fp8 only; MXFP8 on the default scenario's H100s is
+  // refused next to the field with the CLI's words.
+  void fp8_recipe_is_offered_for_fp8_only() {
+    QVERIFY(!window_->document()["training"].contains("fp8_recipe"));
+    window_->set_field("/training/precision", "fp8");
+    QCOMPARE(window_->document()["training"]["fp8_recipe"].get<std::string>(),
+             std::string("delayed"));
+    window_->set_field("/training/fp8_recipe", "current");
+    QVERIFY(window_->validate());
+    QCOMPARE(window_->document()["training"]["fp8_recipe"].get<std::string>(),
+             std::string("current"));
+    window_->set_field("/training/fp8_recipe", "mxfp8");
+    QVERIFY(!window_->validate());
+    const QString error = window_->field_error("/clusters/0/gpu");
+    QVERIFY2(error.contains("mxfp8 needs a Blackwell GPU"), qPrintable(error));
+    window_->set_field("/training/precision", "bf16");
+    QVERIFY(!window_->document()["training"].contains("fp8_recipe"));
+    window_->set_document(app::default_scenario_document());
+    QVERIFY(window_->validate());
+  }
+
   void scenario_saves_as_a_document_the_cli_reads() {
     QTemporaryDir dir;
     const QString path = dir.filePath("scenario.json");

@@ -277,6 +277,13 @@ bool read_sweep_fields(JsonObject& root, const Catalog& catalog, const TopologyR
                        problem + ", which " + root.pointer_of("training") + "/precision asks for");
               ok = false;
             }
+            const std::string recipe =
+                have_training ? fp8_recipe_problem(c.gpu, training) : std::string();
+            if (!recipe.empty()) {
+              co.error(gpu_field,
+                       recipe + ", which " + root.pointer_of("training") + "/fp8_recipe asks for");
+              ok = false;
+            }
           } else {
             co.error(gpu_field, g.status().message());
             ok = false;
