@@ -84,6 +84,10 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
       "--moe-a2a-overlap,--overlap-moe-expert-parallel-comm", a.parallel.moe_a2a_overlap,
       "Run each steady-state forward pass merged with the backward pass after it, "
       "one micro-batch's MoE all-to-alls under the other's compute (Megatron-core)"));
+  config.push_back(cmd->add_flag(
+      "--tp-comm-overlap", a.parallel.tp_comm_overlap,
+      "Overlap each sequence-parallel all-gather and reduce-scatter with its GEMM, chunk by "
+      "chunk (Transformer Engine's userbuffers; Megatron-core; needs --sp)"));
   config.push_back(cmd->add_option("--seq,--seq-length", a.seq,
                                    "Sequence length (default: the model's maximum)"));
   config.push_back(cmd->add_option(
@@ -277,7 +281,11 @@ std::string stack_runs_text(SoftwareStack stack) {
   if (r.zero_with_pipeline != r.zero)
     zero += " (" + list(r.zero_with_pipeline) + " with a pipeline)";
   return "pipeline schedules " + list(r.schedules) + "; " + zero + "; gradient reduce " +
-         (r.overlap ? "overlapped with the backward pass" : "after the backward pass");
+         (r.overlap ? "overlapped with the backward pass" : "after the backward pass") +
+         (overlaps_tp_comm(stack)
+              ? "; sequence-parallel all-gathers and reduce-scatters overlapped with their "
+                "GEMMs (tp_comm_overlap)"
+              : "");
 }
 
 Status check_stack_runs(SoftwareStack stack, const ParallelConfig& p) {

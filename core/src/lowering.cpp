@@ -383,6 +383,14 @@ class Lowerer {
   std::uint32_t param_dep(RankState& r, int key);
 
   std::uint32_t tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep, std::int64_t tokens);
+  // A sequence-parallel all-gather feeding a GEMM, and a reduce-scatter of a GEMM's output
+  // (`gemm`, whose inputs are ready at `gemm_input`). Under tp_comm_overlap Transformer Engine's
+  // userbuffers pipeline them with the GEMM in tp chunks: only the first chunk of the gather
+  // (which the GEMM waits for) and the last chunk of the scatter (which waits for the GEMM) are
+  // exposed; the rest runs beside the GEMM on the tp stream (slot 1).
+  std::uint32_t sp_gather(RankState& r, OpId id, std::uint32_t dep);
+  std::uint32_t sp_scatter(RankState& r, OpId id, std::uint32_t gemm, std::uint32_t gemm_input);
+  std::uint32_t sp_chunks(OpKind kind, std::int64_t chunks);
   std::uint32_t tp_grad_reduce(RankState& r, OpId id, std::uint32_t dgrad, std::uint32_t wgrad);
   std::uint32_t etp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep);
   // `qkv`: the op producing the keys and values (and queries); `q`: another producing the queries.
@@ -976,6 +984,29 @@ std::uint32_t Lowerer::tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t d
   return add(r, id, tp_collective(id.role(), id.phase(), kind, tokens), {dep}, r.g_tp);
 }
 
+std::uint32_t Lowerer::sp_gather(RankState& r, OpId id, std::uint32_t dep) {
+  if (!p_.tp_comm_overlap) return tp_op(r, id, OpKind::kAllGather, dep, T_);
+  const std::uint32_t head = add(r, id, sp_chunks(OpKind::kAllGather, 1), {dep}, r.g_tp);
+  add(r, OpId::make(id.layer(), id.microbatch(), id.phase(), id.role(), 1),
+      sp_chunks(OpKind::kAllGather, tp_ - 1), {head}, r.g_tp);
+  return head;
+}
+
+std::uint32_t Lowerer::sp_scatter(RankState& r, OpId id, std::uint32_t gemm,
+                                  std::uint32_t gemm_input) {
+  if (!p_.tp_comm_overlap) return tp_op(r, id, OpKind::kReduceScatter, gemm, T_);
+  const std::uint32_t head =
+      add(r, OpId::make(id.layer(), id.microbatch(), id.phase(), id.role(), 1),
+          sp_chunks(OpKind::kReduceScatter, tp_ - 1), {gemm_input}, r.g_tp);
+  return add(r, id, sp_chunks(OpKind::kReduceScatter, 1), {gemm, head}, r.g_tp);
+}
+
+// `chunks` of the tp chunks of a sequence-parallel collective over the micro-batch's tokens.
+std::uint32_t Lowerer::sp_chunks(OpKind kind, std::int64_t chunks) {
+  return prog_.intern(
+      comm(kind, Stream::kTpComm, T_ / tp_ * chunks * h_ * bytes_.activation, act_prec_));
+}
+
 // The backward's all-reduce of a column-parallel layer's input gradient (`dgrad`): beside the
 // layer's weight-gradient GEMM (`wgrad`) when async_tp_allreduce, else after it. A split backward
 // (zero-bubble schedules) defers the weight gradients, so there it always runs beside them.
@@ -1254,14 +1285,14 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
       out = mla_fwd(r, layer, mb, ph, n1, gather);
     } else {
       std::uint32_t in = n1;
-      if (sp_) in = tp_op(r, id(OpRole::kSpGatherAttn), OpKind::kAllGather, n1, T_);
+      if (sp_) in = sp_gather(r, id(OpRole::kSpGatherAttn), n1);
       const std::uint32_t qkv =
           add(r, id(OpRole::kAttnQkv), linear(OpRole::kAttnQkv, ph, T_, h_, q_l_ + 2 * kv_l_),
               {in, gather});
       const std::uint32_t attn = attention_fwd(r, layer, mb, ph, qkv);
       out = add(r, id(OpRole::kAttnOut), linear(OpRole::kAttnOut, ph, T_, q_l_, h_), {attn});
       if (sp_) {
-        out = tp_op(r, id(OpRole::kSpScatterAttn), OpKind::kReduceScatter, out, T_);
+        out = sp_scatter(r, id(OpRole::kSpScatterAttn), out, attn);
       } else if (tp_ > 1) {
         out = tp_op(r, id(OpRole::kTpReduceAttn), OpKind::kAllReduce, out, T_);
       }
@@ -1276,7 +1307,7 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
   std::uint32_t y = kNoOp;
   if (kind.ffn == FfnKind::kDense) {
     std::uint32_t mi = n2;
-    if (sp_) mi = tp_op(r, id(OpRole::kSpGatherMlp), OpKind::kAllGather, n2, T_);
+    if (sp_) mi = sp_gather(r, id(OpRole::kSpGatherMlp), n2);
     const std::uint32_t up_d = linear(OpRole::kMlpUp, ph, T_, h_, f_l_);
     std::uint32_t gate = kNoOp;
     if (gated_) gate = add(r, id(OpRole::kMlpGate), up_d, {mi, first ? gather : kNoOp});
@@ -1292,7 +1323,7 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
             {up, gate});
     y = add(r, id(OpRole::kMlpDown), linear(OpRole::kMlpDown, ph, T_, f_l_, h_), {act});
     if (sp_) {
-      y = tp_op(r, id(OpRole::kSpScatterMlp), OpKind::kReduceScatter, y, T_);
+      y = sp_scatter(r, id(OpRole::kSpScatterMlp), y, act);
     } else if (tp_ > 1) {
       y = tp_op(r, id(OpRole::kTpReduceMlp), OpKind::kAllReduce, y, T_);
     }
@@ -1567,7 +1598,7 @@ std::uint32_t Lowerer::dense_bwd(RankState& r, int layer, int mb, std::uint32_t 
   auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
   const std::int64_t e = bytes_.activation;
   std::uint32_t g = dy;
-  if (sp_) g = tp_op(r, id(OpRole::kSpScatterMlp, B), OpKind::kAllGather, dy, T_);
+  if (sp_) g = sp_gather(r, id(OpRole::kSpScatterMlp, B), dy);
   const std::uint32_t dd = add(r, id(OpRole::kMlpDown, B),
                                linear(OpRole::kMlpDown, B, T_, f_l_, h_), {g, saved, gather});
   r.first_compute = dd;
@@ -1765,7 +1796,7 @@ std::uint32_t Lowerer::attention_block_bwd(RankState& r, int layer, int mb, std:
   };
   auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
   std::uint32_t g = dres;
-  if (sp_) g = tp_op(r, id(OpRole::kSpScatterAttn, B), OpKind::kAllGather, dres, T_);
+  if (sp_) g = sp_gather(r, id(OpRole::kSpScatterAttn, B), dres);
   const std::uint32_t od = add(r, id(OpRole::kAttnOut, B),
                                linear(OpRole::kAttnOut, B, T_, q_l_, h_), {g, gather, saved});
   if (first) r.first_compute = od;

@@ -269,6 +269,11 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
     diag.add("/parallel/sequence_parallel",
              "needs tp > 1 (it shards activations inside the tp group)");
   }
+  if (p.tp_comm_overlap && !p.sequence_parallel) {
+    diag.add("/parallel/tp_comm_overlap",
+             "needs sequence_parallel (Transformer Engine's userbuffers overlap the "
+             "sequence-parallel all-gathers and reduce-scatters with their GEMMs)");
+  }
   if (p.schedule == Schedule::kInterleaved) {
     if (p.virtual_stages < 2) {
       diag.add("/parallel/virtual_stages",

@@ -414,6 +414,7 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("moe_fp8_dispatch", p.moe_fp8_dispatch, Need::kOptional);
   obj.read_enum("moe_a2a", p.moe_a2a, Need::kOptional);
   obj.read("moe_a2a_overlap", p.moe_a2a_overlap, Need::kOptional);
+  obj.read("tp_comm_overlap", p.tp_comm_overlap, Need::kOptional);
   obj.read("sequence_parallel", p.sequence_parallel, Need::kOptional);
   obj.read("micro_batch_size", p.micro_batch_size, Need::kOptional, {1, 1'000'000});
   obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
@@ -682,6 +683,7 @@ Json to_json(const ParallelConfig& p) {
   if (p.moe_fp8_dispatch) j["moe_fp8_dispatch"] = true;
   if (p.moe_a2a != MoeA2a::kNccl) j["moe_a2a"] = to_string(p.moe_a2a);
   if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;
+  if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
   return j;
 }
 

@@ -560,6 +560,34 @@ TEST(SimulateCli, Fp8RecipeSetsTheQuantizationCost) {
       << hopper.err;
 }
 
+// --tp-comm-overlap hides most of the sequence-parallel communication under the GEMMs: GPT-3
+// 175B at tp 4 on H100 exposes a third of the tensor-parallel time it does without (measured:
+// 1,032 -> 324 ms a step), and the step is shorter.
+TEST(SimulateCli, TensorParallelOverlapHidesTheSequenceParallelCollectives) {
+  auto step = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{
+        "simulate", "--model", "gpt3-175b",   "--gpu", "h100",   "--tp", "4",      "--pp",
+        "8",        "--dp",    "4",           "--sp",  "--mbs",  "1",    "--gbs",  "256",
+        "--seq",    "2048",    "--precision", "fp8",   "--zero", "1",    "--json", "--no-db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_planner(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const nlohmann::json plain = step({}), overlap = step({"--tp-comm-overlap"});
+  ASSERT_FALSE(plain.is_null() || overlap.is_null());
+  EXPECT_EQ(overlap["parallel"]["tp_comm_overlap"], true);
+  EXPECT_LT(overlap["exposed_comm"]["tp_s"].get<double>(),
+            0.5 * plain["exposed_comm"]["tp_s"].get<double>());
+  EXPECT_LT(overlap["step_time_s"].get<double>(), plain["step_time_s"].get<double>());
+  const CommandResult no_sp =
+      run_planner({"simulate", "--model", "gpt3-175b", "--gpu", "h100", "--tp", "8", "--pp", "8",
+                   "--tp-comm-overlap", "--no-db"});
+  EXPECT_EQ(no_sp.exit_code, 2);
+  EXPECT_NE(no_sp.err.find("/parallel/tp_comm_overlap: needs sequence_parallel"), std::string::npos)
+      << no_sp.err;
+}
+
 TEST(SimulateCli, ClusterStatedInNumbers) {
   // 16 H100 on two nodes: the same plan on 8 x 400 Gb/s NICs per node and on one 100 Gb/s NIC.
   auto step = [](std::vector<std::string> extra) {

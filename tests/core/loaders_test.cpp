@@ -103,6 +103,13 @@ TEST(Loaders, AsyncTensorParallelAllReduceIsAPlanField) {
   ASSERT_TRUE(plan) << plan.status().message();
   EXPECT_FALSE(plan->parallel.async_tp_allreduce);
   EXPECT_NE(to_json_text(*plan).find("\"async_tp_allreduce\": false"), std::string::npos);
+  // Transformer Engine's tensor-parallel overlap is a plan field too (the plan has sp).
+  auto overlap = parse_plan(
+      replaced(kPlan, "\"micro_batch_size\"", "\"tp_comm_overlap\": true, \"micro_batch_size\""),
+      "plan.json", builtin_catalog());
+  ASSERT_TRUE(overlap) << overlap.status().message();
+  EXPECT_TRUE(overlap->parallel.tp_comm_overlap);
+  EXPECT_NE(to_json_text(*overlap).find("\"tp_comm_overlap\": true"), std::string::npos);
   auto defaulted = parse_plan(kPlan, "plan.json", builtin_catalog());
   ASSERT_TRUE(defaulted);
   EXPECT_TRUE(defaulted->parallel.async_tp_allreduce);

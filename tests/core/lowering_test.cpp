@@ -242,6 +242,64 @@ TEST(Lowering, Fp8LinearLayersQuantizeTheirActivationOperand) {
   }
 }
 
+// tp_comm_overlap (Transformer Engine's userbuffers): a sequence-parallel all-gather's first
+// chunk (slot 0, 1/tp of the bytes) is all its GEMM waits for, the rest (slot 1) runs beside the
+// GEMM; a reduce-scatter's first chunks (slot 1) run beside the GEMM that produces it (they wait
+// for its input) and only the last chunk (slot 0) waits for the GEMM. The bytes add up to the
+// collective's without overlap.
+TEST(Lowering, TensorParallelOverlapChunksTheSequenceParallelCollectives) {
+  ParallelConfig p;
+  p.tp = 4;
+  p.sequence_parallel = true;
+  p.tp_comm_overlap = true;
+  const StepProgram prog = lowered(tiny(), training(8, 32), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const RankProgram& r = *prog.find(0);
+  const std::int64_t full = 32 * 64 * 2, chunk = full / 4;
+  auto find = [&](OpId id) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (r.op(i).id == id) return i;
+    }
+    ADD_FAILURE() << to_string(id);
+    return std::size_t{0};
+  };
+  auto depends = [&](std::size_t op, std::size_t on) {
+    const auto deps = r.deps(op);
+    return std::find(deps.begin(), deps.end(), static_cast<std::uint32_t>(on)) != deps.end();
+  };
+  const int layer = 1, mb = 3;
+  const std::size_t ag0 = find(OpId::make(layer, mb, kF, OpRole::kSpGatherAttn, 0));
+  const std::size_t ag1 = find(OpId::make(layer, mb, kF, OpRole::kSpGatherAttn, 1));
+  const std::size_t qkv = find(OpId::make(layer, mb, kF, OpRole::kAttnQkv));
+  EXPECT_EQ(prog.desc(r.op(ag0)).comm_bytes.raw(), chunk);
+  EXPECT_EQ(prog.desc(r.op(ag1)).comm_bytes.raw(), full - chunk);
+  EXPECT_TRUE(depends(qkv, ag0));
+  EXPECT_FALSE(depends(qkv, ag1));
+  EXPECT_TRUE(depends(ag1, ag0));
+  const std::size_t core = find(OpId::make(layer, mb, kF, OpRole::kAttnCore));
+  const std::size_t out = find(OpId::make(layer, mb, kF, OpRole::kAttnOut));
+  const std::size_t rs0 = find(OpId::make(layer, mb, kF, OpRole::kSpScatterAttn, 0));
+  const std::size_t rs1 = find(OpId::make(layer, mb, kF, OpRole::kSpScatterAttn, 1));
+  EXPECT_EQ(prog.desc(r.op(rs1)).comm_bytes.raw(), full - chunk);
+  EXPECT_EQ(prog.desc(r.op(rs0)).comm_bytes.raw(), chunk);
+  EXPECT_TRUE(depends(rs1, core));
+  EXPECT_FALSE(depends(rs1, out));
+  EXPECT_TRUE(depends(rs0, out));
+  EXPECT_TRUE(depends(rs0, rs1));
+  EXPECT_TRUE(depends(find(OpId::make(layer, mb, kF, OpRole::kAttnResidual)), rs0));
+  // The backward's gather of the output gradient before the row-parallel input gradient.
+  const std::size_t dg0 = find(OpId::make(layer, mb, kB, OpRole::kSpScatterMlp, 0));
+  find(OpId::make(layer, mb, kB, OpRole::kSpScatterMlp, 1));
+  EXPECT_TRUE(depends(find(OpId::make(layer, mb, kB, OpRole::kMlpDown)), dg0));
+  // Without sequence parallelism there is nothing to overlap: the plan is refused.
+  ParallelConfig no_sp = p;
+  no_sp.sequence_parallel = false;
+  Diagnostics diag;
+  check_parallel(tiny(), training(8, 32), no_sp, diag);
+  ASSERT_FALSE(diag.empty());
+  EXPECT_EQ(diag.items().front().pointer, "/parallel/tp_comm_overlap");
+}
+
 // Sequence parallelism: all-gather before and reduce-scatter after each block in forward, their
 // transposes in backward, and the input gathered again for the weight gradients.
 TEST(Lowering, SequenceParallelOpsAndBytes) {

@@ -669,13 +669,25 @@ SoftwareSetup resolve_software(const PublishedRun& run) {
   };
   resolve("grad_reduce", run.overlap.grad_reduce, out.overlap.grad_reduce);
   resolve("param_gather", run.overlap.param_gather, out.overlap.param_gather);
-  for (const auto& [name, value, into] :
-       {std::tuple{"tp_comm", run.overlap.tp_comm, &out.overlap.tp_comm},
-        std::tuple{"p2p", run.overlap.p2p, &out.overlap.p2p}}) {
-    if (!value) continue;
-    *into = value;
-    out.fields.push_back({std::string("overlap/") + name, bool_text(*value), true,
-                          *value ? "the simulator does not model this overlap yet" : ""});
+  if (run.overlap.tp_comm) {
+    out.overlap.tp_comm = run.overlap.tp_comm;
+    out.fields.push_back({"overlap/tp_comm", bool_text(*run.overlap.tp_comm), true,
+                          "where tp > 1 with sequence parallelism"});
+  } else {
+    out.overlap.tp_comm = overlaps_tp_comm(out.stack);
+    out.fields.push_back(
+        {"overlap/tp_comm", bool_text(*out.overlap.tp_comm), false,
+         *out.overlap.tp_comm
+             ? stack_text(out.stack) +
+                   "'s performance recipes overlap the sequence-parallel all-gathers and "
+                   "reduce-scatters with their GEMMs (Transformer Engine userbuffers), where tp > "
+                   "1 with sequence parallelism"
+             : "Megatron-core's default (--tp-comm-overlap off)"});
+  }
+  if (run.overlap.p2p) {
+    out.overlap.p2p = run.overlap.p2p;
+    out.fields.push_back({"overlap/p2p", bool_text(*run.overlap.p2p), true,
+                          *run.overlap.p2p ? "the simulator does not model this overlap yet" : ""});
   }
   return out;
 }
@@ -1205,6 +1217,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.plan.parallel.overlap_grad_reduce = *s.software.overlap.grad_reduce;
   s.plan.parallel.overlap_param_gather = *s.software.overlap.param_gather;
   s.plan.parallel.async_tp_allreduce = async_tp_allreduce(s.software.stack);
+  s.plan.parallel.tp_comm_overlap = *s.software.overlap.tp_comm;
   return s;
 }
 
@@ -1233,6 +1246,8 @@ std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* fi
                 c.last_stage_layers = split->second;
               }
               c.sequence_parallel = sp;
+              // The stack's tensor-parallel overlap needs sequence parallelism.
+              c.tp_comm_overlap = s.plan.parallel.tp_comm_overlap && sp && c.tp > 1;
               c.zero_stage = zero;
               c.recompute = r;
               Diagnostics diag;

@@ -37,8 +37,21 @@ TEST(ResolveSoftware, StatedFieldsWinAndAreMarkedStated) {
   EXPECT_TRUE(field(s, "overlap/grad_reduce")->stated);
   EXPECT_FALSE(field(s, "overlap/param_gather")->stated);
   ASSERT_NE(field(s, "overlap/tp_comm"), nullptr);
-  EXPECT_NE(field(s, "overlap/tp_comm")->reason.find("does not model"), std::string::npos);
+  EXPECT_TRUE(field(s, "overlap/tp_comm")->stated);
+  EXPECT_EQ(s.overlap.tp_comm, true);
   EXPECT_EQ(field(s, "overlap/p2p"), nullptr);  // not stated, not reported
+  // Not stated: the stack's. NeMo's performance recipes overlap the tensor-parallel
+  // communication; Megatron-core's default does not.
+  PublishedRun nemo;
+  nemo.stack = SoftwareStack::kNemo;
+  const SoftwareSetup n = resolve_software(nemo);
+  EXPECT_EQ(n.overlap.tp_comm, true);
+  ASSERT_NE(field(n, "overlap/tp_comm"), nullptr);
+  EXPECT_FALSE(field(n, "overlap/tp_comm")->stated);
+  EXPECT_NE(field(n, "overlap/tp_comm")->reason.find("userbuffers"), std::string::npos);
+  run.overlap.tp_comm.reset();
+  run.stack = SoftwareStack::kMegatronCore;
+  EXPECT_EQ(resolve_software(run).overlap.tp_comm, false);
 }
 
 TEST(ResolveSoftware, TwoDigitYearsDateASource) {

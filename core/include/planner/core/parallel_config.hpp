@@ -48,7 +48,10 @@
 //   gradient runs beside its weight-gradient GEMM, as Megatron-LM's
 //   async_tensor_model_parallel_allreduce (2022-) and Megatron-core do; false: after it, blocking,
 //   as Megatron-LM before it did, whose copy_to_tensor_model_parallel_region reduced in the
-//   autograd node after the layer's whole backward. Without sequence parallelism only).
+//   autograd node after the layer's whole backward. Without sequence parallelism only),
+//   tp_comm_overlap (default false; Megatron-core's --tp-comm-overlap: Transformer Engine's
+//   userbuffers overlap each sequence-parallel all-gather with the GEMM that consumes it and each
+//   reduce-scatter with the GEMM that produces it, chunk by chunk; needs sequence_parallel).
 //
 // num_microbatches = global_batch_size / (dp x micro_batch_size).
 #pragma once
@@ -95,6 +98,7 @@ struct ParallelConfig {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool async_tp_allreduce = true;
+  bool tp_comm_overlap = false;
   bool dualpipe = false;  // written as DeepSeek's DualPipe (see above)
 
   // Saturated at INT64_MAX when the product does not fit (checked.hpp): never wrapped.

@@ -103,6 +103,16 @@ constexpr bool async_tp_allreduce(SoftwareStack s) {
   return s != SoftwareStack::kMegatronLm && s != SoftwareStack::kMegatronDeepSpeed;
 }
 
+// Whether the stack overlaps the sequence-parallel tensor-parallel all-gathers and reduce-scatters
+// with their GEMMs where tp > 1 with sequence parallelism (ParallelConfig::tp_comm_overlap,
+// Transformer Engine's userbuffers): nemo, whose performance recipes turn it on for their
+// tensor-parallel models (MegatronCommOverlapCallback(tp_comm_overlap=True) with a userbuffers
+// configuration per model, as NeMo 2.0's GPT-3 175B and Llama 70B recipes do; from memory of
+// those recipes). Megatron-core's own default (--tp-comm-overlap) is off.
+constexpr bool overlaps_tp_comm(SoftwareStack s) {
+  return s == SoftwareStack::kNemo;
+}
+
 // The pipeline schedules a stack runs with pp stages (with one stage, no schedule matters).
 // DeepSpeed's PipelineEngine (deepspeed and megatron-deepspeed) runs one, its TrainSchedule
 // (1F1B: deepspeed/runtime/pipe/schedule.py); Megatron-LM before Megatron-core had 1F1B and the

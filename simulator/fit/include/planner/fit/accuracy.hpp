@@ -86,8 +86,10 @@
 //                          all-reduced after the backward pass until Megatron-core's
 //                          --overlap-grad-reduce, 2023) and megatron-deepspeed (DeepSpeed's
 //                          PipelineEngine reduces after the last backward, _exec_reduce_grads);
-//                          true for the others. tp_comm and p2p are reported when stated; the
-//                          simulator does not model those overlaps yet.
+//                          true for the others. tp_comm as stated, else the stack's
+//                          (overlaps_tp_comm: nemo), applied where tp > 1 with sequence
+//                          parallelism (ParallelConfig::tp_comm_overlap); p2p is reported when
+//                          stated, the simulator does not model that overlap yet.
 //             The simulator runs flash-style kernels (flash, flash2, flash3, cudnn) as
 //             AttentionKernel::kFlash, fused-softmax as kFusedSoftmax and unfused as kUnfused.
 //   published the step time the comparison is made on (PublishedBasis): measured.step_time_s;
