@@ -575,8 +575,11 @@ TEST(SimulateCli, TensorParallelOverlapHidesTheSequenceParallelCollectives) {
     return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
   };
   const nlohmann::json plain = step({}), overlap = step({"--tp-comm-overlap"});
-  ASSERT_FALSE(plain.is_null() || overlap.is_null());
+  const nlohmann::json nemo = step({"--stack", "nemo"});
+  ASSERT_FALSE(plain.is_null() || overlap.is_null() || nemo.is_null());
   EXPECT_EQ(overlap["parallel"]["tp_comm_overlap"], true);
+  EXPECT_FALSE(plain["parallel"].contains("tp_comm_overlap"));
+  EXPECT_EQ(nemo["parallel"]["tp_comm_overlap"], true);  // nemo's recipes overlap it
   EXPECT_LT(overlap["exposed_comm"]["tp_s"].get<double>(),
             0.5 * plain["exposed_comm"]["tp_s"].get<double>());
   EXPECT_LT(overlap["step_time_s"].get<double>(), plain["step_time_s"].get<double>());
