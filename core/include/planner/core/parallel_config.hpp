@@ -51,7 +51,8 @@
 //   autograd node after the layer's whole backward. Without sequence parallelism only),
 //   tp_comm_overlap (default false; Megatron-core's --tp-comm-overlap: Transformer Engine's
 //   userbuffers overlap each sequence-parallel all-gather with the GEMM that consumes it and each
-//   reduce-scatter with the GEMM that produces it, chunk by chunk; needs sequence_parallel).
+//   reduce-scatter with the GEMM that produces it, chunk by chunk; needs sequence_parallel; the
+//   dense attention and MLP blocks' collectives, not MLA's or the MoE blocks').
 //
 // num_microbatches = global_batch_size / (dp x micro_batch_size).
 #pragma once
