@@ -347,9 +347,8 @@ Status simulate_command(const CliContext& ctx, const SimulateArgs& args) {
   if (!async_tp_allreduce(stack.stack)) setup.plan.parallel.async_tp_allreduce = false;
   // A stack that overlaps the sequence-parallel communication with its GEMMs (nemo's recipes) does
   // so wherever it can (a plan may ask for it under any stack).
-  ParallelConfig& par = setup.plan.parallel;
-  if (overlaps_tp_comm(stack.stack) && par.sequence_parallel && par.tp > 1) {
-    par.tp_comm_overlap = true;
+  if (overlaps_tp_comm(stack.stack) && setup.plan.parallel.can_overlap_tp_comm()) {
+    setup.plan.parallel.tp_comm_overlap = true;
   }
 
   PLANNER_ASSIGN_OR_RETURN(sim::SimResult result, app::simulate_plan(setup, profile, o));

@@ -359,8 +359,8 @@ class Lowerer {
                        std::int64_t out, std::int64_t batch = 1);
   // Elements of a linear layer's 16-bit operand that Transformer Engine quantizes to fp8 in a
   // kernel of its own before the GEMM (their traffic is OpDesc::aux of the GEMM; 0 when none).
-  std::int64_t fp8_quantized(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
-                             std::int64_t out, std::int64_t batch, Precision prec) const;
+  std::int64_t fp8_cast_elements(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
+                                 std::int64_t out, std::int64_t batch, Precision prec) const;
   std::uint32_t tp_collective(OpRole role, Phase ph, OpKind kind, std::int64_t tokens_full);
   const StageLayout& layout(int stage);
 
@@ -390,7 +390,7 @@ class Lowerer {
   // exposed; the rest runs beside the GEMM on the tp stream (slot 1).
   std::uint32_t sp_gather(RankState& r, OpId id, std::uint32_t dep);
   std::uint32_t sp_scatter(RankState& r, OpId id, std::uint32_t gemm, std::uint32_t gemm_input);
-  std::uint32_t sp_chunks(OpKind kind, std::int64_t chunks);
+  std::uint32_t sp_chunks(OpId id, OpKind kind, std::int64_t chunks);
   std::uint32_t tp_grad_reduce(RankState& r, OpId id, std::uint32_t dgrad, std::uint32_t wgrad);
   std::uint32_t etp_op(RankState& r, OpId id, OpKind kind, std::uint32_t dep);
   // `qkv`: the op producing the keys and values (and queries); `q`: another producing the queries.
@@ -742,7 +742,7 @@ std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::i
         d = gemm(tokens, out, in, batch, kTransB | groups, prec);
         break;
     }
-    const Fp8Traffic q = fp8_quantize(fp8_quantized(role, ph, tokens, in, out, batch, prec));
+    const Fp8Traffic q = fp8_quantize(fp8_cast_elements(role, ph, tokens, in, out, batch, prec));
     d.aux = q.read + q.written;
     return d;
   });
@@ -757,8 +757,9 @@ std::uint32_t Lowerer::linear(OpRole role, Phase ph, std::int64_t tokens, std::i
 // the norm kernel. The weights' fp8 copies are made once per step (cached over micro-batches) and
 // not counted; the experts' quantization is in their glue (expert_glue). The gated first layer of
 // the shared experts is one linear of twice the width: its two ops share the input's copy.
-std::int64_t Lowerer::fp8_quantized(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
-                                    std::int64_t out, std::int64_t batch, Precision prec) const {
+std::int64_t Lowerer::fp8_cast_elements(OpRole role, Phase ph, std::int64_t tokens, std::int64_t in,
+                                        std::int64_t out, std::int64_t batch,
+                                        Precision prec) const {
   if (prec != Precision::kFp8 || batch > 1 || ph == Phase::kBackwardWeight) return 0;
   if (ph == Phase::kBackwardInput) return tokens * out;
   switch (role) {
@@ -986,9 +987,9 @@ std::uint32_t Lowerer::tp_op(RankState& r, OpId id, OpKind kind, std::uint32_t d
 
 std::uint32_t Lowerer::sp_gather(RankState& r, OpId id, std::uint32_t dep) {
   if (!p_.tp_comm_overlap) return tp_op(r, id, OpKind::kAllGather, dep, T_);
-  const std::uint32_t head = add(r, id, sp_chunks(OpKind::kAllGather, 1), {dep}, r.g_tp);
+  const std::uint32_t head = add(r, id, sp_chunks(id, OpKind::kAllGather, 1), {dep}, r.g_tp);
   add(r, OpId::make(id.layer(), id.microbatch(), id.phase(), id.role(), 1),
-      sp_chunks(OpKind::kAllGather, tp_ - 1), {head}, r.g_tp);
+      sp_chunks(id, OpKind::kAllGather, tp_ - 1), {head}, r.g_tp);
   return head;
 }
 
@@ -997,14 +998,17 @@ std::uint32_t Lowerer::sp_scatter(RankState& r, OpId id, std::uint32_t gemm,
   if (!p_.tp_comm_overlap) return tp_op(r, id, OpKind::kReduceScatter, gemm, T_);
   const std::uint32_t head =
       add(r, OpId::make(id.layer(), id.microbatch(), id.phase(), id.role(), 1),
-          sp_chunks(OpKind::kReduceScatter, tp_ - 1), {gemm_input}, r.g_tp);
-  return add(r, id, sp_chunks(OpKind::kReduceScatter, 1), {gemm, head}, r.g_tp);
+          sp_chunks(id, OpKind::kReduceScatter, tp_ - 1), {gemm_input}, r.g_tp);
+  return add(r, id, sp_chunks(id, OpKind::kReduceScatter, 1), {gemm, head}, r.g_tp);
 }
 
-// `chunks` of the tp chunks of a sequence-parallel collective over the micro-batch's tokens.
-std::uint32_t Lowerer::sp_chunks(OpKind kind, std::int64_t chunks) {
-  return prog_.intern(
-      comm(kind, Stream::kTpComm, T_ / tp_ * chunks * h_ * bytes_.activation, act_prec_));
+// `chunks` of the tp chunks of `id`'s sequence-parallel collective over the micro-batch's tokens,
+// cached per role and phase beside tp_collective()'s descriptors (variants 4-7).
+std::uint32_t Lowerer::sp_chunks(OpId id, OpKind kind, std::int64_t chunks) {
+  const int variant = 4 + (kind == OpKind::kReduceScatter ? 2 : 0) + (chunks == 1 ? 0 : 1);
+  return cached(id.role(), id.phase(), variant, [&] {
+    return comm(kind, Stream::kTpComm, T_ / tp_ * chunks * h_ * bytes_.activation, act_prec_);
+  });
 }
 
 // The backward's all-reduce of a column-parallel layer's input gradient (`dgrad`): beside the

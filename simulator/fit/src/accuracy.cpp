@@ -1247,7 +1247,7 @@ std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* fi
               }
               c.sequence_parallel = sp;
               // The stack's tensor-parallel overlap needs sequence parallelism.
-              c.tp_comm_overlap = s.plan.parallel.tp_comm_overlap && sp && c.tp > 1;
+              c.tp_comm_overlap = s.plan.parallel.tp_comm_overlap && c.can_overlap_tp_comm();
               c.zero_stage = zero;
               c.recompute = r;
               Diagnostics diag;

@@ -296,7 +296,7 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   p.overlap_grad_reduce = ov;
   p.overlap_param_gather = ov;
   p.async_tp_allreduce = async_tp_allreduce(info.stack);
-  p.tp_comm_overlap = overlaps_tp_comm(info.stack) && p.sequence_parallel && p.tp > 1;
+  p.tp_comm_overlap = overlaps_tp_comm(info.stack) && p.can_overlap_tp_comm();
   p.moe_a2a = in.a2a[digit(in.a2a.size())];
   return p;
 }

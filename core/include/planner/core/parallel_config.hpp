@@ -104,6 +104,8 @@ struct ParallelConfig {
 
   // Saturated at INT64_MAX when the product does not fit (checked.hpp): never wrapped.
   std::int64_t world_size() const { return saturating_product({tp, pp, dp, cp}); }
+  // Whether there is sequence-parallel communication for tp_comm_overlap to hide.
+  bool can_overlap_tp_comm() const { return sequence_parallel && tp > 1; }
   // Model-parallel ranks holding one replica.
   std::int64_t model_parallel_size() const { return saturating_product({tp, pp, cp}); }
   // The expert tensor parallel size in use.
