@@ -489,7 +489,7 @@ class Lowerer {
   std::int64_t experts_ = 0, experts_l_ = 0, fe_l_ = 0, per_expert_ = 0, routed_ = 0, fs_l_ = 0;
   std::int64_t v_l_ = 0, kv_up_l_ = 0, kv_ring_bytes_ = 0;
   std::int64_t mamba_in_l_ = 0, mamba_conv_l_ = 0, mamba_inner_l_ = 0;
-  bool shared_ = false, fp8_dispatch_ = false;
+  bool shared_ = false, fp8_dispatch_ = false, counts_to_host_ = false;
   int head_key_ = 0;  // param_ready key of the final norm and LM head (after the MTP blocks)
   int tp_ = 1, cp_ = 1, ep_ = 1, etp_ = 1, m_count_ = 0, vstages_ = 1, dp_shard_ = 1, edp_ = 1,
       servers_ = 0;
@@ -546,6 +546,9 @@ void Lowerer::setup_sizes() {
     shared_ = m_.moe->shared_ffn() > 0;
     fs_l_ = m_.moe->shared_ffn() / tp_;
     fp8_dispatch_ = p_.moe_fp8_dispatch;
+    // Dropless routing sizes the dispatch and the grouped GEMMs by the tokens each expert got,
+    // which the framework reads on the host; capacity-factor routing pads to a fixed size.
+    counts_to_host_ = m_.moe->capacity_factor == 0 && (ep_ > 1 || experts_l_ > 1);
     // The busiest expert-parallel rank's tokens per local expert and tokens received
     // (moe_routing.hpp).
     const MoeRouting routing = moe_routing(m_, p_, t_.seq_length);
@@ -1355,6 +1358,18 @@ std::uint32_t Lowerer::moe_fwd(RankState& r, int layer, int mb, Phase ph, std::u
                                Ts_ * (experts_ + h_) * e, routed_ * h_ * e + Ts_ * k * kFp32);
                  }),
           {router, n2});
+  // Dropless: the tokens per expert go to the host, which waits for them (Megatron-core's
+  // MoEAlltoAllTokenDispatcher.preprocess: tokens_per_expert.to("cpu"), then a synchronisation
+  // of the compute stream before the dispatch) and only then issues the dispatch and the experts.
+  if (counts_to_host_) {
+    add(r, id(OpRole::kMoeTokenCounts),
+        cached(OpRole::kMoeTokenCounts, ph, 0,
+               [&] {
+                 return comm(OpKind::kDeviceToHost, Stream::kDeviceToHost, experts_ * kInt64,
+                             act_prec_);
+               }),
+        {tok});
+  }
   const std::uint32_t a2a_d = cached(OpRole::kEpDispatch, ph, 0, [&] {
     return fp8_dispatch_ ? ep_a2a(routed_ * h_, Precision::kFp8)
                          : ep_a2a(routed_ * h_ * e, act_prec_);

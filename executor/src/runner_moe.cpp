@@ -42,6 +42,7 @@ bool is_moe_role(OpRole role) {
     case OpRole::kSharedUp:
     case OpRole::kSharedAct:
     case OpRole::kSharedDown:
+    case OpRole::kMoeTokenCounts:
       return true;
     default:
       return false;
@@ -228,6 +229,9 @@ Status Runner::Impl::moe_forward(const OpCtx& c, LayerActs& a) {
       }
       return Status::ok();
     }
+    case OpRole::kMoeTokenCounts:
+      // The router's permutation (moe_permute) has read the counts on the host already.
+      return Status::ok();
     case OpRole::kEpDispatch: {
       // The counts first: E/ep per member, blocking (bounded by the deadline).
       Communicator* comm = group_comm(c);

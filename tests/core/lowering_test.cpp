@@ -392,6 +392,55 @@ TEST(Lowering, ExpertParallelAllToAll) {
   // weights, one bucket, over dp.
   EXPECT_EQ(get(t, OpRole::kDpGradReduce, kW, OpKind::kAllReduce).count, 1);
   EXPECT_EQ(get(t, OpRole::kRouter, kF, OpKind::kGemm).count, L * m);
+  // Capacity-factor routing pads every expert to a fixed size: no token counts for the host.
+  EXPECT_EQ(get(t, OpRole::kMoeTokenCounts, kF, OpKind::kDeviceToHost).count, 0);
+}
+
+// Dropless routing: the tokens per expert (one int64 per expert) go to the host before each
+// forward (and recomputed forward) dispatch; the backward pass reuses them. With one local expert
+// and no ep nothing needs them.
+TEST(Lowering, DroplessRoutingReadsTheTokenCountsOnTheHost) {
+  ModelSpec model = tiny_moe();
+  model.moe->capacity_factor = 0.0;
+  ParallelConfig p;
+  p.ep = 2;
+  p.dp = 2;
+  p.recompute = Recompute::kFull;
+  const StepProgram prog = lowered(model, training(), p);
+  ASSERT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+  const auto t = tally(prog, 0);
+  const int L = 4, m = 4;
+  for (Phase ph : {kF, Phase::kRecompute}) {
+    EXPECT_EQ(get(t, OpRole::kMoeTokenCounts, ph, OpKind::kDeviceToHost).count, L * m);
+    EXPECT_EQ(get(t, OpRole::kMoeTokenCounts, ph, OpKind::kDeviceToHost).bytes, 4 * 8);
+  }
+  EXPECT_EQ(get(t, OpRole::kMoeTokenCounts, kB, OpKind::kDeviceToHost).count, 0);
+  // The counts follow the router's top-k on their own stream; the dispatch does not wait for them
+  // on the GPU (the host does).
+  const RankProgram& r = *prog.find(0);
+  bool found = false;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (r.op(i).id != OpId::make(0, 0, kF, OpRole::kMoeTokenCounts)) continue;
+    found = true;
+    EXPECT_EQ(prog.desc(r.op(i)).stream, Stream::kDeviceToHost);
+    ASSERT_EQ(r.deps(i).size(), 1u);
+    EXPECT_EQ(r.op(r.deps(i)[0]).id.role(), OpRole::kRouterTopk);
+    EXPECT_EQ(r.op(i + 1).id.role(), OpRole::kEpDispatch);
+  }
+  EXPECT_TRUE(found);
+  model.moe->num_experts = 2;  // one expert per rank of ep 2: still a dispatch to size
+  p.dp = 2;
+  EXPECT_EQ(get(tally(lowered(model, training(), p), 0), OpRole::kMoeTokenCounts, kF,
+                OpKind::kDeviceToHost)
+                .count,
+            L * m);
+  p.ep = 1;  // one expert per rank and no dispatch: nothing to size
+  model.moe->num_experts = 1;
+  model.moe->top_k = 1;
+  EXPECT_EQ(get(tally(lowered(model, training(), p), 0), OpRole::kMoeTokenCounts, kF,
+                OpKind::kDeviceToHost)
+                .count,
+            0);
 }
 
 // Pipeline parallelism: stage 0 sends an activation and receives a gradient per micro-batch (and

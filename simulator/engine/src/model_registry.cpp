@@ -111,10 +111,16 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "timers synchronise (megatron-lm) waits for the GPU before every forward and backward pass "
      "of a micro-batch, so the GPU drains and then waits for the pass's first op; a stack that "
      "synchronises on its pipeline receives (megatron-lm, megatron-deepspeed) issues a pass only "
-     "once its input has arrived, so a host-bound pipeline fills and drains on the host too",
+     "once its input has arrived, so a host-bound pipeline fills and drains on the host too; with "
+     "dropless MoE routing the host copies each layer's tokens per expert and waits for them (and "
+     "for the compute stream's work before them, not the data-parallel communication) before it "
+     "issues the dispatch and the experts, so a host-bound MoE layer drains the GPU once per "
+     "forward pass",
      "the host otherwise never waits for the GPU within a step (launches are asynchronous, no "
      "host synchronisation before the optimizer); costs are per op of the step program (what the "
-     "framework runs for it), per software stack",
+     "framework runs for it), per software stack; a stack that synchronises with the whole "
+     "device elsewhere waits for every stream at the token counts too; the sweep's estimate "
+     "leaves the token-count synchronisation out",
      "core/host_model.hpp: costs per stack (planner sim-models, Software stacks), fitted on "
      "measured runs of that stack (vTrain's A100 sweep for megatron-deepspeed); the gather loop "
      "from DeepSpeed's "
@@ -123,7 +129,10 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "torch.cuda.synchronize(); schedules.py times every forward_step and backward_step); the "
      "receive synchronisation from Megatron-LM's p2p_communication._communicate of 2020-2022 "
      "(torch.cuda.synchronize() after batch_isend_irecv) and vTrain's sweep, whose host-bound "
-     "pipelines take (micro-batches + pp - 1) stage times"},
+     "pipelines take (micro-batches + pp - 1) stage times; the token counts from Megatron-core's "
+     "MoEAlltoAllTokenDispatcher (token_dispatcher.py: preprocess copies tokens_per_expert to the "
+     "host and synchronises the compute stream before the all-to-all; TE GroupedLinear takes "
+     "the row counts as a host list; from memory of the 2024-2025 sources)"},
     {SimModel::kMergedPasses, "engine", "merged-passes",
      "--moe-a2a-overlap (Megatron-core's combined 1F1B) and dualpipev: a steady-state forward "
      "pass and the backward pass of another micro-batch run as one, each cut into segments after "

@@ -202,7 +202,7 @@ void Runner::init_rank(std::uint32_t ri) {
     OpTrack& t = s.track[i];
     t.waiting = static_cast<std::uint32_t>(r.deps(i).size());
     t.stream = static_cast<std::uint8_t>(desc.stream);
-    t.unsynced = sync_skips(ctx_.options.host, desc);
+    t.unsynced = sync_skips(ctx_.options.host, desc, r.op(i).id.role());
     for (std::uint32_t d : r.deps(i))
       ++counts[d + 1];
   }
@@ -264,8 +264,11 @@ void Runner::init_host(RankState& s) {
         id.phase() == Phase::kBackwardInput || id.phase() == Phase::kBackwardWeight;
     h += host_cost(c, d, id.phase(), members, compute_.extra_host_kernels(d, backward));
     s.host[i] = h;
-    // The host waits for a pipeline receive before issuing what follows it.
-    if (d.kind == OpKind::kRecv && !s.track[i].unsynced && i + 1 < r.size()) sync_before(i + 1);
+    // The host waits for a pipeline receive, and for dropless MoE's token counts, before issuing
+    // what follows them.
+    const bool waits =
+        (d.kind == OpKind::kRecv && !s.track[i].unsynced) || id.role() == OpRole::kMoeTokenCounts;
+    if (waits && i + 1 < r.size()) sync_before(i + 1);
   }
   if (s.syncs.empty()) return;
   s.synced_before.assign(r.size() + 1, 0);

@@ -293,7 +293,8 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
       if (role == OpRole::kDpGradReduce || role == OpRole::kDpParamGather ||
           role == OpRole::kPpSendActivation || role == OpRole::kPpRecvActivation ||
           role == OpRole::kPpSendGrad || role == OpRole::kPpRecvGrad ||
-          role == OpRole::kOffloadGrad || role == OpRole::kOffloadParam) {
+          role == OpRole::kOffloadGrad || role == OpRole::kOffloadParam ||
+          role == OpRole::kMoeTokenCounts) {
         continue;
       }
       const int layer = op.id.layer();

@@ -132,7 +132,8 @@ TEST(Bubble, BalancedPipelineMatchesClosedForm) {
 // Runs `prog` with one ideal GPU per rank and the host model `host`: the makespan, and how long
 // rank 0's GPU waited for its host.
 std::pair<Time, Time> run_with_host(const StepProgram& prog, int ranks, const HostCosts& host) {
-  const HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
+  HardwareProfile profile = testing::ideal_profile(0.0, 1000.0);
+  profile.compute.pcie_copy_bandwidth = GBps(64);  // a 64-byte copy: 1 ns
   auto cluster = testing::build(testing::parse_topology(testing::ring_topology_json(2, 100, 0)), 1);
   std::vector<int> gpus(static_cast<std::size_t>(ranks));
   std::iota(gpus.begin(), gpus.end(), 0);
@@ -215,6 +216,65 @@ TEST(HostModel, DeepSpeedGathersSynchroniseAndLoopOverTheRanks) {
   EXPECT_NEAR(to_microseconds(waited), 12, 0.01);
   // A stack that gathers one flat buffer: one 2 us launch, hidden under the five ops.
   EXPECT_NEAR(to_microseconds(step(0).first), 60, 0.01);
+}
+
+// Dropless MoE (host_model.hpp, OpRole::kMoeTokenCounts): the host copies the tokens per expert
+// and synchronises with the compute stream before it issues the dispatch and the experts. Two
+// ranks each run five 10 us ops (host 2 us each; the first starts at 2 us), the token counts (a
+// 1 ns copy), and a 10 us op; a 3 MB data-parallel all-reduce (30 us on the 100 GB/s ring) follows
+// the fourth op on its own stream. Running ahead, the host issues the last op at 12 us and it runs
+// from 52 to 62 us. Waiting for the counts, the host issues it 2 us after they arrive: 64 us. A
+// synchronisation with the compute stream does not wait for the all-reduce (42 to 72 us: the step
+// is 72 us); one with the whole device (a stack whose host also synchronises before every pass)
+// does: 72 + 2 + 10 = 84 us.
+TEST(HostModel, DroplessTokenCountsSynchroniseTheHostWithTheComputeStream) {
+  auto program = [](bool counts, bool all_reduce) {
+    StepProgram prog(ProgramInfo{2, 0, 1, 1, 1, 6, Schedule::k1F1B});
+    const std::uint32_t work = prog.intern(testing::elementwise(10'000'000));
+    const std::uint32_t ar =
+        prog.intern(testing::collective(OpKind::kAllReduce, Stream::kDpComm, 3'000'000));
+    const std::uint32_t d2h =
+        prog.intern(testing::collective(OpKind::kDeviceToHost, Stream::kDeviceToHost, 64));
+    const std::int32_t group = prog.intern_group("dp", {0, 1});
+    for (int rank = 0; rank < 2; ++rank) {
+      RankProgram& r = prog.add_rank(rank, RankKind::kWorker, 0);
+      std::uint32_t last = 0;
+      for (int i = 0; i < 5; ++i) {
+        Op o;
+        o.id = OpId::make(i, 0, Phase::kForward, OpRole::kAttnResidual);
+        o.desc = work;
+        last = i == 0 ? r.add(o, {}) : r.add(o, {last});
+        if (i == 3 && all_reduce) {
+          Op g;
+          g.id = OpId::make(i, 0, Phase::kForward, OpRole::kDpGradReduce);
+          g.desc = ar;
+          g.group = group;
+          r.add(g, {last});
+        }
+      }
+      if (counts) {
+        Op c;
+        c.id = OpId::make(5, 0, Phase::kForward, OpRole::kMoeTokenCounts);
+        c.desc = d2h;
+        r.add(c, {last});
+      }
+      Op o;
+      o.id = OpId::make(5, 0, Phase::kForward, OpRole::kExpertUp);
+      o.desc = work;
+      r.add(o, {last});
+    }
+    return prog;
+  };
+  auto step = [&](bool counts, bool all_reduce, bool device_sync) {
+    HostCosts host;
+    host.memory_bound = microseconds(2);
+    host.sync_per_pass = device_sync;  // one pass: no synchronisation of its own here
+    return to_microseconds(run_with_host(program(counts, all_reduce), 2, host).first);
+  };
+  EXPECT_NEAR(step(false, false, false), 62, 0.01);
+  EXPECT_NEAR(step(true, false, false), 64, 0.01);
+  EXPECT_NEAR(step(true, true, false), 72, 0.01);
+  EXPECT_NEAR(step(true, true, true), 84, 0.01);
 }
 
 // Megatron-LM's timers of 2020-2022 (host_model.hpp, sync_per_pass): the host synchronises with

@@ -84,12 +84,26 @@ inline bool gathers_tensor_by_tensor(const HostCosts& c, const OpDesc& d) {
   return d.aux > 0 && host_syncs_before_gather(c);
 }
 
-// True when a host synchronisation does not wait for `d` to finish: sends and receives, except
-// the pipeline receives of a stack that synchronises on them (sync_on_receive). A send can wait
-// for its peer's host; a receive the host synchronises on is data the next pass needs.
-inline bool sync_skips(const HostCosts& c, const OpDesc& d) {
+// True when the host synchronises with the whole device somewhere in a step
+// (torch.cuda.synchronize: timers around every pass, pipeline receives, tensor-by-tensor ZeRO-3
+// gathers). Otherwise its only synchronisations are with the compute stream (dropless MoE's token
+// counts, OpRole::kMoeTokenCounts), which wait for the compute-side work only.
+inline bool syncs_device(const HostCosts& c) {
+  return c.sync_per_pass || c.sync_on_receive || host_syncs_before_gather(c);
+}
+
+// True when a host synchronisation does not wait for op `d` (of `role`) to finish: sends and
+// receives, except the pipeline receives of a stack that synchronises on them (sync_on_receive);
+// and, where the host synchronises with the compute stream only (syncs_device false), the work of
+// the other streams (data-parallel collectives, host copies) but the token counts it reads. A send
+// can wait for its peer's host; a receive the host synchronises on is data the next pass needs.
+// Where a stack synchronises with the device, its token-count synchronisations wait for every
+// stream too (conservative: no stack of planner's has both).
+inline bool sync_skips(const HostCosts& c, const OpDesc& d, OpRole role) {
   if (d.kind == OpKind::kRecv && d.stream == Stream::kPpRecv && c.sync_on_receive) return false;
-  return is_p2p(d.kind);
+  if (is_p2p(d.kind)) return true;
+  if (syncs_device(c) || role == OpRole::kMoeTokenCounts) return false;
+  return d.stream != Stream::kCompute && d.stream != Stream::kTpComm && d.stream != Stream::kEpComm;
 }
 
 // The built-in host costs of a software stack, with their source in `source`.

@@ -222,6 +222,10 @@ enum class OpRole : std::uint8_t {
   // Multi-token prediction (layer field: the module's block, num_layers + i).
   kMtpNorm,  // enorm and hnorm of [main-stream output; embedding of the next tokens]
   kMtpProj,  // eh_proj 2·hidden → hidden
+  // Dropless MoE: device → host copy of the tokens each expert receives, which the framework
+  // needs on the host before it dispatches them (the all-to-all's split sizes, the grouped GEMMs'
+  // row counts); the host synchronises with the compute stream after it (host_model.hpp).
+  kMoeTokenCounts,
 };
 
 enum class Phase : std::uint8_t {
@@ -290,7 +294,7 @@ struct EnumTraits<OpKind> {
 template <>
 struct EnumTraits<OpRole> {
   static constexpr std::string_view kWhat = "op role";
-  static constexpr std::array<std::pair<OpRole, std::string_view>, 79> kNames{{
+  static constexpr std::array<std::pair<OpRole, std::string_view>, 80> kNames{{
       {OpRole::kAttnNorm, "attn_norm"},
       {OpRole::kAttnQkv, "attn_qkv"},
       {OpRole::kAttnCore, "attn_core"},
@@ -370,6 +374,7 @@ struct EnumTraits<OpRole> {
       {OpRole::kSharedExpertGate, "shared_expert_gate"},
       {OpRole::kMtpNorm, "mtp_norm"},
       {OpRole::kMtpProj, "mtp_proj"},
+      {OpRole::kMoeTokenCounts, "moe_token_counts"},
   }};
 };
 
