@@ -164,6 +164,7 @@ void read_compute(JsonObject& c, ComputeProfile& out) {
     out.attention_backward = tflops_per_s(v);
   }
   c.read("attention_half_seq", out.attention_half_seq, Need::kRequired, {0, 1 << 30});
+  c.read("attention_half_head_dim", out.attention_half_head_dim, Need::kOptional, {0, 4096});
   c.read("attention_source", out.attention_source, Need::kRequired);
   if (c.read("memory_bandwidth_GBps", v, Need::kRequired,
              {1.0, 1e6, false, "GB/s: 3.35 TB/s is 3350"})) {
@@ -370,6 +371,9 @@ Json to_json(const HardwareProfile& p) {
     if (b.raw() > 0) bound[std::string(name)] = to_GBps(b);
   }
   if (c.host_cores > 0) compute["host_cores"] = c.host_cores;
+  if (c.attention_half_head_dim > 0) {
+    compute["attention_half_head_dim"] = c.attention_half_head_dim;
+  }
   if (c.oversubscribed_efficiency != 1.0 || !c.oversubscribed_source.empty()) {
     compute["oversubscribed_efficiency"] = c.oversubscribed_efficiency;
     compute["oversubscribed_source"] = c.oversubscribed_source;

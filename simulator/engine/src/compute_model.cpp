@@ -13,6 +13,9 @@ double ceil_div(double a, double b) {
   return std::ceil(a / b);
 }
 
+// The head dimension of the profiles' attention rates (ComputeProfile::attention_half_head_dim).
+constexpr double kRateHeadDim = 128;
+
 Time from_seconds(double s) {
   return Time(std::llround(s * 1e12));
 }
@@ -166,7 +169,15 @@ Time ComputeModel::flash_attention_time(const OpDesc& d, bool backward) const {
   }
   const double n = static_cast<double>(d.n);
   const double saturation = n / (n + static_cast<double>(c.attention_half_seq));
-  const Time compute = from_seconds(d.flops.raw() / (rate * saturation));
+  // The head dimension (d.k) relative to 128, where the rates were measured
+  // (attention_half_head_dim).
+  double head = 1.0;
+  if (c.attention_half_head_dim > 0 && d.k > 0) {
+    const double h0 = static_cast<double>(c.attention_half_head_dim);
+    const double dim = static_cast<double>(d.k);
+    head = (dim / (dim + h0)) / (kRateHeadDim / (kRateHeadDim + h0));
+  }
+  const Time compute = from_seconds(d.flops.raw() / (rate * saturation * head));
   return std::max(compute, memory_time(d.bytes_read + d.bytes_written)) + c.kernel_overhead;
 }
 

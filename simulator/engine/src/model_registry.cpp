@@ -52,10 +52,15 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "2026-11-26): the fp8 GEMMs alone match the tile model within 0.2 % bias, so the casts "
      "are not in the profiles' fp8 rates"},
     {SimModel::kFlashAttention, "compute", "flash-attention",
-     "attention FLOPs / (forward or backward rate x n/(n + half_seq)), max with HBM time, + "
-     "overhead",
-     "flash-style kernels (no s x s tensor); causal blocks count half the FLOPs",
-     "profile attention rates (FlashAttention-2 measurement, reference data); Dao 2023"},
+     "attention FLOPs / (forward or backward rate x n/(n + half_seq) x head), max with HBM time, "
+     "+ overhead; head = (d/(d + half_head_dim)) / (128/(128 + half_head_dim)) for head dimension "
+     "d where the profile gives half_head_dim (a score's GEMM work grows with d, its softmax "
+     "does not), else 1",
+     "flash-style kernels (no s x s tensor); causal blocks count half the FLOPs; the rates are "
+     "for head dimension 128",
+     "profile attention rates (FlashAttention-2 measurement, reference data); Dao 2023; the "
+     "head-dimension dependence from FlashAttention-3's H100 benchmarks (Shah et al. 2024, "
+     "arXiv:2407.08608; profile attention_source)"},
     {SimModel::kUnfusedAttention, "compute", "unfused-attention",
      "--attention fused-softmax or unfused: QK^T and PV (backward: dV, dP, dQ, dK) as batched "
      "GEMMs of the tile model over the whole block, plus the s x s scores streamed through HBM: "

@@ -141,6 +141,31 @@ TEST(ComputeModel, AttentionSaturatesWithSequenceLength) {
   EXPECT_LT(rate(8192, true), rate(8192, false));
 }
 
+// Flash attention's rate per FLOP falls with the head dimension as d / (d + 54) relative to 128
+// on the H100 (FlashAttention-3's forward: about 0.77x at 64, 1.17x at 256), and not at all on a
+// profile without attention_half_head_dim.
+TEST(ComputeModel, AttentionRateFollowsTheHeadDimension) {
+  auto rate = [](const HardwareProfile& p, std::int64_t dim) {
+    OpDesc d;
+    d.kind = OpKind::kAttention;
+    d.batch = 32;
+    d.m = d.n = 8192;
+    d.k = dim;
+    d.flops = Flops(4.0 * 32 * 8192.0 * 8192.0 * static_cast<double>(dim) * 0.5);
+    return d.flops.raw() / to_seconds(ComputeModel(p).op_time(d, false)) / 1e12;
+  };
+  const HardwareProfile& h100 = preset("H100");
+  ASSERT_EQ(h100.compute.attention_half_head_dim, 54);
+  const double at128 = rate(h100, 128);
+  EXPECT_NEAR(to_tflops_per_s(h100.compute.attention_forward) * 8192.0 / (8192 + 256), at128,
+              at128 * 0.01);
+  EXPECT_NEAR(rate(h100, 64) / at128, 0.77, 0.01);
+  EXPECT_NEAR(rate(h100, 256) / at128, 1.17, 0.01);
+  HardwareProfile flat = h100;
+  flat.compute.attention_half_head_dim = 0;
+  EXPECT_NEAR(rate(flat, 64) / rate(flat, 128), 1.0, 0.01);  // the kernel overhead apart
+}
+
 // Materialised scores (batch·heads 32, 2,048 × 2,048, fp16, on V100): the same GEMMs under both
 // kernels; the 2019 unfused scale, mask and softmax stream the scores 6 more times forward and 4
 // more backward than Megatron's fused scale-mask-softmax, with 3 and 2 more kernels.

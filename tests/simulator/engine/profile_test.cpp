@@ -139,5 +139,28 @@ TEST(Profiles, OversubscribedEfficiencyRoundTripsWithinBounds) {
   }
 }
 
+// The head dimension at which flash attention runs at half its rate: optional (0, not written,
+// without it), kept through JSON, and refused when negative.
+TEST(Profiles, AttentionHalfHeadDimRoundTripsWithinBounds) {
+  HardwareProfile p = *builtin_profile("h100-sxm5-80gb");
+  EXPECT_EQ(p.compute.attention_half_head_dim, 54);
+  const std::string text = to_json_text(p);
+  auto back = sim::parse_profile(text, "p.json");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->compute.attention_half_head_dim, 54);
+  p.compute.attention_half_head_dim = 0;
+  EXPECT_FALSE(to_json(p)["compute"].contains("attention_half_head_dim"));
+  std::string t = text;
+  const std::string from = "\"attention_half_head_dim\": 54";
+  const auto at = t.find(from);
+  ASSERT_NE(at, std::string::npos);
+  t.replace(at, from.size(), "\"attention_half_head_dim\": -1");
+  auto r = sim::parse_profile(t, "p.json");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("p.json: /compute/attention_half_head_dim"),
+            std::string::npos)
+      << r.status().message();
+}
+
 }  // namespace
 }  // namespace planner

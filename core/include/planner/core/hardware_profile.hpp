@@ -22,6 +22,9 @@
 //                                     per-SM throughput relative to the best tile
 //     gemm_k_overhead                 a tile's fixed cost (pipeline fill, epilogue) in elements of
 //     k gemm_shape_source attention_forward_tflops, attention_backward_tflops   flash-style
+//     attention_half_head_dim         optional (default 0): head dimension at which attention
+//                                     runs at half its large-head rate (d / (d + d0), relative to
+//                                     head dimension 128)
 //     attention at long sequence attention_half_seq              key/value length at which
 //     attention runs at half that rate attention_source memory_bandwidth_GBps, memory_source
 //     achievable HBM bandwidth for memory-bound kernels kernel_overhead_us, kernel_overhead_source
@@ -101,6 +104,11 @@ struct ComputeProfile {
   FlopRate attention_forward;
   FlopRate attention_backward;
   std::int64_t attention_half_seq = 0;
+  // Head dimension d0 at which the flash kernel's throughput per FLOP is half its large-head
+  // rate: it scales as d / (d + d0), relative to head dimension 128 (the attention rates above are
+  // for 128): each score costs 4d FLOPs of GEMM and a fixed softmax (exp, max, rescale), so small
+  // heads spend more of the kernel outside the tensor cores. 0: no dependence on the head dim.
+  std::int64_t attention_half_head_dim = 0;
   std::string attention_source;
   Bandwidth memory_bandwidth;
   std::string memory_source;
