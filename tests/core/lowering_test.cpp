@@ -397,8 +397,8 @@ TEST(Lowering, ExpertParallelAllToAll) {
 }
 
 // Dropless routing: the tokens per expert (one int64 per expert) go to the host before each
-// forward (and recomputed forward) dispatch; the backward pass reuses them. With one local expert
-// and no ep nothing needs them.
+// forward (and recomputed forward) dispatch or, without ep, before the grouped GEMMs of several
+// local experts; the backward pass reuses them. With one expert and no ep nothing needs them.
 TEST(Lowering, DroplessRoutingReadsTheTokenCountsOnTheHost) {
   ModelSpec model = tiny_moe();
   model.moe->capacity_factor = 0.0;
@@ -428,14 +428,13 @@ TEST(Lowering, DroplessRoutingReadsTheTokenCountsOnTheHost) {
     EXPECT_EQ(r.op(i + 1).id.role(), OpRole::kEpDispatch);
   }
   EXPECT_TRUE(found);
-  model.moe->num_experts = 2;  // one expert per rank of ep 2: still a dispatch to size
-  p.dp = 2;
+  p.ep = 1;  // no dispatch, but the grouped GEMMs of the two local experts need their rows
+  model.moe->num_experts = 2;
   EXPECT_EQ(get(tally(lowered(model, training(), p), 0), OpRole::kMoeTokenCounts, kF,
                 OpKind::kDeviceToHost)
                 .count,
             L * m);
-  p.ep = 1;  // one expert per rank and no dispatch: nothing to size
-  model.moe->num_experts = 1;
+  model.moe->num_experts = 1;  // one expert and no dispatch: nothing to size
   model.moe->top_k = 1;
   EXPECT_EQ(get(tally(lowered(model, training(), p), 0), OpRole::kMoeTokenCounts, kF,
                 OpKind::kDeviceToHost)

@@ -20,17 +20,19 @@
 //     gemm {<precision>: {tflops, source}}   asymptotic GEMM rate per precision (dense)
 //     gemm_tiles [{m, n, efficiency}] output tile shapes a GEMM library picks from, with their
 //                                     per-SM throughput relative to the best tile
-//     gemm_k_overhead                 a tile's fixed cost (pipeline fill, epilogue) in elements of
-//     k gemm_shape_source attention_forward_tflops, attention_backward_tflops   flash-style
-//     attention_half_head_dim         optional (default 0): head dimension at which attention
-//                                     runs at half its large-head rate (d / (d + d0), relative to
-//                                     head dimension 128)
-//     attention at long sequence attention_half_seq              key/value length at which
-//     attention runs at half that rate attention_source memory_bandwidth_GBps, memory_source
-//     achievable HBM bandwidth for memory-bound kernels kernel_overhead_us, kernel_overhead_source
-//     fixed time per kernel comm_slowdown, comm_slowdown_source   fraction of compute throughput
-//     lost while a
-//                                           communication kernel runs on the same GPU
+//     gemm_k_overhead                 a tile's fixed cost (pipeline fill, epilogue) in elements
+//                                     of k
+//     gemm_shape_source
+//     attention_forward_tflops, attention_backward_tflops   flash-style attention at long
+//                                     sequence and head dimension 128
+//     attention_half_seq              key/value length at which attention runs at half that rate
+//     attention_half_head_dim         optional (default 0): head dimension d0 of the rate's
+//                                     d / (d + d0) dependence, relative to 128
+//     attention_source
+//     memory_bandwidth_GBps, memory_source   achievable HBM bandwidth for memory-bound kernels
+//     kernel_overhead_us, kernel_overhead_source   fixed time per kernel
+//     comm_slowdown, comm_slowdown_source   fraction of compute throughput lost while a
+//                                     communication kernel runs on the same GPU
 //     host_memory_bandwidth_GBps, pcie_copy_GBps, host_source   offloaded optimizer and copies
 //     host_cores                      optional, CPU hosts: cores the ranks of a node share;
 //                                     ranks computing at once beyond it split them evenly
