@@ -118,7 +118,7 @@ Status memory_report(const CliContext& ctx, const MemoryArgs& args) {
       << " and micro-batch (Korthikanti et al. 2022"
       << (options.flash_attention ? ", flash attention: no s×s softmax" : "")
       << ") × LAYERS×MB held at the schedule's peak. EXTRA: embedding mask, LM head inputs and "
-         "logits, full-recompute working layer.\n";
+         "logits, the layer being recomputed (full recompute or recompute modules).\n";
   out << "OVERHEAD: an assumed " << fmt(args.overhead_gib, 1)
       << " GiB for CUDA context, library workspaces and NCCL (--overhead-gib).\n\n";
   const StageMemory& peak = report.stages[static_cast<std::size_t>(report.peak_stage)];

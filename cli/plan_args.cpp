@@ -38,6 +38,11 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
                                  "Sequence parallelism"));
   config.push_back(cmd->add_option("--recompute,--recompute-granularity", a.recompute,
                                    "none, selective or full"));
+  config.push_back(cmd->add_option(
+      "--recompute-modules", a.recompute_modules,
+      "With selective recompute, the parts of every layer run again before their backward "
+      "(Megatron-core): core_attn (default), moe_act, layernorm, mla_up_proj, mlp, moe, "
+      "shared_experts"));
   CLI::Option* zero = cmd->add_option("--zero", a.parallel.zero_stage, "ZeRO stage 0-3");
   config.push_back(zero);
   config.push_back(cmd->add_flag("--use-distributed-optimizer", a.distributed_optimizer,
@@ -176,6 +181,15 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
   }
   PLANNER_ASSIGN_OR_RETURN(r.parallel.recompute,
                            parse_flag<Recompute>("--recompute", args.recompute));
+  if (!args.recompute_modules.empty()) {
+    if (r.parallel.recompute != Recompute::kSelective) {
+      return Status::invalid_input("--recompute-modules: needs --recompute selective, got " +
+                                   args.recompute);
+    }
+    auto parsed = parse_recompute_modules(args.recompute_modules);
+    if (!parsed) return Status::invalid_input("--recompute-modules: " + parsed.status().message());
+    r.parallel.recompute_modules = *parsed;
+  }
   PLANNER_ASSIGN_OR_RETURN(r.parallel.offload, parse_flag<Offload>("--offload", args.offload));
   PLANNER_ASSIGN_OR_RETURN(r.parallel.moe_a2a, parse_flag<MoeA2a>("--moe-a2a", args.moe_a2a));
   PLANNER_ASSIGN_OR_RETURN(r.training.precision,

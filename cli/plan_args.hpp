@@ -31,6 +31,7 @@ struct PlanArgs {
   std::string optimizer = "adam";
   std::string schedule = "1f1b";
   std::string recompute = "none";
+  std::vector<std::string> recompute_modules;  // --recompute-modules; empty: core_attn
   std::string offload = "none";
   std::string moe_a2a = "nccl";
   bool distributed_optimizer = false;  // --use-distributed-optimizer: ZeRO stage 1
@@ -102,7 +103,7 @@ Status check_stack_runs(SoftwareStack stack, const ParallelConfig& p);
 // --optimizer, and Megatron-LM's spellings: --tensor-model-parallel-size,
 // --pipeline-model-parallel-size, --context-parallel-size, --expert-model-parallel-size,
 // --micro-batch-size, --global-batch-size, --seq-length, --sequence-parallel,
-// --recompute-granularity, --virtual-pipeline-model-parallel-size,
+// --recompute-granularity, --recompute-modules, --virtual-pipeline-model-parallel-size,
 // --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer); --plan excludes the
 // others.
 void add_plan_options(CLI::App* cmd, PlanArgs& args);

@@ -145,6 +145,38 @@ Flops hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& t, Recompu
   return model_flops_per_step(m, t) + Flops(extra * tokens);
 }
 
+Flops hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p) {
+  if (p.recompute != Recompute::kSelective) return hardware_flops_per_step(m, t, p.recompute);
+  double extra = 0;  // per token
+  if (recomputes(p, RecomputeModule::kCoreAttn)) {
+    extra += attention_core_flops_per_token(m, t.seq_length, AttentionMask::kCausal);
+  }
+  const double h = static_cast<double>(m.hidden);
+  const double matrices = static_cast<double>(mlp_matrices(m.mlp));
+  for (int layer = 0; layer < m.num_layers + m.mtp_layers; ++layer) {
+    const LayerKind k = m.layer_kind(layer);
+    if (k.ffn == FfnKind::kDense && recomputes(p, RecomputeModule::kMlp)) {
+      extra += 2.0 * static_cast<double>(ffn_gemm_params(m, FfnKind::kDense));
+    }
+    if (k.ffn == FfnKind::kMoe) {
+      if (recomputes(p, RecomputeModule::kMoe)) {
+        extra += 2.0 * static_cast<double>(ffn_gemm_params(m, FfnKind::kMoe));
+      } else if (recomputes(p, RecomputeModule::kSharedExperts)) {
+        extra += 2.0 * (matrices * h * static_cast<double>(m.moe->shared_ffn()) +
+                        (m.moe->shared_expert_gate ? h : 0.0));
+      }
+    }
+    if (k.mixer == Mixer::kAttention && m.mla && recomputes(p, RecomputeModule::kMlaUpProj)) {
+      const double H = m.heads, qk = static_cast<double>(m.qk_head_dim());
+      const double ql = static_cast<double>(m.mla->q_lora_rank);
+      const double kvl = static_cast<double>(m.mla->kv_lora_rank);
+      extra += 2.0 * ((ql > 0 ? ql : h) * H * qk +
+                      kvl * H * static_cast<double>(m.mla->qk_nope_head_dim + m.mla->v_head_dim));
+    }
+  }
+  return model_flops_per_step(m, t) + Flops(extra * static_cast<double>(t.tokens_per_step()));
+}
+
 namespace {
 
 // Megatron's per-step count split into the transformer layers and the logit layer.

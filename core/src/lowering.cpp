@@ -418,6 +418,12 @@ class Lowerer {
   std::uint32_t layer_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t x,
                           std::uint32_t prefetch_after, std::uint32_t weights = kNoOp,
                           std::uint32_t expert_weights = kNoOp);
+  // A block norm's forward (layer_fwd's norms, layernorm recompute's) and the experts'
+  // activation (moe_fwd's, moe_act recompute's).
+  std::uint32_t norm_fwd_desc(Phase ph);
+  std::uint32_t expert_act_desc(Phase ph);
+  std::uint32_t dense_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
+                          std::uint32_t gather);
   std::uint32_t moe_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
                         std::uint32_t gather, std::uint32_t egather);
   std::uint32_t shared_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
@@ -1275,9 +1281,7 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
   const std::uint32_t ready = ph == Phase::kForward ? param_dep(r, layer) : kNoOp;
   auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
   const std::int64_t e = bytes_.activation;
-  const std::uint32_t norm_d = cached(OpRole::kAttnNorm, ph, 0, [&] {
-    return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, Ts_ * h_ * e, Ts_ * h_ * e);
-  });
+  const std::uint32_t norm_d = norm_fwd_desc(ph);
   const std::uint32_t res_d = cached(OpRole::kAttnResidual, ph, 0, [&] {
     return misc(OpKind::kElementwise, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
   });
@@ -1311,33 +1315,58 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
   const std::uint32_t n2 = first ? add(r, id(OpRole::kMlpNorm), norm_d, {res1, ready, gather})
                                  : add(r, id(OpRole::kMlpNorm), norm_d, {res1});
   if (first) r.first_compute = n2;
-  std::uint32_t y = kNoOp;
-  if (kind.ffn == FfnKind::kDense) {
-    std::uint32_t mi = n2;
-    if (sp_) mi = sp_gather(r, id(OpRole::kSpGatherMlp), n2);
-    const std::uint32_t up_d = linear(OpRole::kMlpUp, ph, T_, h_, f_l_);
-    std::uint32_t gate = kNoOp;
-    if (gated_) gate = add(r, id(OpRole::kMlpGate), up_d, {mi, first ? gather : kNoOp});
-    const std::uint32_t up = add(r, id(OpRole::kMlpUp), up_d, {mi, first ? gather : kNoOp});
-    const std::uint32_t act =
-        add(r, id(OpRole::kMlpAct),
-            cached(OpRole::kMlpAct, ph, 0,
-                   [&] {
-                     const std::int64_t in_tensors = gated_ ? 2 : 1;
-                     return misc(OpKind::kActivation, Stream::kCompute, T_, f_l_,
-                                 in_tensors * T_ * f_l_ * e, T_ * f_l_ * e);
-                   }),
-            {up, gate});
-    y = add(r, id(OpRole::kMlpDown), linear(OpRole::kMlpDown, ph, T_, f_l_, h_), {act});
-    if (sp_) {
-      y = sp_scatter(r, id(OpRole::kSpScatterMlp), y, act);
-    } else if (tp_ > 1) {
-      y = tp_op(r, id(OpRole::kTpReduceMlp), OpKind::kAllReduce, y, T_);
-    }
-  } else {
-    y = moe_fwd(r, layer, mb, ph, n2, first ? gather : kNoOp, egather);
-  }
+  const std::uint32_t y = kind.ffn == FfnKind::kDense
+                              ? dense_fwd(r, layer, mb, ph, n2, first ? gather : kNoOp)
+                              : moe_fwd(r, layer, mb, ph, n2, first ? gather : kNoOp, egather);
   return add(r, id(OpRole::kMlpResidual), res_d, {y, res1});
+}
+
+std::uint32_t Lowerer::norm_fwd_desc(Phase ph) {
+  const std::int64_t e = bytes_.activation;
+  return cached(OpRole::kAttnNorm, ph, 0, [&] {
+    return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, Ts_ * h_ * e, Ts_ * h_ * e);
+  });
+}
+
+std::uint32_t Lowerer::expert_act_desc(Phase ph) {
+  return cached(OpRole::kExpertAct, ph, 0, [&] {
+    const std::int64_t e = bytes_.activation;
+    const std::int64_t rows = per_expert_ * experts_l_;
+    const std::int64_t in_tensors = gated_ ? 2 : 1;
+    const ExpertGlue glue = expert_glue(false);
+    return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
+                in_tensors * rows * fe_l_ * e + glue.read, rows * fe_l_ * e + glue.written);
+  });
+}
+
+// The dense MLP after its norm `n2`: (gate and) up projection, activation, down projection and
+// the tensor-parallel reduction. `gather` is the ZeRO-3 gather its GEMMs wait for.
+std::uint32_t Lowerer::dense_fwd(RankState& r, int layer, int mb, Phase ph, std::uint32_t n2,
+                                 std::uint32_t gather) {
+  auto id = [&](OpRole role, int slot = 0) { return OpId::make(layer, mb, ph, role, slot); };
+  const std::int64_t e = bytes_.activation;
+  std::uint32_t mi = n2;
+  if (sp_) mi = sp_gather(r, id(OpRole::kSpGatherMlp), n2);
+  const std::uint32_t up_d = linear(OpRole::kMlpUp, ph, T_, h_, f_l_);
+  std::uint32_t gate = kNoOp;
+  if (gated_) gate = add(r, id(OpRole::kMlpGate), up_d, {mi, gather});
+  const std::uint32_t up = add(r, id(OpRole::kMlpUp), up_d, {mi, gather});
+  const std::uint32_t act =
+      add(r, id(OpRole::kMlpAct),
+          cached(OpRole::kMlpAct, ph, 0,
+                 [&] {
+                   const std::int64_t in_tensors = gated_ ? 2 : 1;
+                   return misc(OpKind::kActivation, Stream::kCompute, T_, f_l_,
+                               in_tensors * T_ * f_l_ * e, T_ * f_l_ * e);
+                 }),
+          {up, gate});
+  std::uint32_t y = add(r, id(OpRole::kMlpDown), linear(OpRole::kMlpDown, ph, T_, f_l_, h_), {act});
+  if (sp_) {
+    y = sp_scatter(r, id(OpRole::kSpScatterMlp), y, act);
+  } else if (tp_ > 1) {
+    y = tp_op(r, id(OpRole::kTpReduceMlp), OpKind::kAllReduce, y, T_);
+  }
+  return y;
 }
 
 // The MoE block after its norm `n2`: router, top-k and permutation, dispatch over ep, gather over
@@ -1381,18 +1410,7 @@ std::uint32_t Lowerer::moe_fwd(RankState& r, int layer, int mb, Phase ph, std::u
   std::uint32_t gate = kNoOp;
   if (gated_) gate = add(r, id(OpRole::kExpertGate), eup_d, {tok, egather});
   const std::uint32_t up = add(r, id(OpRole::kExpertUp), eup_d, {tok, egather});
-  const std::uint32_t act =
-      add(r, id(OpRole::kExpertAct),
-          cached(OpRole::kExpertAct, ph, 0,
-                 [&] {
-                   const std::int64_t rows = per_expert_ * experts_l_;
-                   const std::int64_t in_tensors = gated_ ? 2 : 1;
-                   const ExpertGlue glue = expert_glue(false);
-                   return misc(OpKind::kActivation, Stream::kCompute, rows, fe_l_,
-                               in_tensors * rows * fe_l_ * e + glue.read,
-                               rows * fe_l_ * e + glue.written);
-                 }),
-          {up, gate});
+  const std::uint32_t act = add(r, id(OpRole::kExpertAct), expert_act_desc(ph), {up, gate});
   std::uint32_t y = add(r, id(OpRole::kExpertDown),
                         linear(OpRole::kExpertDown, ph, per_expert_, fe_l_, h_, experts_l_), {act});
   if (etp_ > 1) y = etp_op(r, id(OpRole::kMoeTpScatter), OpKind::kReduceScatter, y);
@@ -1565,9 +1583,14 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
   const std::uint32_t norm_d = cached(OpRole::kAttnNorm, B, 0, [&] {
     return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
   });
+  // layernorm recompute: a block's norm output again from its stored input before the block's
+  // backward (Megatron-core's output-discarding checkpoint).
+  const bool renorm = recomputes(p_, RecomputeModule::kLayernorm);
+  const Phase R = Phase::kRecompute;
   // ---- MLP block
   std::uint32_t dres = dy;  // gradient at the mixer block's output
   if (kind.ffn != FfnKind::kNone) {
+    if (renorm) saved = add(r, id(OpRole::kMlpNorm, R), norm_fwd_desc(R), {dy, saved, gather});
     std::uint32_t d_in = kNoOp;  // gradient at the block input, before the norm
     if (kind.ffn == FfnKind::kDense) {
       d_in = dense_bwd(r, layer, mb, dy, saved, gather, grads);
@@ -1584,6 +1607,7 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
   // ---- mixer block
   std::uint32_t out = dres;
   if (kind.mixer != Mixer::kNone) {
+    if (renorm) saved = add(r, id(OpRole::kAttnNorm, R), norm_fwd_desc(R), {dres, saved, gather});
     std::uint32_t dx = kNoOp;
     if (kind.mixer == Mixer::kMamba) {
       dx = mamba_bwd(r, layer, mb, dres, saved, gather, mixer_first, grads);
@@ -1616,6 +1640,10 @@ std::uint32_t Lowerer::dense_bwd(RankState& r, int layer, int mb, std::uint32_t 
   };
   auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
   const std::int64_t e = bytes_.activation;
+  // mlp recompute: the MLP's forward again from its stored input.
+  if (recomputes(p_, RecomputeModule::kMlp)) {
+    saved = dense_fwd(r, layer, mb, Phase::kRecompute, saved == kNoOp ? dy : saved, gather);
+  }
   std::uint32_t g = dy;
   if (sp_) g = sp_gather(r, id(OpRole::kSpScatterMlp, B), dy);
   const std::uint32_t dd = add(r, id(OpRole::kMlpDown, B),
@@ -1669,6 +1697,14 @@ std::uint32_t Lowerer::moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy
   auto tensor = [&](OpRole role) { return tensor_of(r, layer, role); };
   const std::int64_t e = bytes_.activation;
   const std::int64_t k = m_.moe->top_k;
+  const Phase R = Phase::kRecompute;
+  // moe recompute: the whole block's forward again from its stored input (its all-to-alls too);
+  // shared_experts recompute: the shared experts' forward.
+  if (recomputes(p_, RecomputeModule::kMoe)) {
+    saved = moe_fwd(r, layer, mb, R, saved == kNoOp ? dy : saved, gather, egather);
+  } else if (recomputes(p_, RecomputeModule::kSharedExperts)) {
+    shared_fwd(r, layer, mb, R, saved == kNoOp ? dy : saved, gather);
+  }
   std::uint32_t g =
       add(r, id(OpRole::kExpertCombine, B),
           cached(OpRole::kExpertCombine, B, 0,
@@ -1685,6 +1721,10 @@ std::uint32_t Lowerer::moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy
   }
   const std::uint32_t shared = shared_bwd(r, layer, mb, dy, grads);
   if (etp_ > 1) g = etp_op(r, id(OpRole::kMoeTpScatter, B), OpKind::kAllGather, g);
+  // moe_act recompute: the activation output the down projection's weight gradient reads.
+  if (recomputes(p_, RecomputeModule::kMoeAct) && !recomputes(p_, RecomputeModule::kMoe)) {
+    g = add(r, id(OpRole::kExpertAct, R), expert_act_desc(R), {g, egather});
+  }
   const std::uint32_t dd =
       add(r, id(OpRole::kExpertDown, B),
           linear(OpRole::kExpertDown, B, per_expert_, fe_l_, h_, experts_l_), {g, egather});
@@ -1822,7 +1862,9 @@ std::uint32_t Lowerer::attention_block_bwd(RankState& r, int layer, int mb, std:
   grads.dense.push_back(add_w(r, mb, id(OpRole::kAttnOut, W),
                               linear(OpRole::kAttnOut, W, T_, q_l_, h_), {g}, -1,
                               tensor(OpRole::kAttnOut)));
-  if (p_.recompute == Recompute::kSelective) attention_fwd(r, layer, mb, Phase::kRecompute, od);
+  if (recomputes(p_, RecomputeModule::kCoreAttn)) {
+    attention_fwd(r, layer, mb, Phase::kRecompute, od);
+  }
   const AttentionGrad attn = attention_bwd(r, layer, mb, od);
   std::uint32_t x_full = kNoOp;
   if (sp_) {
@@ -1863,8 +1905,19 @@ std::uint32_t Lowerer::mla_bwd(RankState& r, int layer, int mb, std::uint32_t dr
   grads.dense.push_back(add_w(r, mb, id(OpRole::kAttnOut, W),
                               linear(OpRole::kAttnOut, W, T_, v_l_, h_), {g}, -1,
                               tensor(OpRole::kAttnOut)));
-  if (p_.recompute == Recompute::kSelective) attention_fwd(r, layer, mb, Phase::kRecompute, od);
-  const AttentionGrad attn = attention_bwd(r, layer, mb, od);
+  const std::int64_t q_in = ql > 0 ? ql : h_;
+  std::uint32_t qkv = od;  // what the attention's backward waits for
+  if (recomputes(p_, RecomputeModule::kMlaUpProj)) {
+    // mla_up_proj recompute: Q, K and V again from the stored latents.
+    const Phase R = Phase::kRecompute;
+    const std::uint32_t q = add(r, id(OpRole::kMlaQUp, R),
+                                linear(OpRole::kMlaQUp, R, T_, q_in, q_l_), {od, saved, gather});
+    qkv = add(r, id(OpRole::kMlaKvUp, R), linear(OpRole::kMlaKvUp, R, T_, kvl, kv_up_l_), {q});
+  }
+  if (recomputes(p_, RecomputeModule::kCoreAttn)) {
+    attention_fwd(r, layer, mb, Phase::kRecompute, qkv);
+  }
+  const AttentionGrad attn = attention_bwd(r, layer, mb, qkv);
   // Up-projections: input and weight gradients (their inputs, the normalised latents, are kept).
   const std::uint32_t kvu =
       add(r, id(OpRole::kMlaKvUp, B), linear(OpRole::kMlaKvUp, B, T_, kvl, kv_up_l_),
@@ -1872,7 +1925,6 @@ std::uint32_t Lowerer::mla_bwd(RankState& r, int layer, int mb, std::uint32_t dr
   grads.dense.push_back(add_w(r, mb, id(OpRole::kMlaKvUp, W),
                               linear(OpRole::kMlaKvUp, W, T_, kvl, kv_up_l_), {attn.dq, attn.dkv},
                               -1, tensor(OpRole::kMlaKvUp)));
-  const std::int64_t q_in = ql > 0 ? ql : h_;
   const std::uint32_t qu =
       add(r, id(OpRole::kMlaQUp, B), linear(OpRole::kMlaQUp, B, T_, q_in, q_l_), {attn.dq});
   std::uint32_t x_full = kNoOp;

@@ -52,8 +52,13 @@ struct Activations {
 };
 
 // Korthikanti et al.'s per-layer accounting, generalised to the layer's actual shapes and parts.
+// `p` says which parts selective recompute drops (parallel_config.hpp recompute_modules): their
+// activations are not kept, only their inputs.
 Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerKind kind,
-                        const MoeRouting& routing) {
+                        const MoeRouting& routing, const ParallelConfig& p) {
+  auto rc = [&](RecomputeModule module) { return recomputes(p, module); };
+  // A norm's output (the next projection's input), unless layernorm recompute drops it.
+  const double normed = rc(RecomputeModule::kLayernorm) ? 0.0 : 1.0;
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
   const double kv = static_cast<double>(m.kv_dim());
@@ -65,19 +70,21 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerK
     const MlaSpec& l = *m.mla;
     const double latents =
         2.0 * l.q_lora_rank + 2.0 * l.kv_lora_rank + static_cast<double>(l.qk_rope_head_dim);
-    a.unsplit += e * s * b * (h + latents) + kMaskBytes * s * b * h;
+    a.unsplit += e * s * b * (normed * h + latents) + kMaskBytes * s * b * h;
     const double qk = static_cast<double>(m.heads) * m.qk_head_dim();
     const double v = static_cast<double>(m.v_dim());
-    a.split += e * s * b * (qk + qk + v + v);
+    // mla_up_proj recompute drops the up-projections' outputs (Q, K, V).
+    const double up = rc(RecomputeModule::kMlaUpProj) ? 0.0 : qk + qk + v;
+    a.split += e * s * b * (up + v);
   } else if (kind.mixer == Mixer::kAttention) {
     // Attention: QKV input, dropout mask | Q, K, V, output-projection input.
-    a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
+    a.unsplit += normed * e * s * b * h + kMaskBytes * s * b * h;
     a.split += e * s * b * (q + kv + kv + q);
   } else if (kind.mixer == Mixer::kMamba) {
     // Mamba-2: in_proj input | its output (z, x, B, C, dt), the convolved x | B | C, the scan
     // output and the gated norm's output (out_proj input), and the fp32 state of every chunk.
     const MambaSpec& mb = *m.mamba;
-    a.unsplit += e * s * b * h;
+    a.unsplit += normed * e * s * b * h;
     a.split += e * s * b * static_cast<double>(mb.in_proj_dim() + mb.conv_dim() + 2 * mb.d_inner());
     const double chunks = std::ceil(s / static_cast<double>(mb.chunk));
     a.split += kFp32Bytes * b * chunks * static_cast<double>(mb.d_inner()) * mb.state_dim;
@@ -89,21 +96,27 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerK
   const bool gated = is_gated(m.mlp);
   const double ffn_tensors = gated ? 3.0 : 2.0;  // (gate, up,) activation output
   if (kind.ffn == FfnKind::kMoe) {
-    a.unsplit += e * s * b * h + kMaskBytes * s * b * h;                        // MLP input, mask
-    a.unsplit += kFp32Bytes * s * b * static_cast<double>(m.moe->num_experts);  // router probs
-    // The busiest rank's experts (moe_routing.hpp): the dispatched tokens after the etp gather
-    // (kept for the first projection's weight gradient) and the expert intermediates, ffn / etp
-    // wide.
-    const double rows = static_cast<double>(routing.per_expert * routing.local_experts);
-    a.rank += e * rows * h;
-    a.rank += e * rows * static_cast<double>(routing.expert_ffn) * ffn_tensors;
-    if (m.moe->shared_ffn() > 0) {
-      a.split += e * s * b * static_cast<double>(m.moe->shared_ffn()) * ffn_tensors;
+    // MLP input (the norm's output), the dropout mask after the block. moe recompute keeps only
+    // the input; moe_act drops the experts' activation output, shared_experts the shared
+    // experts' intermediates.
+    a.unsplit += normed * e * s * b * h + kMaskBytes * s * b * h;
+    if (!rc(RecomputeModule::kMoe)) {
+      a.unsplit += kFp32Bytes * s * b * static_cast<double>(m.moe->num_experts);  // router probs
+      // The busiest rank's experts (moe_routing.hpp): the dispatched tokens after the etp gather
+      // (kept for the first projection's weight gradient) and the expert intermediates, ffn /
+      // etp wide.
+      const double rows = static_cast<double>(routing.per_expert * routing.local_experts);
+      const double expert_tensors = ffn_tensors - (rc(RecomputeModule::kMoeAct) ? 1.0 : 0.0);
+      a.rank += e * rows * h;
+      a.rank += e * rows * static_cast<double>(routing.expert_ffn) * expert_tensors;
+      if (m.moe->shared_ffn() > 0 && !rc(RecomputeModule::kSharedExperts)) {
+        a.split += e * s * b * static_cast<double>(m.moe->shared_ffn()) * ffn_tensors;
+      }
     }
   } else if (kind.ffn == FfnKind::kDense) {
     const double f = static_cast<double>(m.ffn_hidden);
-    a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
-    a.split += e * s * b * f * ffn_tensors;
+    a.unsplit += normed * e * s * b * h + kMaskBytes * s * b * h;
+    if (!rc(RecomputeModule::kMlp)) a.split += e * s * b * f * ffn_tensors;
   }
   // inputs of the norms: two per attention + MLP layer, one per single-block layer
   const bool two_blocks = kind.mixer != Mixer::kNone && kind.ffn != FfnKind::kNone;
@@ -148,9 +161,10 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
     const double input = e * s * b * static_cast<double>(m.hidden);
     return saturated_bytes(sp ? input / t : input);
   }
-  const bool quadratic = !options.flash_attention && p.cp == 1 && p.recompute == Recompute::kNone;
+  const bool quadratic =
+      !options.flash_attention && p.cp == 1 && !recomputes(p, RecomputeModule::kCoreAttn);
   const MoeRouting routing = moe_routing(m, p, training.seq_length);
-  return saturated_bytes(combine(layer_terms(m, s, b, e, kind, routing), t, sp, quadratic));
+  return saturated_bytes(combine(layer_terms(m, s, b, e, kind, routing, p), t, sp, quadratic));
 }
 
 Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training,
@@ -175,7 +189,7 @@ struct Common {
   bool ps = false;
   std::array<Bytes, kLayerKinds> layer{};  // one layer's activations by kind_index()
   MoeRouting routing;
-  Bytes working_layer;  // one layer's full activations while it is recomputed (full recompute)
+  Bytes working_layer;  // what one layer recomputes, held while it runs again
   double embedding_extra = 0;
   double head_extra = 0;
 };
@@ -202,6 +216,13 @@ Common common_terms(const ModelSpec& m, const TrainingSpec& training, const Para
     if (p.recompute == Recompute::kFull) {
       c.working_layer = std::max(c.working_layer,
                                  layer_activation_bytes(m, training, no_recompute, kind, options));
+    } else if (p.recompute == Recompute::kSelective) {
+      // What the recomputed modules drop comes back for one layer while its backward runs
+      // (beyond the core attention's, which is not counted: as before modules).
+      ParallelConfig core_attn = p;
+      core_attn.recompute_modules = kDefaultRecomputeModules;
+      const Bytes whole = layer_activation_bytes(m, training, core_attn, kind, options);
+      c.working_layer = std::max(c.working_layer, whole - c.layer[kind_index(kind)]);
     }
   }
   c.embedding_extra = kMaskBytes * c.s * c.b * c.h / c.seq_shard;

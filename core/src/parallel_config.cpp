@@ -52,10 +52,49 @@ std::string short_label(const ParallelConfig& p) {
     if (p.last_stage_layers > 0) s += " last" + std::to_string(p.last_stage_layers);
   }
   if (p.recompute != Recompute::kNone) s += " rc-" + std::string(to_string(p.recompute));
+  if (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules) {
+    s += ":" + recompute_modules_text(p.recompute_modules);
+  }
   if (p.zero_stage > 0) s += " zero" + std::to_string(p.zero_stage);
   if (p.offload != Offload::kNone) s += " offload-" + std::string(to_string(p.offload));
   if (p.dp_sync == DpSync::kParameterServer) s += " ps" + std::to_string(p.param_servers);
   return s;
+}
+
+std::string recompute_modules_text(std::uint8_t modules) {
+  std::string s;
+  for (const auto& [module, name] : EnumTraits<RecomputeModule>::kNames) {
+    if ((modules & module_bit(module)) == 0) continue;
+    if (!s.empty()) s += ',';
+    s += name;
+  }
+  return s;
+}
+
+Result<std::uint8_t> parse_recompute_modules(std::string_view text) {
+  std::uint8_t modules = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t end = text.find_first_of(",+ ", i);
+    const std::string_view name = text.substr(i, end == std::string_view::npos ? end : end - i);
+    if (!name.empty()) {
+      const auto module = parse_enum<RecomputeModule>(name);
+      if (!module) {
+        return Status::invalid_input("unknown recompute module \"" + std::string(name) +
+                                     "\": expected " + enum_choices<RecomputeModule>());
+      }
+      modules |= module_bit(*module);
+    }
+    if (end == std::string_view::npos) break;
+    i = end + 1;
+  }
+  return modules;
+}
+
+Result<std::uint8_t> parse_recompute_modules(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const std::string& name : names) joined += name + ",";
+  return parse_recompute_modules(joined);
 }
 
 std::string_view schedule_name(const ParallelConfig& p) {

@@ -437,6 +437,17 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   // DualPipeV's V is two chunks per stage; "virtual_stages" may say so but need not.
   if (p.schedule == Schedule::kDualPipeV && !obj.has("virtual_stages")) p.virtual_stages = 2;
   obj.read_enum("recompute", p.recompute, Need::kOptional);
+  std::vector<std::string> modules;
+  if (obj.read("recompute_modules", modules, Need::kOptional)) {
+    if (p.recompute != Recompute::kSelective) {
+      obj.error("recompute_modules", "recompute modules need recompute \"selective\", got \"" +
+                                         std::string(to_string(p.recompute)) + "\"");
+    } else if (auto parsed = parse_recompute_modules(modules)) {
+      p.recompute_modules = *parsed;
+    } else {
+      obj.error("recompute_modules", parsed.status().message());
+    }
+  }
   obj.read("zero_stage", p.zero_stage, Need::kOptional, {0, 3});
   obj.read_enum("offload", p.offload, Need::kOptional);
   if (obj.read("order", p.order, Need::kOptional)) {
@@ -684,6 +695,13 @@ Json to_json(const ParallelConfig& p) {
   if (p.moe_a2a != MoeA2a::kNccl) j["moe_a2a"] = to_string(p.moe_a2a);
   if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;
   if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
+  if (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules) {
+    Json modules = Json::array();
+    for (const auto& [module, name] : EnumTraits<RecomputeModule>::kNames) {
+      if (recomputes(p, module)) modules.push_back(std::string(name));
+    }
+    j["recompute_modules"] = modules;
+  }
   return j;
 }
 

@@ -158,6 +158,41 @@ TEST(Loaders, MoeAllToAllReadsTheDispatchersNames) {
       << dense.status().message();
 }
 
+// Megatron-core's --recompute-modules as "recompute_modules": read with selective recompute,
+// written back when not the default (core_attn), refused with another recompute or an unknown
+// name.
+TEST(Loaders, RecomputeModulesNeedSelectiveRecompute) {
+  const std::string with = replaced(kPlan, "\"recompute\": \"selective\",",
+                                    "\"recompute\": \"selective\", \"recompute_modules\": "
+                                    "[\"layernorm\", \"moe\", \"core_attn\"],");
+  auto plan = parse_plan(with, "plan.json", builtin_catalog());
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_TRUE(recomputes(plan->parallel, RecomputeModule::kMoe));
+  EXPECT_TRUE(recomputes(plan->parallel, RecomputeModule::kLayernorm));
+  EXPECT_FALSE(recomputes(plan->parallel, RecomputeModule::kMoeAct));
+  auto again = parse_plan(to_json_text(*plan), "plan.json", builtin_catalog());
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->parallel.recompute_modules, plan->parallel.recompute_modules);
+  EXPECT_NE(short_label(plan->parallel).find("rc-selective:core_attn,layernorm,moe"),
+            std::string::npos)
+      << short_label(plan->parallel);
+  auto plain = parse_plan(kPlan, "plan.json", builtin_catalog());
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(recomputes(plain->parallel, RecomputeModule::kCoreAttn));
+  EXPECT_EQ(to_json_text(*plain).find("recompute_modules"), std::string::npos);
+  auto check = [&](const std::string& text, const std::string& message) {
+    auto bad = parse_plan(text, "plan.json", builtin_catalog());
+    ASSERT_FALSE(bad) << message;
+    EXPECT_NE(bad.status().message().find("plan.json: /parallel/recompute_modules"),
+              std::string::npos)
+        << bad.status().message();
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status().message();
+  };
+  check(replaced(with, "\"recompute\": \"selective\"", "\"recompute\": \"full\""),
+        "need recompute \"selective\", got \"full\"");
+  check(replaced(with, "\"moe\"", "\"experts\""), "unknown recompute module \"experts\"");
+}
+
 // The EP all-to-all overlap (Megatron-core's --overlap-moe-expert-parallel-comm): written back
 // when set, and refused without expert parallelism or on a schedule whose passes it cannot merge.
 TEST(Loaders, MoeAllToAllOverlapNeedsExpertParallelismAndAMergeableSchedule) {

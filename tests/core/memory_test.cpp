@@ -35,6 +35,67 @@ ParallelConfig gpt3_parallel() {
   return p;
 }
 
+// Megatron-core's --recompute-modules drop their parts' activations (GPT-3 175B layer, tp 8 with
+// sequence parallelism, flash attention: s·b·h·34/t with core_attn alone).
+TEST(Memory, RecomputeModulesDropTheirActivations) {
+  using RM = RecomputeModule;
+  ParallelConfig p = gpt3_parallel();
+  auto layer = [&](const ParallelConfig& q, const MemoryOptions& o = {}) {
+    return layer_activation_bytes(gpt3(), gpt3_training(), q, false, o).raw();
+  };
+  EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 34 / t));
+  // layernorm: the two norms' outputs (2 bytes each of s·b·h/t).
+  p.recompute_modules = module_bit(RM::kCoreAttn) | module_bit(RM::kLayernorm);
+  EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 30 / t));
+  // mlp: the MLP's two 4h-wide intermediates (16·s·b·h/t) of its 19.
+  p.recompute_modules = module_bit(RM::kCoreAttn) | module_bit(RM::kMlp);
+  EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 18 / t));
+  // Without core_attn the s×s scores are stored again where the kernel keeps them.
+  MemoryOptions korthikanti;
+  korthikanti.flash_attention = false;
+  p.recompute_modules = module_bit(RM::kMlp);
+  EXPECT_EQ(layer(p, korthikanti), static_cast<std::int64_t>(s * b * h / t * (18 + 5 * a * s / h)));
+  // Modules mean nothing without selective recompute.
+  p.recompute = Recompute::kNone;
+  EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 34 / t));
+
+  // An MoE layer: moe keeps the block's input only, moe_act drops the experts' activation output,
+  // shared_experts the shared experts'; the peak holds one layer's dropped parts while it is
+  // recomputed.
+  const ModelSpec& ds = *builtin_catalog().find_model("deepseek-v3");
+  TrainingSpec tr;
+  tr.seq_length = 4096;
+  tr.global_batch_size = 64;
+  ParallelConfig q;
+  q.pp = 8;
+  q.first_stage_layers = 5;  // 5 + 7 x 8 = 61
+  q.dp = 8;
+  q.ep = 8;
+  q.recompute = Recompute::kSelective;
+  auto moe_layer = [&](std::uint8_t modules) {
+    q.recompute_modules = modules;
+    return layer_activation_bytes(ds, tr, q, true).raw();
+  };
+  const std::int64_t core = moe_layer(kDefaultRecomputeModules);
+  const std::int64_t act = moe_layer(module_bit(RM::kCoreAttn) | module_bit(RM::kMoeAct));
+  const std::int64_t shared = moe_layer(module_bit(RM::kCoreAttn) | module_bit(RM::kSharedExperts));
+  const std::int64_t whole = moe_layer(module_bit(RM::kCoreAttn) | module_bit(RM::kMoe));
+  EXPECT_LT(act, core);
+  EXPECT_LT(shared, core);
+  EXPECT_LT(whole, act);
+  EXPECT_LT(whole, shared);
+  // DeepSeek-V3's shared expert (2048 wide, gated: 3 tensors, 2 bytes) on s·b tokens.
+  EXPECT_EQ(core - shared, static_cast<std::int64_t>(2.0 * 4096 * 1 * 2048 * 3));
+  MemoryEstimator estimator(ds, tr, GpuSpec{});
+  q.recompute_modules = module_bit(RM::kCoreAttn) | module_bit(RM::kMoe);
+  const auto peak_moe = estimator.peak(q);
+  q.recompute_modules = kDefaultRecomputeModules;
+  const auto peak_core = estimator.peak(q);
+  ASSERT_TRUE(peak_moe) << peak_moe.status().message();
+  ASSERT_TRUE(peak_core) << peak_core.status().message();
+  EXPECT_LT(peak_moe->activations.raw(), peak_core->activations.raw());
+}
+
 TEST(Memory, PerLayerActivationsFollowKorthikanti) {
   MemoryOptions korthikanti;  // the paper stores the s×s softmax
   korthikanti.flash_attention = false;

@@ -116,6 +116,14 @@ ParallelConfig recompute(ParallelConfig p, Recompute r) {
   p.recompute = r;
   return p;
 }
+// Selective recompute of Megatron-core's recompute modules.
+ParallelConfig modules(ParallelConfig p, std::initializer_list<RecomputeModule> list) {
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = 0;
+  for (RecomputeModule m : list)
+    p.recompute_modules |= module_bit(m);
+  return p;
+}
 // Expert parallelism over `ep` ranks, experts whole on each rank (etp 1).
 ParallelConfig ep(ParallelConfig p, int size) {
   p.ep = size;
@@ -132,6 +140,19 @@ TEST(LossParity, Tp2SequenceParallelGqaRope) {
 }
 TEST(LossParity, Tp2SequenceParallelFullRecompute) {
   expect_parity(gpt_test_model(), recompute(sp(par(2, 1, 1)), Recompute::kFull));
+}
+TEST(LossParity, Tp2SequenceParallelRecomputeModulesMlpLayernorm) {
+  using RM = RecomputeModule;
+  expect_parity(llama_test_model(),
+                modules(sp(par(2, 1, 1)), {RM::kCoreAttn, RM::kMlp, RM::kLayernorm}));
+}
+TEST(LossParity, Ep2RecomputeModulesMoe) {
+  expect_parity(moe_test_model(true), modules(ep(par(1, 1, 2), 2), {RecomputeModule::kMoe}));
+}
+TEST(LossParity, Ep2RecomputeModulesMoeActSharedExpertsLayernorm) {
+  using RM = RecomputeModule;
+  expect_parity(moe_test_model(true),
+                modules(ep(par(1, 1, 2), 2), {RM::kMoeAct, RM::kSharedExperts, RM::kLayernorm}));
 }
 TEST(LossParity, Pp2Gpipe) {
   expect_parity(gpt_test_model(), with(par(1, 2, 1), Schedule::kGpipe));

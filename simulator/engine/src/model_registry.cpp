@@ -221,9 +221,13 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "core/program.hpp rank subsets; symmetry of the rank grid"},
     {SimModel::kStepAccounting, "memory", "step-accounting",
      "per-stage weights, gradients, optimizer states, activations (Korthikanti et al.), buffers "
-     "and framework overhead, checked against HBM before simulating",
+     "and framework overhead, checked against HBM before simulating; selective recompute drops "
+     "the activations of Megatron-core's recompute modules (core_attn, moe_act, layernorm, "
+     "mla_up_proj, mlp, moe, shared_experts) and the lowering runs their forward again before "
+     "their backward",
      "a plan that does not fit is reported out of memory with the stage and the bytes",
-     "core/memory.hpp: ZeRO (Rajbhandari et al. 2020), Korthikanti et al. 2022"},
+     "core/memory.hpp: ZeRO (Rajbhandari et al. 2020), Korthikanti et al. 2022; Megatron-core "
+     "TransformerConfig.recompute_modules (quoted from memory)"},
 }};
 
 // Every SimModel has its entry, at its own index.

@@ -106,7 +106,7 @@ Result<SimResult> simulate(const SimInput& input) {
   const double seconds = to_seconds(run.makespan);
   const auto gpus = plan.parallel.world_size();
   out.model_flops = model_flops_per_step(plan.model, plan.training);
-  out.hardware_flops = hardware_flops_per_step(plan.model, plan.training, plan.parallel.recompute);
+  out.hardware_flops = hardware_flops_per_step(plan.model, plan.training, plan.parallel);
   if (seconds > 0) {
     out.tokens_per_second = static_cast<double>(out.tokens_per_step) / seconds;
     out.model_tflops_per_gpu = out.model_flops.raw() / seconds / static_cast<double>(gpus) / 1e12;

@@ -125,7 +125,7 @@ namespace {
 
 Estimator::Key probe_key(const ParallelConfig& p) {
   return {{p.tp, p.cp, p.ep, p.expert_tp(), p.sequence_parallel ? 1 : 0,
-           static_cast<int>(p.recompute), p.micro_batch_size,
+           static_cast<int>(p.recompute), p.recompute_modules, p.micro_batch_size,
            std::llround(p.moe_capacity_factor * 1e6), p.moe_pad_to_capacity ? 1 : 0,
            std::llround(p.moe_imbalance * 1e6)}};
 }
@@ -260,6 +260,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   q.sequence_parallel = p.sequence_parallel;
   q.micro_batch_size = p.micro_batch_size;
   q.recompute = p.recompute;
+  q.recompute_modules = p.recompute_modules;
   q.schedule = Schedule::k1F1B;
   TrainingSpec t = input_.training;
   t.global_batch_size = q.micro_batch_size * q.dp;
@@ -1288,8 +1289,10 @@ Result<PlanEstimate> Estimator::Session::estimate(const ParallelConfig& p,
     if (peak.raw() <= 0) peak = in.gpu.peak_for(Precision::kBf16);
     if (peak.raw() > 0) {
       out.mfu = flops_utilization(e_->model_flops_, seconds, world, peak);
-      out.hfu = flops_utilization(e_->hardware_flops_[static_cast<std::size_t>(p.recompute)],
-                                  seconds, world, peak);
+      const Flops hardware = p.recompute_modules == kDefaultRecomputeModules
+                                 ? e_->hardware_flops_[static_cast<std::size_t>(p.recompute)]
+                                 : hardware_flops_per_step(in.model, in.training, p);
+      out.hfu = flops_utilization(hardware, seconds, world, peak);
     }
   }
   // Stage 0's time by bucket: its micro-batches' work, the pipeline messages it waits for, the

@@ -24,6 +24,17 @@ enum class PositionEmbedding { kLearned, kRope, kAlibi, kNone };
 enum class Optimizer { kAdam, kAdamW, kSgd };
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubbleH1, kDualPipeV };
 enum class Recompute { kNone, kSelective, kFull };
+// The parts of a layer selective recompute runs again (Megatron-core's --recompute-modules;
+// parallel_config.hpp). kCoreAttn is Megatron's default.
+enum class RecomputeModule {
+  kCoreAttn,
+  kMoeAct,
+  kLayernorm,
+  kMlaUpProj,
+  kMlp,
+  kMoe,
+  kSharedExperts
+};
 enum class Offload { kNone, kOptimizer, kOptimizerAndParams };
 enum class DpSync { kAllReduce, kParameterServer };
 // How compute is bought: on demand, spot (preemptible), reserved for 1 or 3 years, or a capacity
@@ -120,6 +131,19 @@ struct EnumTraits<Recompute> {
       {Recompute::kNone, "none"},
       {Recompute::kSelective, "selective"},
       {Recompute::kFull, "full"},
+  }};
+};
+template <>
+struct EnumTraits<RecomputeModule> {
+  static constexpr std::string_view kWhat = "recompute module";
+  static constexpr std::array<std::pair<RecomputeModule, std::string_view>, 7> kNames{{
+      {RecomputeModule::kCoreAttn, "core_attn"},
+      {RecomputeModule::kMoeAct, "moe_act"},
+      {RecomputeModule::kLayernorm, "layernorm"},
+      {RecomputeModule::kMlaUpProj, "mla_up_proj"},
+      {RecomputeModule::kMlp, "mlp"},
+      {RecomputeModule::kMoe, "moe"},
+      {RecomputeModule::kSharedExperts, "shared_experts"},
   }};
 };
 template <>

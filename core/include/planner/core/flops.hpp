@@ -56,6 +56,7 @@
 
 #include "planner/core/enums.hpp"
 #include "planner/core/model_spec.hpp"
+#include "planner/core/parallel_config.hpp"
 #include "planner/core/training_spec.hpp"
 #include "planner/core/units.hpp"
 
@@ -83,6 +84,12 @@ Flops model_flops_per_step(const ModelSpec& model, const TrainingSpec& training)
 // Hardware FLOPs of one step: model FLOPs plus the forward work that `recompute` runs again.
 Flops hardware_flops_per_step(const ModelSpec& model, const TrainingSpec& training,
                               Recompute recompute);
+// The same for a plan's recompute and, with selective recompute, its modules: core_attn the
+// attention core, mlp the dense MLPs' GEMMs, moe the MoE blocks' (router, experts, shared
+// experts), shared_experts the shared experts', mla_up_proj MLA's up-projections (moe_act and
+// layernorm run no GEMM).
+Flops hardware_flops_per_step(const ModelSpec& model, const TrainingSpec& training,
+                              const ParallelConfig& parallel);
 
 // Megatron-LM's num_floating_point_operations() for `batch` sequences of `seq` tokens (model
 // FLOPs, non-causal attention). Equals NeMo's model-FLOPs count.

@@ -41,7 +41,19 @@
 //                                       pp - 1 and pp under DualPipe, stays on the rank here.
 //                                       fold_dualpipe(); labels and documents show the written
 //                                       form)
-//   micro_batch_size, virtual_stages (vpp), schedule, recompute, zero_stage (0-3), offload,
+//   recompute ("none", "selective" or "full") and recompute_modules (Megatron-core's
+//                                      --recompute-granularity selective --recompute-modules:
+//                                      the parts of every layer that selective recompute runs
+//                                      again before their backward instead of keeping their
+//                                      activations. core_attn (the default) the attention core;
+//                                      moe_act the experts' activation function, layernorm the
+//                                      two norms and mla_up_proj MLA's up-projections, whose
+//                                      outputs are dropped after use and recomputed from their
+//                                      inputs; mlp the dense MLP, moe the whole MoE block
+//                                      (router, all-to-alls, experts, shared experts) and
+//                                      shared_experts the shared experts, which keep only their
+//                                      input. Full recompute runs every layer's forward again)
+//   micro_batch_size, virtual_stages (vpp), schedule, zero_stage (0-3), offload,
 //   order (rank-grid order, innermost first; default "tp-cp-ep-dp-pp"), dp_sync (allreduce or
 //   parameter-server with param_servers server ranks), overlap_grad_reduce, overlap_param_gather,
 //   async_tp_allreduce (default true: the backward's tensor-parallel all-reduce of a layer's input
@@ -61,6 +73,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "planner/core/checked.hpp"
 #include "planner/core/enums.hpp"
@@ -69,6 +82,11 @@
 namespace planner {
 
 inline constexpr std::string_view kDefaultRankOrder = "tp-cp-ep-dp-pp";
+
+constexpr std::uint8_t module_bit(RecomputeModule m) {
+  return static_cast<std::uint8_t>(1u << static_cast<unsigned>(m));
+}
+inline constexpr std::uint8_t kDefaultRecomputeModules = module_bit(RecomputeModule::kCoreAttn);
 
 struct ParallelConfig {
   int tp = 1;
@@ -91,6 +109,7 @@ struct ParallelConfig {
   int last_stage_layers = 0;
   Schedule schedule = Schedule::k1F1B;
   Recompute recompute = Recompute::kNone;
+  std::uint8_t recompute_modules = kDefaultRecomputeModules;  // with selective: module_bit()s
   int zero_stage = 0;
   Offload offload = Offload::kNone;
   std::string order{kDefaultRankOrder};
@@ -137,6 +156,18 @@ std::string_view schedule_name(const ParallelConfig& p);
 // replicas, dualpipe set; an error (the caller names the field) unless pp is even, and p as it
 // was.
 Status fold_dualpipe(ParallelConfig& p);
+
+// Whether the plan runs `module` of every layer again before its backward: selective recompute
+// with the module among recompute_modules (full recompute runs every layer whole).
+inline bool recomputes(const ParallelConfig& p, RecomputeModule module) {
+  return p.recompute == Recompute::kSelective && (p.recompute_modules & module_bit(module)) != 0;
+}
+// "moe_act,layernorm" (Megatron's order of the modules), "" for none.
+std::string recompute_modules_text(std::uint8_t modules);
+// The modules of a list of their names separated by commas, '+' or spaces; an error naming the
+// first unknown one.
+Result<std::uint8_t> parse_recompute_modules(std::string_view text);
+Result<std::uint8_t> parse_recompute_modules(const std::vector<std::string>& names);
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.
 std::string short_label(const ParallelConfig& p);

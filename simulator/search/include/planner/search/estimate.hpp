@@ -118,7 +118,7 @@ class Estimator {
   struct DpTail;
   // Exact cache keys: a few integers.
   struct Key {
-    std::array<std::int64_t, 10> v{};
+    std::array<std::int64_t, 11> v{};
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
