@@ -75,6 +75,7 @@ struct SweepArgs {
   bool sequence_parallel = false;      // --sequence-parallel: sp = on
   std::vector<std::int64_t> mbs;
   std::vector<std::string> schedules, recompute, orders, moe_a2a;
+  std::vector<std::string> recompute_modules;  // module sets, names joined by '+'
   std::string sp = "both";
   std::string overlap = "both";
   std::string a2a_overlap = "both";
@@ -306,6 +307,12 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   }
   PLANNER_ASSIGN_OR_RETURN(s.schedules, enum_list<Schedule>("--schedule", a.schedules));
   PLANNER_ASSIGN_OR_RETURN(s.recompute, enum_list<Recompute>("--recompute", a.recompute));
+  for (const std::string& set : a.recompute_modules) {
+    auto modules = parse_recompute_modules(set);
+    if (!modules)
+      return Status::invalid_input("--recompute-modules: " + modules.status().message());
+    s.recompute_modules.push_back(*modules);
+  }
   PLANNER_ASSIGN_OR_RETURN(s.moe_a2a, enum_list<MoeA2a>("--moe-a2a", a.moe_a2a));
   s.etp = a.etp;
   s.moe_imbalance = a.imbalance;
@@ -728,7 +735,11 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
   }
   out << (p.sequence_parallel ? " · sequence parallel" : "") << "; micro-batch "
       << p.micro_batch_size << ", " << x.microbatches << " micro-batches per step; ZeRO "
-      << p.zero_stage << "; recompute " << to_string(p.recompute) << "\n";
+      << p.zero_stage << "; recompute " << to_string(p.recompute)
+      << (p.recompute == Recompute::kSelective
+              ? " (" + recompute_modules_text(p.recompute_modules) + ")"
+              : std::string())
+      << "\n";
   out << "  schedule: ";
   if (p.pp == 1) {
     out << "no pipeline (pp 1)";
@@ -948,6 +959,17 @@ std::string csv_escape(const std::string& s) {
   return out + "\"";
 }
 
+// "selective" or, with other recompute modules than core_attn, "selective:moe_act+layernorm".
+std::string recompute_text(const ParallelConfig& p) {
+  std::string text(to_string(p.recompute));
+  if (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules) {
+    std::string modules = recompute_modules_text(p.recompute_modules);
+    std::replace(modules.begin(), modules.end(), ',', '+');
+    text += ":" + modules;
+  }
+  return text;
+}
+
 void print_csv(std::ostream& out, const search::SweepSetup& setup, const search::SweepResult& res) {
   out << "position,scenario,plan,gpus,tp,pp,dp,cp,ep,sp,mbs,schedule,vpp,recompute,zero,order,"
          "overlap,moe_a2a,moe_a2a_overlap,etp,capacity_factor,tier,step_s,tokens_per_s,mfu,bubble,"
@@ -961,7 +983,7 @@ void print_csv(std::ostream& out, const search::SweepSetup& setup, const search:
         << csv_escape(plan_label(r)) << ',' << p.world_size() << ',' << p.tp << ',' << p.pp << ','
         << p.dp << ',' << p.cp << ',' << p.ep << ',' << (p.sequence_parallel ? 1 : 0) << ','
         << p.micro_batch_size << ',' << to_string(p.schedule) << ',' << p.virtual_stages << ','
-        << to_string(p.recompute) << ',' << p.zero_stage << ',' << p.order << ','
+        << recompute_text(p) << ',' << p.zero_stage << ',' << p.order << ','
         << (p.overlap_grad_reduce ? 1 : 0) << ',' << to_string(p.moe_a2a) << ','
         << (p.moe_a2a_overlap ? 1 : 0) << ',' << p.expert_tp() << ','
         << (p.moe_capacity_factor < 0 ? std::string() : capacity_factor_text(p.moe_capacity_factor))
@@ -1434,6 +1456,12 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
       ->delimiter(',');
   cmd->add_option("--recompute,--recompute-granularity", a->recompute,
                   "Recompute: none, selective, full")
+      ->delimiter(',');
+  cmd->add_option("--recompute-modules", a->recompute_modules,
+                  "Module sets selective recompute tries, each its own candidate, names joined "
+                  "by '+' (Megatron-core's --recompute-modules: core_attn, moe_act, layernorm, "
+                  "mla_up_proj, mlp, moe, shared_experts), e.g. core_attn moe_act+layernorm "
+                  "(default core_attn)")
       ->delimiter(',');
   cmd->add_option("--moe-a2a", a->moe_a2a,
                   "MoE all-to-all: nccl (every token copy), hierarchical (once per node over "

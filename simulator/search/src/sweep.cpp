@@ -133,7 +133,7 @@ struct SweepSetup::Scenario {
   struct Inner {
     std::vector<ScheduleChoice> schedules;
     std::vector<bool> sp;
-    std::vector<Recompute> recompute;
+    std::vector<std::pair<Recompute, std::uint8_t>> recompute;  // with its modules
     std::vector<int> zero;
     std::vector<std::string> orders;
     std::vector<bool> overlap;
@@ -232,7 +232,13 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
     if (allowed(space.sequence_parallel, sp)) in.sp.push_back(sp);
   }
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    if (allowed(space.recompute, r)) in.recompute.push_back(r);
+    if (!allowed(space.recompute, r)) continue;
+    if (r != Recompute::kSelective || space.recompute_modules.empty()) {
+      in.recompute.emplace_back(r, kDefaultRecomputeModules);
+      continue;
+    }
+    for (std::uint8_t modules : space.recompute_modules)
+      in.recompute.emplace_back(r, modules);
   }
   const bool sharded = static_cast<std::int64_t>(u.dp) * u.cp > 1;
   for (int z = 0; z <= 3; ++z) {
@@ -289,7 +295,7 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   p.last_stage_layers = sc.last_stage_layers;
   p.moe_a2a_overlap = sc.a2a_overlap;
   p.sequence_parallel = in.sp[digit(in.sp.size())];
-  p.recompute = in.recompute[digit(in.recompute.size())];
+  std::tie(p.recompute, p.recompute_modules) = in.recompute[digit(in.recompute.size())];
   p.zero_stage = in.zero[digit(in.zero.size())];
   p.order = in.orders[digit(in.orders.size())];
   const bool ov = in.overlap[digit(in.overlap.size())];
@@ -1444,6 +1450,8 @@ std::string list_text(const std::vector<T>& values) {
       out += v ? "on" : "off";
     } else if constexpr (std::is_same_v<T, double>) {  // capacity factors
       out += capacity_factor_text(v);
+    } else if constexpr (std::is_same_v<T, std::uint8_t>) {  // recompute module sets
+      out += "[" + recompute_modules_text(v) + "]";
     } else if constexpr (std::is_arithmetic_v<T>) {
       out += std::to_string(v);
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -1483,6 +1491,8 @@ std::string explain_empty(const SweepSetup& setup, const SweepResult& result) {
     add("virtual_stages", sp.virtual_stages, [](SearchSpace& s) { s.virtual_stages.clear(); });
     add("schedule", sp.schedules, [](SearchSpace& s) { s.schedules.clear(); });
     add("recompute", sp.recompute, [](SearchSpace& s) { s.recompute.clear(); });
+    add("recompute_modules", sp.recompute_modules,
+        [](SearchSpace& s) { s.recompute_modules.clear(); });
     add("zero_stage", sp.zero_stages, [](SearchSpace& s) { s.zero_stages.clear(); });
     add("sequence_parallel", sp.sequence_parallel,
         [](SearchSpace& s) { s.sequence_parallel.clear(); });

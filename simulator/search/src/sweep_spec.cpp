@@ -103,6 +103,35 @@ auto capacity_item(Diagnostics& diag) {
   };
 }
 
+// A set of recompute modules: a list of their names, or one string of them joined by '+' or ','.
+auto modules_item(Diagnostics& diag) {
+  return [&diag](const Json& j, const std::string& pointer, std::uint8_t& out) {
+    std::string joined;
+    if (j.is_string()) joined = j.get<std::string>();
+    if (j.is_array()) {
+      for (const Json& name : j) {
+        if (!name.is_string()) {
+          joined.clear();
+          break;
+        }
+        joined += name.get<std::string>() + ",";
+      }
+    }
+    if (joined.empty()) {
+      diag.add(pointer, "expected a list of recompute modules (" + enum_choices<RecomputeModule>() +
+                            "), got " + describe_json(j));
+      return false;
+    }
+    auto modules = parse_recompute_modules(joined);
+    if (!modules) {
+      diag.add(pointer, modules.status().message());
+      return false;
+    }
+    out = *modules;
+    return true;
+  };
+}
+
 auto order_item(Diagnostics& diag) {
   return [&diag](const Json& j, const std::string& pointer, std::string& out) {
     if (!j.is_string() || !RankGrid::create(AxisSizes{}, j.get<std::string>())) {
@@ -139,6 +168,7 @@ void read_space(JsonObject& o, SearchSpace& s) {
   read_list(o, "virtual_stages", Need::kOptional, s.virtual_stages, int_item(d, 2, 1024));
   read_list(o, "schedule", Need::kOptional, s.schedules, enum_item<Schedule>(d));
   read_list(o, "recompute", Need::kOptional, s.recompute, enum_item<Recompute>(d));
+  read_list(o, "recompute_modules", Need::kOptional, s.recompute_modules, modules_item(d));
   read_list(o, "zero_stage", Need::kOptional, s.zero_stages, int_item(d, 0, 3));
   read_list(o, "sequence_parallel", Need::kOptional, s.sequence_parallel, bool_item(d));
   read_list(o, "order", Need::kOptional, s.orders, order_item(d));

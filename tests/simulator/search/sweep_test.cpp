@@ -386,6 +386,40 @@ TEST(Sweep, SearchesTheHierarchicalAllToAllWhereThereIsExpertParallelism) {
   EXPECT_LT(nccl->result.counts.candidates, run->result.counts.candidates);
 }
 
+// Recompute module sets are selective candidates of their own: two sets, twice the selective
+// candidates; the moe set recomputes the MoE blocks' forward (slower than core_attn alone) and
+// keeps less of them (its peak lower on the same plan).
+TEST(Sweep, SearchesRecomputeModuleSets) {
+  SweepRequest req = moe_request("qwen3-30b-a3b", 4, 64, 32, 32, 2, 4, 400);
+  req.space.pp = {1};
+  req.space.recompute = {Recompute::kSelective};
+  auto plain = run_sweep(req);
+  ASSERT_TRUE(plain) << plain.status().message();
+  const std::uint8_t moe =
+      module_bit(RecomputeModule::kCoreAttn) | module_bit(RecomputeModule::kMoe);
+  req.space.recompute_modules = {kDefaultRecomputeModules, moe};
+  auto both = run_sweep(req);
+  ASSERT_TRUE(both) << both.status().message();
+  EXPECT_EQ(both->result.counts.candidates, 2 * plain->result.counts.candidates);
+  std::map<std::string, const RankedPlan*> by_label;
+  for (const RankedPlan& r : both->result.ranking)
+    by_label[short_label(r.parallel)] = &r;
+  int pairs = 0;
+  for (const RankedPlan& r : both->result.ranking) {
+    if (r.parallel.recompute_modules != moe) continue;
+    ParallelConfig core = r.parallel;
+    core.recompute_modules = kDefaultRecomputeModules;
+    const auto it = by_label.find(short_label(core));
+    if (it == by_label.end() || it->second->tier != r.tier) continue;
+    ++pairs;
+    EXPECT_LT(r.metrics().peak_memory.raw(), it->second->metrics().peak_memory.raw())
+        << short_label(r.parallel);
+    EXPECT_GT(to_seconds(r.metrics().step_time), to_seconds(it->second->metrics().step_time))
+        << short_label(r.parallel);
+  }
+  EXPECT_GT(pairs, 0);
+}
+
 // Megatron-core's EP all-to-all overlap is a search dimension of the plans it applies to: expert
 // parallelism on the interleaved schedule, or on 1f1b with one stage and two micro-batches or
 // more. The analytic tier estimates the merged passes within 10 % of their simulation, and a
@@ -646,7 +680,8 @@ TEST(SweepSpec, ParsesAScenarioGrid) {
     "models": ["llama3-8b"], "training": {"global_batch_size": 64, "seq_length": 2048},
     "clusters": [{"gpu": "h100", "gpus": [8, 16]}],
     "space": {"tp": [1, 2], "schedule": ["1f1b"], "etp": [1],
-              "moe_capacity_factor": ["dropless", 1.25], "moe_imbalance": 1.3},
+              "moe_capacity_factor": ["dropless", 1.25], "moe_imbalance": 1.3,
+              "recompute_modules": [["moe_act", "layernorm"], "core_attn+mlp"]},
     "constraints": {"deadline_days": 30},
     "search": {"top_k": 2, "keep": 10}})";
   const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
@@ -658,6 +693,11 @@ TEST(SweepSpec, ParsesAScenarioGrid) {
   EXPECT_EQ(req.space.etp, (std::vector<int>{1}));
   EXPECT_EQ(req.space.moe_capacity, (std::vector<double>{0.0, 1.25}));
   EXPECT_DOUBLE_EQ(req.space.moe_imbalance, 1.3);
+  using RM = RecomputeModule;
+  EXPECT_EQ(req.space.recompute_modules,
+            (std::vector<std::uint8_t>{
+                static_cast<std::uint8_t>(module_bit(RM::kMoeAct) | module_bit(RM::kLayernorm)),
+                static_cast<std::uint8_t>(module_bit(RM::kCoreAttn) | module_bit(RM::kMlp))}));
   EXPECT_EQ(req.options.top_k, 2);
   ASSERT_TRUE(req.constraints.deadline_s.has_value());
   EXPECT_DOUBLE_EQ(*req.constraints.deadline_s, 30 * 86400.0);
@@ -667,7 +707,8 @@ TEST(SweepSpec, BadFieldsNameTheirPointer) {
   const auto resolver = [](std::string_view name) { return topo::resolve_topology(name); };
   const auto r = parse_sweep_spec(
       R"({"schema_version": 1, "kind": "sweep", "models": ["llama3-8b"],
-          "clusters": [{"gpu": "h100", "gpus": [8, 0]}], "space": {"tpp": [1]}})",
+          "clusters": [{"gpu": "h100", "gpus": [8, 0]}],
+          "space": {"tpp": [1], "recompute_modules": [["moe", "experts"], 3]}})",
       "sweep.json", builtin_catalog(), resolver);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
@@ -675,6 +716,12 @@ TEST(SweepSpec, BadFieldsNameTheirPointer) {
   EXPECT_NE(m.find("sweep.json"), std::string::npos) << m;
   EXPECT_NE(m.find("/clusters/0/gpus/1"), std::string::npos) << m;
   EXPECT_NE(m.find("/space/tpp"), std::string::npos) << m;
+  EXPECT_NE(m.find("/space/recompute_modules/0: unknown recompute module \"experts\""),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("/space/recompute_modules/1: expected a list of recompute modules"),
+            std::string::npos)
+      << m;
 }
 
 // The corpus of bad sweep documents under tests/data/bad-sweep/ (NAME.json with the exact

@@ -116,6 +116,9 @@ struct SearchSpace {
   std::vector<std::int64_t> micro_batch_sizes;
   std::vector<Schedule> schedules;
   std::vector<Recompute> recompute;
+  // The module sets selective recompute tries (ParallelConfig::recompute_modules, Megatron-core's
+  // --recompute-modules), each a selective candidate of its own; empty: core_attn only.
+  std::vector<std::uint8_t> recompute_modules;
   std::vector<int> zero_stages;
   std::vector<bool> sequence_parallel;
   std::vector<std::string> orders;
