@@ -918,6 +918,58 @@ void map_dispatcher(const PublishedRun& run, RunSetup& s) {
                  ": Megatron-core's default dispatcher (alltoall, NCCL's all-to-all)"});
 }
 
+// Megatron-core's --recompute-modules as a record's notes quote it ("--recompute-granularity
+// selective --recompute-modules moe_act layernorm"): the names after the flag, up to the first
+// word that is not one. Applies to the selective candidate (published or searched). Where the
+// recompute is not published, an MoE run under Megatron-core (or NeMo) searches module sets too.
+void map_recompute_modules(const PublishedRun& run, RunSetup& s) {
+  const ModelSpec& m = s.plan.model;
+  const SoftwareStack stack = resolve_software(run).stack;
+  const bool megatron_core = stack == SoftwareStack::kMegatronCore || stack == SoftwareStack::kNemo;
+  if (s.recompute_null && m.is_moe() && megatron_core &&
+      std::find(s.recomputes.begin(), s.recomputes.end(), Recompute::kSelective) !=
+          s.recomputes.end()) {
+    // Not published: besides the attention core, the module sets MoE recipes combine, from the
+    // cheap output-discarding ones (the experts' activation, the norms, MLA's up-projections) to
+    // the dense MLPs and shared experts, and the whole MoE block (Megatron-Bridge's and the
+    // Megatron-MoE model zoo's recipes, quoted from memory). The fastest that fits is chosen.
+    using RM = RecomputeModule;
+    const std::uint8_t cheap = module_bit(RM::kMoeAct) | module_bit(RM::kLayernorm) |
+                               (m.mla ? module_bit(RM::kMlaUpProj) : 0);
+    const std::uint8_t dense = cheap | module_bit(RM::kMlp) | module_bit(RM::kSharedExperts);
+    const std::uint8_t block = dense | module_bit(RM::kMoe);
+    s.recompute_modules = {kDefaultRecomputeModules, cheap, dense, block};
+  }
+  constexpr std::string_view kFlag = "--recompute-modules";
+  const std::string text = lower(run.notes);
+  const std::size_t at = text.find(kFlag);
+  if (at == std::string::npos) return;
+  std::uint8_t modules = 0;
+  std::size_t i = at + kFlag.size();
+  while (i < text.size()) {
+    const std::size_t start = text.find_first_not_of(" =", i);
+    if (start == std::string::npos) break;
+    std::size_t end = start;
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) != 0 || text[end] == '_')) {
+      ++end;
+    }
+    const auto module =
+        parse_enum<RecomputeModule>(std::string_view(text).substr(start, end - start));
+    if (!module) break;
+    modules |= module_bit(*module);
+    i = end;
+  }
+  const bool selective = std::find(s.recomputes.begin(), s.recomputes.end(),
+                                   Recompute::kSelective) != s.recomputes.end();
+  if (modules == 0 || !selective) return;
+  s.plan.parallel.recompute_modules = modules;
+  s.recompute_modules.clear();
+  s.assumptions.push_back({"/parallel/recompute_modules", recompute_modules_text(modules),
+                           "the record's text quotes Megatron-core's --recompute-modules (the "
+                           "parts selective recompute runs again)"});
+}
+
 Status map_parallel(const PublishedRun& run, RunSetup& s) {
   const PublishedParallel& p = run.parallel;
   if (!p.tp) return Status::invalid_input("parallel.tp is not published");
@@ -1101,7 +1153,18 @@ std::string candidates_text(const RunSetup& s, std::string_view field) {
   if (field == "sp") return join<bool>(s.sequence_parallel, show_bool);
   if (field == "zero_stage") return join<int>(s.zero_stages, show_int32);
   if (field == "ep") return join<int>(s.expert_parallel, show_int32);
-  return join<Recompute>(s.recomputes, show_recompute);
+  std::string out;
+  for (Recompute r : s.recomputes) {
+    if (r != Recompute::kSelective || s.recompute_modules.empty()) {
+      out += (out.empty() ? "" : ", ") + show_recompute(r);
+      continue;
+    }
+    for (std::uint8_t modules : s.recompute_modules) {
+      out += (out.empty() ? "" : ", ") + std::string("selective (") +
+             recompute_modules_text(modules) + ")";
+    }
+  }
+  return out;
 }
 
 void describe_choices(const RunSetup& s, const ParallelConfig& c, const std::string& how,
@@ -1121,7 +1184,11 @@ void describe_choices(const RunSetup& s, const ParallelConfig& c, const std::str
                           "not published: the record's FLOP convention (Megatron eq. (3)) counts "
                           "the forward pass full recomputation repeats"});
   } else {
-    add(s.recompute_null, "recompute", std::string(to_string(c.recompute)));
+    std::string value(to_string(c.recompute));
+    if (c.recompute == Recompute::kSelective && !s.recompute_modules.empty()) {
+      value += " (" + recompute_modules_text(c.recompute_modules) + ")";
+    }
+    add(s.recompute_null, "recompute", value);
   }
   if (s.virtual_stages_null) {
     out.chosen.push_back({"/parallel/schedule", std::string(to_string(c.schedule)),
@@ -1181,6 +1248,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.convention = flop_convention_of(run.flops_convention);
   s.source = source_key(run);
   PLANNER_RETURN_IF_ERROR(map_parallel(run, s));
+  map_recompute_modules(run, s);
   if (s.plan.model.is_moe()) {
     map_routing(run, s);
     if (s.plan.parallel.ep > 1 || !s.expert_parallel.empty()) map_dispatcher(run, s);
@@ -1221,6 +1289,20 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   return s;
 }
 
+// The recompute candidates with their module sets.
+std::vector<std::pair<Recompute, std::uint8_t>> recompute_choices(const RunSetup& s) {
+  std::vector<std::pair<Recompute, std::uint8_t>> out;
+  for (Recompute r : s.recomputes) {
+    if (r != Recompute::kSelective || s.recompute_modules.empty()) {
+      out.emplace_back(r, s.plan.parallel.recompute_modules);
+      continue;
+    }
+    for (std::uint8_t modules : s.recompute_modules)
+      out.emplace_back(r, modules);
+  }
+  return out;
+}
+
 std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* first_problem) {
   std::vector<ParallelConfig> out;
   const std::vector<int> eps =
@@ -1230,8 +1312,9 @@ std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* fi
       for (int v : s.virtual_stages) {
         for (bool sp : s.sequence_parallel) {
           for (int zero : s.zero_stages) {
-            for (Recompute r : s.recomputes) {
+            for (const auto& [r, modules] : recompute_choices(s)) {
               ParallelConfig c = s.plan.parallel;
+              c.recompute_modules = modules;
               c.ep = ep;
               c.micro_batch_size = mb;
               c.virtual_stages = v;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "planner/core/model_partition.hpp"
@@ -224,6 +225,49 @@ TEST(MapMoeRun, DispatcherFromTheRecordsText) {
   expect(run, MoeA2a::kHierarchical, "HybridEP");
   run.notes = "";
   expect(run, MoeA2a::kNccl, "not stated");
+}
+
+// Recompute modules: quoted in the record's text (Megatron-core's --recompute-modules) they are
+// the selective candidate's; where the recompute is not published a Megatron-core MoE run also
+// tries module sets (the fastest that fits is chosen); an FSDP run does not.
+TEST(MapMoeRun, RecomputeModulesFromTheRecordsText) {
+  using RM = RecomputeModule;
+  const auto runs = sample();
+  PublishedRun run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
+  run.parallel.recompute = Recompute::kSelective;
+  run.notes =
+      "Command: --recompute-granularity selective --recompute-modules moe_act mla_up_proj "
+      "--cuda-graph-impl transformer_engine";
+  auto quoted = map(run);
+  ASSERT_TRUE(quoted) << quoted.status().message();
+  EXPECT_EQ(quoted->plan.parallel.recompute_modules,
+            module_bit(RM::kMoeAct) | module_bit(RM::kMlaUpProj));
+  const ChosenField* a = assumption(*quoted, "/parallel/recompute_modules");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->value, "moe_act,mla_up_proj");
+  for (const ParallelConfig& c : candidate_configs(*quoted)) {
+    EXPECT_EQ(c.recompute, Recompute::kSelective);
+    EXPECT_EQ(c.recompute_modules, module_bit(RM::kMoeAct) | module_bit(RM::kMlaUpProj));
+  }
+  // Not published: none, selective with each module set, full.
+  run.parallel.recompute.reset();
+  run.notes = "";
+  auto searched = map(run);
+  ASSERT_TRUE(searched) << searched.status().message();
+  EXPECT_EQ(assumption(*searched, "/parallel/recompute_modules"), nullptr);
+  std::set<std::uint8_t> sets;
+  for (const ParallelConfig& c : candidate_configs(*searched)) {
+    if (c.recompute == Recompute::kSelective) sets.insert(c.recompute_modules);
+  }
+  EXPECT_EQ(sets.size(), 4u);
+  EXPECT_TRUE(sets.count(kDefaultRecomputeModules));
+  EXPECT_TRUE(sets.count(module_bit(RM::kMoeAct) | module_bit(RM::kLayernorm) |
+                         module_bit(RM::kMlaUpProj)));
+  // AutoModel (PyTorch FSDP2) checkpoints whole layers: no module sets.
+  auto fsdp = map(by_id(runs, "automodel_h100_bf16_gpt_oss_120b_64g"));
+  ASSERT_TRUE(fsdp) << fsdp.status().message();
+  for (const ParallelConfig& c : candidate_configs(*fsdp))
+    EXPECT_EQ(c.recompute_modules, kDefaultRecomputeModules) << short_label(c);
 }
 
 // A record naming DeepSeek's DualPipe runs in its cut-in-half form, saying so: dualpipev on pp / 2

@@ -187,6 +187,8 @@ struct RunSetup {
   std::vector<bool> sequence_parallel;
   std::vector<int> zero_stages;
   std::vector<Recompute> recomputes;
+  // The recompute module sets of the selective candidates; empty: the plan's only.
+  std::vector<std::uint8_t> recompute_modules;
   std::vector<int> expert_parallel;  // empty: plan.parallel.ep
   bool micro_batch_null = false, virtual_stages_null = false, sp_null = false, zero_null = false,
        recompute_null = false, ep_null = false;
