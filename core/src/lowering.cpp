@@ -1583,14 +1583,17 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
   const std::uint32_t norm_d = cached(OpRole::kAttnNorm, B, 0, [&] {
     return misc(OpKind::kNorm, Stream::kCompute, Ts_, h_, 2 * Ts_ * h_ * e, Ts_ * h_ * e);
   });
-  // layernorm recompute: a block's norm output again from its stored input before the block's
-  // backward (Megatron-core's output-discarding checkpoint).
+  // layernorm recompute: a standalone norm's output again from its stored input before its
+  // block's backward (Megatron-core's output-discarding checkpoint): MLA's and an MoE block's;
+  // Transformer Engine fuses the others into the next linear, which keeps its input.
   const bool renorm = recomputes(p_, RecomputeModule::kLayernorm);
   const Phase R = Phase::kRecompute;
   // ---- MLP block
   std::uint32_t dres = dy;  // gradient at the mixer block's output
   if (kind.ffn != FfnKind::kNone) {
-    if (renorm) saved = add(r, id(OpRole::kMlpNorm, R), norm_fwd_desc(R), {dy, saved, gather});
+    if (renorm && kind.ffn == FfnKind::kMoe) {
+      saved = add(r, id(OpRole::kMlpNorm, R), norm_fwd_desc(R), {dy, saved, gather});
+    }
     std::uint32_t d_in = kNoOp;  // gradient at the block input, before the norm
     if (kind.ffn == FfnKind::kDense) {
       d_in = dense_bwd(r, layer, mb, dy, saved, gather, grads);
@@ -1607,7 +1610,9 @@ std::uint32_t Lowerer::layer_bwd(RankState& r, int layer, int mb, std::uint32_t 
   // ---- mixer block
   std::uint32_t out = dres;
   if (kind.mixer != Mixer::kNone) {
-    if (renorm) saved = add(r, id(OpRole::kAttnNorm, R), norm_fwd_desc(R), {dres, saved, gather});
+    if (renorm && kind.mixer == Mixer::kAttention && m_.mla) {
+      saved = add(r, id(OpRole::kAttnNorm, R), norm_fwd_desc(R), {dres, saved, gather});
+    }
     std::uint32_t dx = kNoOp;
     if (kind.mixer == Mixer::kMamba) {
       dx = mamba_bwd(r, layer, mb, dres, saved, gather, mixer_first, grads);

@@ -57,7 +57,10 @@ struct Activations {
 Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerKind kind,
                         const MoeRouting& routing, const ParallelConfig& p) {
   auto rc = [&](RecomputeModule module) { return recomputes(p, module); };
-  // A norm's output (the next projection's input), unless layernorm recompute drops it.
+  // A norm's output (the next projection's input), unless layernorm recompute drops it: the norms
+  // standing alone (before MLA's down-projections and an MoE block's router), not those Transformer
+  // Engine fuses into the next linear (attention's QKV, a dense MLP's first projection, Mamba's
+  // in_proj), which keeps its input for the weight gradient either way.
   const double normed = rc(RecomputeModule::kLayernorm) ? 0.0 : 1.0;
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
@@ -78,13 +81,13 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerK
     a.split += e * s * b * (up + v);
   } else if (kind.mixer == Mixer::kAttention) {
     // Attention: QKV input, dropout mask | Q, K, V, output-projection input.
-    a.unsplit += normed * e * s * b * h + kMaskBytes * s * b * h;
+    a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
     a.split += e * s * b * (q + kv + kv + q);
   } else if (kind.mixer == Mixer::kMamba) {
     // Mamba-2: in_proj input | its output (z, x, B, C, dt), the convolved x | B | C, the scan
     // output and the gated norm's output (out_proj input), and the fp32 state of every chunk.
     const MambaSpec& mb = *m.mamba;
-    a.unsplit += normed * e * s * b * h;
+    a.unsplit += e * s * b * h;
     a.split += e * s * b * static_cast<double>(mb.in_proj_dim() + mb.conv_dim() + 2 * mb.d_inner());
     const double chunks = std::ceil(s / static_cast<double>(mb.chunk));
     a.split += kFp32Bytes * b * chunks * static_cast<double>(mb.d_inner()) * mb.state_dim;
@@ -115,7 +118,7 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerK
     }
   } else if (kind.ffn == FfnKind::kDense) {
     const double f = static_cast<double>(m.ffn_hidden);
-    a.unsplit += normed * e * s * b * h + kMaskBytes * s * b * h;
+    a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
     if (!rc(RecomputeModule::kMlp)) a.split += e * s * b * f * ffn_tensors;
   }
   // inputs of the norms: two per attention + MLP layer, one per single-block layer

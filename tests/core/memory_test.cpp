@@ -44,9 +44,10 @@ TEST(Memory, RecomputeModulesDropTheirActivations) {
     return layer_activation_bytes(gpt3(), gpt3_training(), q, false, o).raw();
   };
   EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 34 / t));
-  // layernorm: the two norms' outputs (2 bytes each of s·b·h/t).
+  // layernorm: nothing on a dense GPT layer (Transformer Engine fuses both norms into the next
+  // linear, which keeps the norm's output for its weight gradient).
   p.recompute_modules = module_bit(RM::kCoreAttn) | module_bit(RM::kLayernorm);
-  EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 30 / t));
+  EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 34 / t));
   // mlp: the MLP's two 4h-wide intermediates (16·s·b·h/t) of its 19.
   p.recompute_modules = module_bit(RM::kCoreAttn) | module_bit(RM::kMlp);
   EXPECT_EQ(layer(p), static_cast<std::int64_t>(s * b * h * 18 / t));
@@ -86,6 +87,9 @@ TEST(Memory, RecomputeModulesDropTheirActivations) {
   EXPECT_LT(whole, shared);
   // DeepSeek-V3's shared expert (2048 wide, gated: 3 tensors, 2 bytes) on s·b tokens.
   EXPECT_EQ(core - shared, static_cast<std::int64_t>(2.0 * 4096 * 1 * 2048 * 3));
+  // layernorm: MLA's norm and the MoE block's, standalone: 2 bytes of s·b·h each.
+  EXPECT_EQ(core - moe_layer(module_bit(RM::kCoreAttn) | module_bit(RM::kLayernorm)),
+            static_cast<std::int64_t>(2.0 * 2.0 * 4096 * 1 * 7168));
   MemoryEstimator estimator(ds, tr, GpuSpec{});
   q.recompute_modules = module_bit(RM::kCoreAttn) | module_bit(RM::kMoe);
   const auto peak_moe = estimator.peak(q);

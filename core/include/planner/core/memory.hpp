@@ -24,12 +24,13 @@
 //   tensor + sequence parallel        s·b·h/t·(34 + 5·a·s/h)
 //   selective recompute               the 5·a·s/h term (softmax, its dropout mask and output) is
 //                                     recomputed and not stored (core_attn); the other
-//                                     recompute modules drop their parts: layernorm the norms'
-//                                     outputs, mla_up_proj MLA's Q, K and V, moe_act the experts'
-//                                     activation output, mlp the dense MLP's intermediates, moe
-//                                     everything of the MoE block but its input, shared_experts
-//                                     the shared experts' intermediates; one layer's dropped
-//                                     parts come back while it is recomputed
+//                                     recompute modules drop their parts: layernorm the outputs
+//                                     of the norms not fused into the next linear (MLA's and
+//                                     an MoE block's), mla_up_proj MLA's Q, K and V, moe_act the
+//                                     experts' activation output, mlp the dense MLP's
+//                                     intermediates, moe everything of the MoE block but its input,
+//                                     shared_experts the shared experts' intermediates; one layer's
+//                                     dropped parts come back while it is recomputed
 //   full recompute                    2·s·b·h per layer (its input; /t with SP), plus one layer's
 //                                     full activations while that layer is recomputed
 // The 34 is 11 (attention) + 19 (MLP) + 4 (two layer norms); planner computes it from the layer's

@@ -47,7 +47,9 @@
 //                                      again before their backward instead of keeping their
 //                                      activations. core_attn (the default) the attention core;
 //                                      moe_act the experts' activation function, layernorm the
-//                                      two norms and mla_up_proj MLA's up-projections, whose
+//                                      norms Transformer Engine does not fuse into the next
+//                                      linear (MLA's, an MoE block's) and mla_up_proj MLA's
+//                                      up-projections, whose
 //                                      outputs are dropped after use and recomputed from their
 //                                      inputs; mlp the dense MLP, moe the whole MoE block
 //                                      (router, all-to-alls, experts, shared experts) and
