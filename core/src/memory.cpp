@@ -220,8 +220,8 @@ Common common_terms(const ModelSpec& m, const TrainingSpec& training, const Para
       c.working_layer = std::max(c.working_layer,
                                  layer_activation_bytes(m, training, no_recompute, kind, options));
     } else if (p.recompute == Recompute::kSelective) {
-      // What the recomputed modules drop comes back for one layer while its backward runs
-      // (beyond the core attention's, which is not counted: as before modules).
+      // What the recomputed modules drop comes back for one layer while its backward runs (the
+      // s x s scores an unfused attention core materialises again are not counted, as before).
       ParallelConfig core_attn = p;
       core_attn.recompute_modules = kDefaultRecomputeModules;
       const Bytes whole = layer_activation_bytes(m, training, core_attn, kind, options);
