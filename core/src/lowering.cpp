@@ -1647,7 +1647,7 @@ std::uint32_t Lowerer::dense_bwd(RankState& r, int layer, int mb, std::uint32_t 
   const std::int64_t e = bytes_.activation;
   // mlp recompute: the MLP's forward again from its stored input.
   if (recomputes(p_, RecomputeModule::kMlp)) {
-    saved = dense_fwd(r, layer, mb, Phase::kRecompute, saved == kNoOp ? dy : saved, gather);
+    saved = dense_fwd(r, layer, mb, Phase::kRecompute, saved != kNoOp ? saved : dy, gather);
   }
   std::uint32_t g = dy;
   if (sp_) g = sp_gather(r, id(OpRole::kSpScatterMlp, B), dy);
@@ -1705,10 +1705,11 @@ std::uint32_t Lowerer::moe_bwd(RankState& r, int layer, int mb, std::uint32_t dy
   const Phase R = Phase::kRecompute;
   // moe recompute: the whole block's forward again from its stored input (its all-to-alls too);
   // shared_experts recompute: the shared experts' forward.
+  const std::uint32_t input = saved != kNoOp ? saved : dy;  // what a recompute waits for
   if (recomputes(p_, RecomputeModule::kMoe)) {
-    saved = moe_fwd(r, layer, mb, R, saved == kNoOp ? dy : saved, gather, egather);
+    saved = moe_fwd(r, layer, mb, R, input, gather, egather);
   } else if (recomputes(p_, RecomputeModule::kSharedExperts)) {
-    shared_fwd(r, layer, mb, R, saved == kNoOp ? dy : saved, gather);
+    shared_fwd(r, layer, mb, R, input, gather);
   }
   std::uint32_t g =
       add(r, id(OpRole::kExpertCombine, B),

@@ -924,7 +924,7 @@ void map_dispatcher(const PublishedRun& run, RunSetup& s) {
 // recompute is not published, an MoE run under Megatron-core (or NeMo) searches module sets too.
 void map_recompute_modules(const PublishedRun& run, RunSetup& s) {
   const ModelSpec& m = s.plan.model;
-  const SoftwareStack stack = resolve_software(run).stack;
+  const SoftwareStack stack = s.software.stack;  // resolved before
   const bool megatron_core = stack == SoftwareStack::kMegatronCore || stack == SoftwareStack::kNemo;
   if (s.recompute_null && m.is_moe() && megatron_core &&
       std::find(s.recomputes.begin(), s.recomputes.end(), Recompute::kSelective) !=
@@ -1248,6 +1248,7 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.convention = flop_convention_of(run.flops_convention);
   s.source = source_key(run);
   PLANNER_RETURN_IF_ERROR(map_parallel(run, s));
+  s.software = resolve_software(run);
   map_recompute_modules(run, s);
   if (s.plan.model.is_moe()) {
     map_routing(run, s);
@@ -1279,7 +1280,6 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.plan.cluster.topology = s.topology.name;
   s.plan.name = run.id;
   PLANNER_ASSIGN_OR_RETURN(s.published, published_step(run, s.plan, s.convention));
-  s.software = resolve_software(run);
   s.attention = sim::attention_kernel(s.software.attention);
   s.host = host_costs(s.software.stack);
   s.plan.parallel.overlap_grad_reduce = *s.software.overlap.grad_reduce;

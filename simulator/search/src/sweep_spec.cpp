@@ -106,23 +106,23 @@ auto capacity_item(Diagnostics& diag) {
 // A set of recompute modules: a list of their names, or one string of them joined by '+' or ','.
 auto modules_item(Diagnostics& diag) {
   return [&diag](const Json& j, const std::string& pointer, std::uint8_t& out) {
-    std::string joined;
-    if (j.is_string()) joined = j.get<std::string>();
+    std::vector<std::string> names;
+    if (j.is_string()) names.push_back(j.get<std::string>());
     if (j.is_array()) {
       for (const Json& name : j) {
         if (!name.is_string()) {
-          joined.clear();
+          names.clear();
           break;
         }
-        joined += name.get<std::string>() + ",";
+        names.push_back(name.get<std::string>());
       }
     }
-    if (joined.empty()) {
+    if (names.empty()) {
       diag.add(pointer, "expected a list of recompute modules (" + enum_choices<RecomputeModule>() +
                             "), got " + describe_json(j));
       return false;
     }
-    auto modules = parse_recompute_modules(joined);
+    auto modules = parse_recompute_modules(names);
     if (!modules) {
       diag.add(pointer, modules.status().message());
       return false;
