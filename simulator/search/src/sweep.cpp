@@ -1237,6 +1237,34 @@ std::string note_of(const RankedPlan& r, const RankedPlan* best) {
   return pct(behind) + " fewer tokens/$ than #1: " + why + "; " + note;
 }
 
+// At most max_points of `points`, evenly spread over them (the first and the last kept).
+template <typename T>
+std::vector<T> thin_evenly(std::vector<T> points, std::size_t max_points) {
+  if (points.size() <= max_points) return points;
+  std::vector<T> thin;
+  for (std::size_t i = 0; i < max_points; ++i) {
+    thin.push_back(std::move(points[i * (points.size() - 1) / (max_points - 1)]));
+  }
+  return thin;
+}
+
+// The plans no other plan of `plans` beats on both time to train and total cost, fastest first
+// (ties: cheaper, then the enumeration order); of equal plans the first in that order stays.
+std::vector<RankedPlan> non_dominated(std::vector<RankedPlan> plans) {
+  std::sort(plans.begin(), plans.end(), [](const RankedPlan& a, const RankedPlan& b) {
+    const Economics &x = a.economics, &y = b.economics;
+    if (x.time_to_train_s != y.time_to_train_s) return x.time_to_train_s < y.time_to_train_s;
+    if (x.total_cost.raw() != y.total_cost.raw()) return x.total_cost.raw() < y.total_cost.raw();
+    return a.id < b.id;
+  });
+  std::vector<RankedPlan> front;
+  for (RankedPlan& p : plans) {
+    if (front.empty() || p.economics.total_cost.raw() < front.back().economics.total_cost.raw())
+      front.push_back(std::move(p));
+  }
+  return front;
+}
+
 }  // namespace
 
 Result<SweepResult> finish(const SweepSetup& setup, const AnalyticPartial& merged,
@@ -1297,29 +1325,34 @@ Result<SweepResult> finish(const SweepSetup& setup, const AnalyticPartial& merge
     r.note = note_of(r, best);
 
   // Pareto frontier by estimate, thinned evenly to pareto_max points (both ends kept).
-  std::vector<Candidate> front = merged.pareto;
   const auto max_points = static_cast<std::size_t>(std::max(2, req.options.pareto_max));
-  if (front.size() > max_points) {
-    std::vector<Candidate> thin;
-    for (std::size_t i = 0; i < max_points; ++i) {
-      thin.push_back(front[i * (front.size() - 1) / (max_points - 1)]);
-    }
-    front = std::move(thin);
-  }
+  const std::vector<Candidate> front = thin_evenly(merged.pareto, max_points);
+  std::vector<RankedPlan> points;
   for (const Candidate& c : front) {
     const RankedPlan* ranked = nullptr;
     for (const RankedPlan& r : out.ranking) {
       if (r.id == c.id) ranked = &r;
     }
     if (ranked != nullptr) {
-      out.pareto.push_back(*ranked);
+      points.push_back(*ranked);
       continue;
     }
     PLANNER_ASSIGN_OR_RETURN(Decoded d, decode(setup, c.id));
     PLANNER_ASSIGN_OR_RETURN(RankedPlan r, build_plan(setup, d.scenario, c.id, d.parallel, {}));
     r.note = note_of(r, best);
-    out.pareto.push_back(std::move(r));
+    points.push_back(std::move(r));
   }
+  // The frontier's members carry their simulation where they had one, and a simulated plan off
+  // the estimate's frontier may beat them once simulated: the frontier shown is taken again over
+  // its members and every simulated plan, each by the numbers shown for it, so that no plan of
+  // the ranking is both faster and cheaper than a point of the frontier.
+  for (const RankedPlan& r : out.ranking) {
+    if (!r.simulated) continue;
+    const bool listed = std::any_of(points.begin(), points.end(),
+                                    [&](const RankedPlan& p) { return p.id == r.id; });
+    if (!listed) points.push_back(r);
+  }
+  out.pareto = thin_evenly(non_dominated(std::move(points)), max_points);
   return out;
 }
 
