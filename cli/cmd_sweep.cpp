@@ -783,10 +783,15 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
                                         : " NVLink domains (NVLink and the scale-out network)");
     if (!e.algorithm.empty()) {
       const bool hierarchical = e.algorithm == "hierarchical-a2a";
-      out << (hierarchical ? "; hierarchical all-to-all (once per node over the network, then "
-                             "NVLink, as DeepEP), "
-                           : "; NCCL all-to-all, ")
-          << e.algorithm << " algorithm, " << e.protocol << " protocol"
+      // Inside one NVLink domain there is no network leg: a token goes once to each GPU it is
+      // routed to, however many of that GPU's experts it picked.
+      const char* form = !hierarchical ? "; NCCL all-to-all, "
+                         : e.group_nvlink_domains == 1
+                             ? "; hierarchical all-to-all (a token once per destination GPU, over "
+                               "NVLink, as DeepEP's intranode kernels), "
+                             : "; hierarchical all-to-all (once per node over the network, then "
+                               "NVLink, as DeepEP), ";
+      out << form << e.algorithm << " algorithm, " << e.protocol << " protocol"
           << (e.fp8_dispatch ? ", FP8 dispatch" : "") << ": " << fmt_int(e.calls)
           << " calls per step of " << fmt(e.mb_per_call, 1) << " MB per GPU, "
           << fmt(e.ms_per_call, 2) << " ms each; " << fmt(to_seconds(e.exposed), 3) << " s exposed";

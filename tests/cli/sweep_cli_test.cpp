@@ -765,6 +765,18 @@ TEST(SweepCli, BestMoePlanIsExplained) {
   EXPECT_FALSE(contains(t.out, "simulations failed")) << t.out;
   EXPECT_TRUE(t.err.empty()) << t.err;
 
+  // The hierarchical form inside one node has no network leg: the explanation says what it saves
+  // there (one copy per destination GPU) and not a hop over the network.
+  const CommandResult h = run_planner({"sweep", "--model", "qwen3-30b-a3b", "--gpus", "16", "--pp",
+                                       "2", "--ep", "8", "--moe-a2a", "hierarchical", "--top-k",
+                                       "2", "--no-db", "--threads", "2", "--no-progress"});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_TRUE(contains(h.out,
+                       "spans 1 node and 1 NVLink domain (NVLink only); hierarchical "
+                       "all-to-all (a token once per destination GPU, over NVLink"))
+      << h.out;
+  EXPECT_FALSE(contains(h.out, "over the network, then NVLink")) << h.out;
+
   // dualpipev fixed: the best plan says which DualPipe plan it is; dualpipe itself is searched as
   // dualpipev.
   const CommandResult v = run_planner(
