@@ -1343,11 +1343,11 @@ Result<SweepResult> finish(const SweepSetup& setup, const AnalyticPartial& merge
     points.push_back(std::move(r));
   }
   // The frontier's members carry their simulation where they had one, and a simulated plan off
-  // the estimate's frontier may beat them once simulated: the frontier shown is taken again over
-  // its members and every simulated plan, each by the numbers shown for it, so that no plan of
-  // the ranking is both faster and cheaper than a point of the frontier.
+  // the estimate's frontier may beat them once simulated (or an estimated one beat a member that
+  // simulated slower): the frontier shown is taken again over its members and the ranking, each
+  // plan by the numbers shown for it, so that no ranked plan is both faster and cheaper than a
+  // point of the frontier.
   for (const RankedPlan& r : out.ranking) {
-    if (!r.simulated) continue;
     const bool listed = std::any_of(points.begin(), points.end(),
                                     [&](const RankedPlan& p) { return p.id == r.id; });
     if (!listed) points.push_back(r);

@@ -37,8 +37,8 @@
 // over several clusters (cloud instances, offerings) can compare each cluster's best.
 // The Pareto frontier of (time to train, total cost) is taken over every feasible plan by estimate
 // (its members carry their simulation when they were among the top_k), then again over its
-// members and the simulated plans by the numbers shown for each, so that no plan of the ranking
-// is both faster and cheaper than a point of the frontier.
+// members and the ranking by the numbers shown for each, so that no plan of the ranking is both
+// faster and cheaper than a point of the frontier.
 //
 // Progress reaches a ProgressSink (the CLI's progress bar, the GUI's status line); a
 // std::stop_token cancels a running sweep between work units (run_sweep() then fails with kRuntime
