@@ -1248,21 +1248,19 @@ std::vector<T> thin_evenly(std::vector<T> points, std::size_t max_points) {
   return thin;
 }
 
-// The plans no other plan of `plans` beats on both time to train and total cost, fastest first
-// (ties: cheaper, then the enumeration order); of equal plans the first in that order stays.
+// The plans no other plan of `plans` beats on both time to train and total cost, fastest first:
+// the analytic tier's frontier (Accumulator::add_pareto) over the numbers each plan shows.
 std::vector<RankedPlan> non_dominated(std::vector<RankedPlan> plans) {
-  std::sort(plans.begin(), plans.end(), [](const RankedPlan& a, const RankedPlan& b) {
-    const Economics &x = a.economics, &y = b.economics;
-    if (x.time_to_train_s != y.time_to_train_s) return x.time_to_train_s < y.time_to_train_s;
-    if (x.total_cost.raw() != y.total_cost.raw()) return x.total_cost.raw() < y.total_cost.raw();
-    return a.id < b.id;
-  });
-  std::vector<RankedPlan> front;
-  for (RankedPlan& p : plans) {
-    if (front.empty() || p.economics.total_cost.raw() < front.back().economics.total_cost.raw())
-      front.push_back(std::move(p));
+  Accumulator front(0);
+  for (const RankedPlan& p : plans)
+    front.add_pareto(candidate_of(p));
+  std::vector<RankedPlan> out;
+  for (const Candidate& c : front.take_pareto()) {
+    auto it =
+        std::find_if(plans.begin(), plans.end(), [&](const RankedPlan& p) { return p.id == c.id; });
+    out.push_back(std::move(*it));
   }
-  return front;
+  return out;
 }
 
 }  // namespace
