@@ -187,7 +187,13 @@ std::optional<pid_t> Background::rank_pid(int rank) const {
 }
 
 void Background::kill_all() {
-  for (pid_t p : descendants()) {
+  // Stop every process first, then kill them: killed one by one, a survivor could notice a dead
+  // peer and react (mark its run failed) before its own turn, which a lost node does not allow.
+  const std::vector<pid_t> job = descendants();
+  if (!exit_code_) ::kill(pid_, SIGSTOP);
+  for (pid_t p : job)
+    ::kill(p, SIGSTOP);
+  for (pid_t p : job) {
     seen_.push_back(p);
     ::kill(p, SIGKILL);
   }
