@@ -71,14 +71,23 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
                                       "Layers of the last pipeline stage (uneven stages)");
   config.push_back(first);
   config.push_back(last);
+  CLI::Option* layout = cmd->add_option(
+      "--pipeline-model-parallel-layout", a.layout,
+      "Megatron-core's layout: the layers of every virtual stage, e.g. \"Et*3|(tt|)*29,m|L\" "
+      "(E embedding, t layer, m MTP module, L loss; '|' between virtual stages, in order); "
+      "sets --vpp to its stages / pp and allows chunks of unequal size");
+  layout->excludes(first)->excludes(last)->excludes(vpp);
+  config.push_back(layout);
   config.push_back(cmd->add_flag("--account-for-embedding-in-pipeline-split", a.embedding_in_split,
                                  "Count the embedding as a layer when splitting the stages (the "
                                  "first stage gets one layer fewer)")
-                       ->excludes(first));
+                       ->excludes(first)
+                       ->excludes(layout));
   config.push_back(cmd->add_flag("--account-for-loss-in-pipeline-split", a.loss_in_split,
                                  "Count the LM head and loss as a layer when splitting the "
                                  "stages (the last stage gets one layer fewer)")
-                       ->excludes(last));
+                       ->excludes(last)
+                       ->excludes(layout));
   config.push_back(cmd->add_option("--offload", a.offload, "none, optimizer or optimizer+params"));
   config.push_back(cmd->add_option(
       "--moe-a2a", a.moe_a2a,
@@ -162,9 +171,37 @@ Result<ResolvedPlan> resolve_plan(const Catalog& catalog, const PlanArgs& args) 
           ": " + std::to_string(r.model.num_layers) + " layers + " + std::to_string(counted) +
           " do not split evenly into pp x virtual stages (" + std::to_string(chunks) + ")");
     }
-    const int share = static_cast<int>(items / r.parallel.pp);
-    if (args.embedding_in_split) r.parallel.first_stage_layers = share - 1;
-    if (args.loss_in_split) r.parallel.last_stage_layers = share - 1;
+    if (r.parallel.virtual_stages > 1) {
+      // The counted embedding and loss take their place in the first and the last virtual stage:
+      // chunks of unequal size.
+      r.parallel.layout.assign(static_cast<std::size_t>(chunks), static_cast<int>(items / chunks));
+      if (args.embedding_in_split) r.parallel.layout.front() -= 1;
+      if (args.loss_in_split) r.parallel.layout.back() -= 1;
+    } else {
+      const int share = static_cast<int>(items / r.parallel.pp);
+      if (args.embedding_in_split) r.parallel.first_stage_layers = share - 1;
+      if (args.loss_in_split) r.parallel.last_stage_layers = share - 1;
+    }
+  }
+  if (!args.layout.empty()) {
+    auto parsed = parse_pipeline_layout(args.layout);
+    if (!parsed)
+      return Status::invalid_input("--pipeline-model-parallel-layout: " +
+                                   parsed.status().message());
+    const std::int64_t entries = static_cast<std::int64_t>(parsed->layers.size());
+    const int pp = std::max(1, r.parallel.pp);
+    if (entries % pp != 0) {
+      return Status::invalid_input("--pipeline-model-parallel-layout: " + std::to_string(entries) +
+                                   " virtual stages are not a multiple of pp (" +
+                                   std::to_string(pp) + ")");
+    }
+    if (parsed->mtp != r.model.mtp_layers) {
+      return Status::invalid_input(
+          "--pipeline-model-parallel-layout: " + std::to_string(parsed->mtp) +
+          " MTP modules ('m'), the model has " + std::to_string(r.model.mtp_layers));
+    }
+    r.parallel.layout = parsed->layers;
+    r.parallel.virtual_stages = static_cast<int>(entries / pp);
   }
   if (args.schedule == "dualpipe") {
     // DeepSeek's DualPipe, kept in its cut-in-half form (parallel_config.hpp).

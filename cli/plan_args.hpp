@@ -41,6 +41,7 @@ struct PlanArgs {
   // stages.
   bool embedding_in_split = false;
   bool loss_in_split = false;
+  std::string layout;  // --pipeline-model-parallel-layout (Megatron-core's string)
 };
 
 struct ResolvedPlan {

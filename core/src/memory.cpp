@@ -451,7 +451,7 @@ Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelCon
                                p.first_stage_layers,
                                p.last_stage_layers,
                                p.lm_head_stage()};
-  auto it = layouts_.find(key);
+  auto it = layouts_.find({key, p.layout});
   if (it != layouts_.end()) return it->second.get();
   PLANNER_ASSIGN_OR_RETURN(ModelPartition part, ModelPartition::create(model_, p));
   auto l = std::make_unique<Layout>();
@@ -466,7 +466,7 @@ Result<const MemoryEstimator::Layout*> MemoryEstimator::layout(const ParallelCon
     }
   }
   const Layout* out = l.get();
-  layouts_.emplace(key, std::move(l));
+  layouts_.emplace(std::pair{key, p.layout}, std::move(l));
   return out;
 }
 

@@ -23,6 +23,38 @@ Result<std::vector<int>> stage_layer_counts(int layers, const ParallelConfig& p)
   }
   // dualpipev's V splits a stage's layers in two, the odd one to chunk 0.
   const bool v_shape = p.schedule == Schedule::kDualPipeV;
+  if (!p.layout.empty()) {
+    if (first > 0 || last > 0) {
+      return Status::invalid_input(
+          "a layout gives every virtual stage's layers: first_stage_layers and "
+          "last_stage_layers must be 0 with it");
+    }
+    if (v_shape) return Status::invalid_input("a layout is not supported with dualpipev");
+    const std::int64_t chunks = static_cast<std::int64_t>(pp) * v;
+    if (static_cast<std::int64_t>(p.layout.size()) != chunks) {
+      return Status::invalid_input("the layout has " +
+                                   str(static_cast<std::int64_t>(p.layout.size())) +
+                                   " virtual stages, pp x virtual_stages is " + str(pp) + " x " +
+                                   str(v) + " = " + str(chunks));
+    }
+    std::vector<int> counts(static_cast<std::size_t>(pp), 0);
+    std::int64_t sum = 0;
+    for (std::size_t vs = 0; vs < p.layout.size(); ++vs) {
+      if (p.layout[vs] < 1) {
+        return Status::invalid_input("the layout's virtual stage " +
+                                     str(static_cast<std::int64_t>(vs)) +
+                                     " holds no decoder layer (planner models every virtual stage "
+                                     "with one or more)");
+      }
+      sum += p.layout[vs];
+      counts[vs % static_cast<std::size_t>(pp)] += p.layout[vs];
+    }
+    if (sum != layers) {
+      return Status::invalid_input("the layout holds " + str(sum) +
+                                   " decoder layers, the model has " + str(layers));
+    }
+    return counts;
+  }
   const int per_chunk = v_shape ? 1 : v;  // what a stage's layers must be a multiple of
   if (first == 0 && last == 0) {
     const std::int64_t chunks = static_cast<std::int64_t>(pp) * v;
@@ -111,6 +143,35 @@ std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int 
   return best;
 }
 
+std::optional<std::vector<int>> balanced_layout(int layers, int pp, int v, int head_units) {
+  const std::int64_t chunks = static_cast<std::int64_t>(pp) * v;
+  if (pp < 1 || v < 1 || chunks < 2 || chunks > layers) return std::nullopt;
+  // Every virtual stage holds at most `cap` units; the embedding's and the LM head's take their
+  // place in the first and the last.
+  const std::int64_t units = static_cast<std::int64_t>(layers) + 1 + head_units;
+  const int cap = static_cast<int>((units + chunks - 1) / chunks);
+  std::vector<int> out(static_cast<std::size_t>(chunks), cap);
+  out.front() = std::max(1, cap - 1);
+  out.back() = std::max(1, cap - head_units);
+  std::int64_t excess = -static_cast<std::int64_t>(layers);
+  for (int n : out)
+    excess += n;
+  // One layer fewer each for the middle virtual stages from the last back, round after round.
+  for (bool removed = true; excess > 0 && removed;) {
+    removed = false;
+    for (std::int64_t vs = chunks - 2; vs >= 1 && excess > 0; --vs) {
+      int& n = out[static_cast<std::size_t>(vs)];
+      if (n > 1) {
+        --n;
+        --excess;
+        removed = true;
+      }
+    }
+  }
+  if (excess != 0) return std::nullopt;
+  return out;
+}
+
 std::optional<std::pair<int, int>> balanced_v_split(int layers, int pp, int head_units) {
   if (pp < 2 || layers < 2 * pp) return std::nullopt;
   if (layers % pp == 0) return std::pair{0, 0};
@@ -152,6 +213,10 @@ Result<ModelPartition> ModelPartition::create(const ModelSpec& model, const Para
   const int pv = p.pp * v;
   part.vs_start_.assign(1, 0);
   for (int vs = 0; vs < pv; ++vs) {
+    if (!p.layout.empty()) {  // stage_layer_counts checked it: pv entries, in virtual-stage order
+      part.vs_start_.push_back(part.vs_start_.back() + p.layout[static_cast<std::size_t>(vs)]);
+      continue;
+    }
     const int s = stage_of_virtual(part.layout_, p.pp, vs);
     const int c = chunk_of_virtual(part.layout_, p.pp, vs);
     const int n = (*counts)[static_cast<std::size_t>(s)];

@@ -1,5 +1,6 @@
 #include "planner/core/parallel_config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -50,6 +51,7 @@ std::string short_label(const ParallelConfig& p) {
     if (p.schedule == Schedule::kInterleaved) s += "/v" + std::to_string(p.virtual_stages);
     if (p.first_stage_layers > 0) s += " first" + std::to_string(p.first_stage_layers);
     if (p.last_stage_layers > 0) s += " last" + std::to_string(p.last_stage_layers);
+    if (!p.layout.empty()) s += " layout" + layout_text(p.layout);
   }
   if (p.recompute != Recompute::kNone) s += " rc-" + std::string(to_string(p.recompute));
   if (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules) {
@@ -93,8 +95,154 @@ Result<std::uint8_t> parse_recompute_modules(std::string_view text) {
 
 Result<std::uint8_t> parse_recompute_modules(const std::vector<std::string>& names) {
   std::string joined;
-  for (const std::string& name : names) joined += name + ",";
+  for (const std::string& name : names)
+    joined += name + ",";
   return parse_recompute_modules(joined);
+}
+
+namespace {
+
+// The layout text with its repetitions expanded; an error past `kMaxLayoutSymbols` symbols.
+constexpr std::size_t kMaxLayoutSymbols = 1'000'000;
+
+class LayoutExpander {
+ public:
+  explicit LayoutExpander(std::string_view text) : text_(text) {}
+
+  Result<std::string> run() {
+    PLANNER_ASSIGN_OR_RETURN(std::string out, sequence(0));
+    if (pos_ < text_.size()) return error("an unmatched ')'");
+    return out;
+  }
+
+ private:
+  Status error(const std::string& what) const {
+    return Status::invalid_input("pipeline layout \"" + std::string(text_) + "\": " + what +
+                                 " at character " + std::to_string(pos_ + 1));
+  }
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == ','))
+      ++pos_;
+  }
+  // "*n" after an item: n (1 when absent).
+  Result<std::size_t> repeat() {
+    skip_space();
+    if (pos_ >= text_.size() || text_[pos_] != '*') return std::size_t{1};
+    ++pos_;
+    skip_space();
+    std::size_t n = 0;
+    const char* begin = text_.data() + pos_;
+    const auto [end, ec] = std::from_chars(begin, text_.data() + text_.size(), n);
+    if (ec != std::errc() || n < 1) return error("'*' needs a count of 1 or more");
+    pos_ += static_cast<std::size_t>(end - begin);
+    return n;
+  }
+  Result<std::string> sequence(int depth) {
+    std::string out;
+    for (skip_space(); pos_ < text_.size() && text_[pos_] != ')'; skip_space()) {
+      std::string item;
+      if (text_[pos_] == '(') {
+        if (depth >= kMaxDepth)
+          return error("more than " + std::to_string(kMaxDepth) + " nested '('");
+        ++pos_;
+        PLANNER_ASSIGN_OR_RETURN(item, sequence(depth + 1));
+        if (pos_ >= text_.size()) return error("a '(' without its ')'");
+        ++pos_;
+      } else if (std::string_view("EtmL|").find(text_[pos_]) != std::string_view::npos) {
+        item = std::string(1, text_[pos_++]);
+      } else {
+        return error(std::string("'") + text_[pos_] +
+                     "' is not E (embedding), t (layer), m (MTP), L (loss), '|', '(', ')' or '*'");
+      }
+      PLANNER_ASSIGN_OR_RETURN(const std::size_t n, repeat());
+      if (item.size() * n + out.size() > kMaxLayoutSymbols) {
+        return error("more than " + std::to_string(kMaxLayoutSymbols) + " symbols");
+      }
+      for (std::size_t i = 0; i < n; ++i)
+        out += item;
+    }
+    return out;
+  }
+
+  static constexpr int kMaxDepth = 32;
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+Result<PipelineLayout> parse_pipeline_layout(std::string_view text) {
+  PLANNER_ASSIGN_OR_RETURN(const std::string symbols, LayoutExpander(text).run());
+  std::vector<std::string> entries(1);
+  for (char c : symbols) {
+    if (c == '|') {
+      entries.emplace_back();
+    } else {
+      entries.back() += c;
+    }
+  }
+  const auto fail = [&](const std::string& what) -> Result<PipelineLayout> {
+    return Status::invalid_input("pipeline layout \"" + std::string(text) + "\": " + what);
+  };
+  PipelineLayout out;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string& e = entries[i];
+    const bool first = i == 0, last = i + 1 == entries.size();
+    const auto count = [&](char c) { return static_cast<int>(std::count(e.begin(), e.end(), c)); };
+    if (count('E') > (first ? 1 : 0)) {
+      return fail("'E' (the embedding) belongs once in the first virtual stage, found in stage " +
+                  std::to_string(i));
+    }
+    if (count('L') > (last ? 1 : 0)) {
+      return fail("'L' (the loss) belongs once in the last virtual stage, found in stage " +
+                  std::to_string(i));
+    }
+    if (count('m') > 0 && !last) {
+      return fail("'m' (an MTP module) belongs in the last virtual stage, found in stage " +
+                  std::to_string(i));
+    }
+    out.layers.push_back(count('t'));
+    out.mtp += count('m');
+  }
+  if (entries.size() < 2) return fail("one virtual stage: a layout needs '|' between stages");
+  return out;
+}
+
+std::string pipeline_layout_text(const std::vector<int>& layers, int mtp) {
+  const auto entry = [&](std::size_t i) {
+    std::string e = i == 0 ? "E" : "";
+    if (layers[i] > 0) e += layers[i] == 1 ? "t" : "t*" + std::to_string(layers[i]);
+    if (i + 1 == layers.size())
+      e += std::string(static_cast<std::size_t>(std::max(0, mtp)), 'm') + "L";
+    return e;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < layers.size();) {
+    std::size_t j = i + 1;
+    // A run of equal virtual stages between the first and the last.
+    if (i > 0) {
+      while (j + 1 < layers.size() && layers[j] == layers[i])
+        ++j;
+    }
+    const std::string e = entry(i);
+    const bool last = j == layers.size();
+    out += j - i > 1 ? "(" + e + "|)*" + std::to_string(j - i) : e + (last ? "" : "|");
+    i = j;
+  }
+  return out;
+}
+
+std::string layout_text(const std::vector<int>& layers) {
+  std::string out;
+  for (std::size_t i = 0; i < layers.size();) {
+    std::size_t j = i;
+    while (j < layers.size() && layers[j] == layers[i])
+      ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(layers[i]);
+    if (j - i > 1) out += "x" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
 }
 
 std::string_view schedule_name(const ParallelConfig& p) {

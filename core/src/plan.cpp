@@ -107,7 +107,12 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                                  ") so the embedding splits evenly, got " + str(p.tp));
   }
   const std::int64_t chunks = static_cast<std::int64_t>(p.pp) * p.virtual_stages;
-  if (p.schedule == Schedule::kDualPipeV && p.first_stage_layers == 0 && p.last_stage_layers == 0) {
+  if (!p.layout.empty()) {
+    if (auto counts = stage_layer_counts(m.num_layers, p); !counts) {
+      diag.add("/parallel/layout", counts.status().message());
+    }
+  } else if (p.schedule == Schedule::kDualPipeV && p.first_stage_layers == 0 &&
+             p.last_stage_layers == 0) {
     // The V splits each stage's layers in two, the odd one to chunk 0.
     if (!stage_layer_counts(m.num_layers, p)) {
       std::string hint;
@@ -126,6 +131,12 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
       if (const auto split = balanced_stage_split(m.num_layers, p.pp, p.virtual_stages)) {
         hint = "; uneven stages would work: first_stage_layers " + str(split->first) +
                ", last_stage_layers " + str(split->second);
+      } else if (const auto layout =
+                     p.virtual_stages > 1
+                         ? balanced_layout(m.num_layers, p.pp, p.virtual_stages, lm_head_units(m))
+                         : std::nullopt) {
+        hint = "; chunks of unequal size would work: layout \"" +
+               pipeline_layout_text(*layout, m.mtp_layers) + "\"";
       }
       diag.add("/parallel/pp", "pp x virtual_stages (" + str(p.pp) + " x " + str(p.virtual_stages) +
                                    " = " + str(chunks) + ") must divide layers (" +

@@ -420,6 +420,27 @@ bool read_parallel_fields(JsonObject& obj, ParallelConfig& p) {
   obj.read("virtual_stages", p.virtual_stages, Need::kOptional, {1, 1024});
   obj.read("first_stage_layers", p.first_stage_layers, Need::kOptional, {0, 1'000'000});
   obj.read("last_stage_layers", p.last_stage_layers, Need::kOptional, {0, 1'000'000});
+  if (const Json* layout = obj.child("layout", Need::kOptional)) {
+    // Megatron-core's layout string, or the decoder layers of each virtual stage.
+    if (layout->is_string()) {
+      auto parsed = parse_pipeline_layout(layout->get<std::string>());
+      if (parsed) {
+        p.layout = parsed->layers;
+      } else {
+        obj.error("layout", parsed.status().message());
+      }
+    } else if (layout->is_array() && std::all_of(layout->begin(), layout->end(), [](const Json& n) {
+                 return n.is_number_integer() && n.get<std::int64_t>() >= 0 &&
+                        n.get<std::int64_t>() <= 1'000'000;
+               })) {
+      for (const Json& n : *layout)
+        p.layout.push_back(n.get<int>());
+    } else {
+      obj.error("layout",
+                "expected Megatron-core's layout string (\"Et|(tt|)*30L\") or an array of the "
+                "decoder layers of each virtual stage (integers 0 to 1000000)");
+    }
+  }
   const Json* schedule = obj.child("schedule", Need::kOptional);
   if (schedule && schedule->is_string() && schedule->get<std::string>() == "dualpipe") {
     // DeepSeek's DualPipe, kept in its cut-in-half form (parallel_config.hpp).
@@ -684,6 +705,7 @@ Json to_json(const ParallelConfig& p) {
   if (p.etp > 0) j["etp"] = p.etp;
   if (p.first_stage_layers > 0) j["first_stage_layers"] = p.first_stage_layers;
   if (p.last_stage_layers > 0) j["last_stage_layers"] = p.last_stage_layers;
+  if (!p.layout.empty()) j["layout"] = p.layout;
   if (p.moe_capacity_factor == 0) {
     j["moe_capacity_factor"] = "dropless";
   } else if (p.moe_capacity_factor > 0) {

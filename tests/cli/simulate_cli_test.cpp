@@ -346,6 +346,56 @@ TEST(SimulateCli, UnevenPipelineStages) {
   EXPECT_NE(wrong.err.find("first_stage_layers"), std::string::npos) << wrong.err;
 }
 
+// Chunks of unequal size: Megatron-core's --pipeline-model-parallel-layout, and its
+// account-for-embedding and -loss split with virtual stages, which needs them.
+TEST(SimulateCli, PipelineLayout) {
+  const std::vector<std::string> base = {
+      "simulate", "--model",    "llama2-13b",  "--gpu",   "h200",  "--pp",
+      "3",        "--dp",       "1",           "--gbs",   "6",     "--seq",
+      "2048",     "--schedule", "interleaved", "--no-db", "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_planner(args);
+  };
+  // 40 layers + the embedding + the loss over 3 × 2 virtual stages: 7 each.
+  const CommandResult counted = with({"--vpp", "2", "--account-for-embedding-in-pipeline-split",
+                                      "--account-for-loss-in-pipeline-split"});
+  ASSERT_EQ(counted.exit_code, 0) << counted.err;
+  const nlohmann::json a = nlohmann::json::parse(counted.out);
+  EXPECT_EQ(a["parallel"]["layout"], nlohmann::json({6, 7, 7, 7, 7, 6}));
+  EXPECT_EQ(a["parallel"]["virtual_stages"], 2);
+  EXPECT_GT(a["step_time_s"].get<double>(), 0);
+  const CommandResult written = with({"--pipeline-model-parallel-layout", "Et*6|(t*7|)*4t*6L"});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  const nlohmann::json b = nlohmann::json::parse(written.out);
+  EXPECT_EQ(a["parallel"], b["parallel"]);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  // Another layout of the same layers runs too, and its stages differ.
+  const CommandResult other = with({"--pipeline-model-parallel-layout", "Et*4|(t*8|)*4t*4L"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(nlohmann::json::parse(other.out)["step_time_s"], a["step_time_s"]);
+  // Virtual stages that do not split the layers evenly are refused with the layout that would.
+  const CommandResult uneven = with({"--vpp", "2"});
+  EXPECT_EQ(uneven.exit_code, 2);
+  EXPECT_NE(uneven.err.find("first_stage_layers 14, last_stage_layers 12"), std::string::npos)
+      << uneven.err;
+  const CommandResult chunks = with({"--vpp", "13"});  // 39 chunks for 40 layers
+  EXPECT_EQ(chunks.exit_code, 2);
+  EXPECT_NE(chunks.err.find("chunks of unequal size would work: layout \"Et|t*2|(t|)*36tL\""),
+            std::string::npos)
+      << chunks.err;
+  // Layouts that do not fit say why, with exit code 2.
+  for (const auto& [layout, says] : std::vector<std::pair<std::string, std::string>>{
+           {"Et*8|(t*8|)*3t*8L", "not a multiple of pp"},
+           {"Et*6|(t*7|)*4t*7L", "41 decoder layers"},
+           {"Et*6|(t*7|)*4t*6Lx", "'x' is not E"}}) {
+    const CommandResult bad = with({"--pipeline-model-parallel-layout", layout});
+    EXPECT_EQ(bad.exit_code, 2) << layout << bad.out;
+    EXPECT_NE(bad.err.find(says), std::string::npos) << bad.err;
+  }
+}
+
 TEST(SimModelsCli, ListsEveryModelWithItsSource) {
   const CommandResult r = run_planner({"sim-models"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

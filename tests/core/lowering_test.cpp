@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "planner/core/catalog.hpp"
 #include "planner/core/flops.hpp"
@@ -1360,6 +1361,115 @@ TEST(ModelPartition, UnevenStages) {
       }
     }
   }
+}
+
+// Chunks of unequal size (Megatron-core's --pipeline-model-parallel-layout): the string's
+// virtual stages in order, each with its own layers; the partition, parameters and program follow.
+TEST(ModelPartition, LayoutOfUnequalChunks) {
+  auto parsed = parse_pipeline_layout("Et*3|(tt|)*2,t*4 | t*3 L");
+  ASSERT_TRUE(parsed) << parsed.status().message();
+  EXPECT_EQ(parsed->layers, (std::vector<int>{3, 2, 2, 4, 3}));
+  EXPECT_EQ(parsed->mtp, 0);
+  auto mtp = parse_pipeline_layout("E(tt|)*3tmL");
+  ASSERT_TRUE(mtp) << mtp.status().message();
+  EXPECT_EQ(mtp->layers, (std::vector<int>{2, 2, 2, 1}));
+  EXPECT_EQ(mtp->mtp, 1);
+  EXPECT_EQ(layout_text({2, 3, 3, 3, 2}), "2,3x3,2");
+  // Written back as Megatron-core writes it, and read again.
+  for (const auto& [layers, modules, text] :
+       std::vector<std::tuple<std::vector<int>, int, std::string>>{
+           {{2, 3, 3, 3, 2}, 0, "Et*2|(t*3|)*3t*2L"},
+           {{1, 2, 2, 1, 1}, 1, "Et|(t*2|)*2t|tmL"},
+           {{4, 4}, 0, "Et*4|t*4L"}}) {
+    EXPECT_EQ(pipeline_layout_text(layers, modules), text);
+    auto back = parse_pipeline_layout(text);
+    ASSERT_TRUE(back) << back.status().message();
+    EXPECT_EQ(back->layers, layers);
+    EXPECT_EQ(back->mtp, modules);
+  }
+  // What Megatron-core refuses is refused, saying what and where.
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"t|Et|L", "'E' (the embedding) belongs once in the first"},
+           {"Et|tL|t", "'L' (the loss) belongs once in the last"},
+           {"Etm|tL", "'m' (an MTP module) belongs in the last"},
+           {"Et|tx", "'x' is not E"},
+           {"E(tt|tL", "without its ')'"},
+           {"Et)|tL", "unmatched ')'"},
+           {"Et*0|tL", "a count of 1 or more"},
+           {"EttL", "a layout needs '|'"},
+           {"(((t*1000)*1000)*1000)|L", "more than 1000000 symbols"}}) {
+    auto bad = parse_pipeline_layout(text);
+    ASSERT_FALSE(bad) << text;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().message();
+  }
+
+  ModelSpec m = tiny();
+  m.num_layers = 14;
+  ParallelConfig p;
+  p.pp = 2;
+  p.virtual_stages = 3;
+  p.schedule = Schedule::kInterleaved;
+  p.layout = {2, 3, 2, 3, 2, 2};  // stage 0: 2 + 2 + 2, stage 1: 3 + 3 + 2
+  auto counts = stage_layer_counts(m.num_layers, p);
+  ASSERT_TRUE(counts) << counts.status().message();
+  EXPECT_EQ(*counts, (std::vector<int>{6, 8}));
+  auto part = ModelPartition::create(m, p);
+  ASSERT_TRUE(part) << part.status().message();
+  EXPECT_EQ(part->layers_per_chunk(0, 0), 2);
+  EXPECT_EQ(part->layers_per_chunk(1, 0), 3);
+  EXPECT_EQ(part->layers_per_chunk(1, 2), 2);
+  EXPECT_EQ(part->first_layer(1, 0), 2);
+  EXPECT_EQ(part->first_layer(0, 1), 5);
+  EXPECT_EQ(part->first_layer(1, 2), 12);
+  std::int64_t params = 0;
+  for (int s = 0; s < 2; ++s)
+    params += part->rank_params(s).total();
+  EXPECT_EQ(params, m.total_params());
+  const StepProgram prog = lowered(m, training(8, 32), p);
+  EXPECT_TRUE(check_program(prog).is_ok()) << check_program(prog).message();
+
+  // A layout that does not fit the plan names what is wrong.
+  ParallelConfig wrong = p;
+  wrong.layout = {2, 3, 2, 3, 2};
+  EXPECT_NE(stage_layer_counts(14, wrong).status().message().find("5 virtual stages"),
+            std::string::npos);
+  wrong.layout = {2, 3, 2, 3, 2, 3};
+  EXPECT_NE(stage_layer_counts(14, wrong).status().message().find("15 decoder layers"),
+            std::string::npos);
+  wrong.layout = {2, 3, 0, 3, 4, 2};
+  EXPECT_NE(stage_layer_counts(14, wrong).status().message().find("holds no decoder layer"),
+            std::string::npos);
+  wrong = p;
+  wrong.first_stage_layers = 6;
+  EXPECT_FALSE(stage_layer_counts(14, wrong));
+
+  // The balanced layout: the layers, the embedding and the LM head with the loss shared evenly.
+  // Qwen3-235B's 94 layers on pp 8 with 4 chunks (Megatron-core's account-for-embedding and
+  // -loss split): 2 + 30 × 3 + 2; DeepSeek-V3's 61 on pp 8 with 4: 1 + 29 × 2 + 1 + 1, on pp 4
+  // with 4: 3 + 13 × 4 + 3 + 3.
+  auto qwen = balanced_layout(94, 8, 4);
+  ASSERT_TRUE(qwen);
+  EXPECT_EQ(layout_text(*qwen), "2,3x30,2");
+  auto deepseek = balanced_layout(61, 8, 4);
+  ASSERT_TRUE(deepseek);
+  EXPECT_EQ(layout_text(*deepseek), "1,2x29,1x2");
+  deepseek = balanced_layout(61, 4, 4);
+  ASSERT_TRUE(deepseek);
+  EXPECT_EQ(layout_text(*deepseek), "3,4x13,3x2");
+  for (const auto& [layers, pp, v] : std::vector<std::tuple<int, int, int>>{
+           {61, 8, 4}, {61, 2, 8}, {94, 4, 12}, {94, 32, 2}, {61, 8, 2}, {126, 16, 2}}) {
+    auto l = balanced_layout(layers, pp, v);
+    ASSERT_TRUE(l) << layers << " " << pp << " " << v;
+    ParallelConfig c;
+    c.pp = pp;
+    c.virtual_stages = v;
+    c.layout = *l;
+    auto per_stage = stage_layer_counts(layers, c);
+    ASSERT_TRUE(per_stage) << per_stage.status().message();
+    EXPECT_LE(*std::max_element(l->begin(), l->end()) - *std::min_element(l->begin(), l->end()), 2)
+        << layout_text(*l);
+  }
+  EXPECT_EQ(balanced_layout(94, 32, 3), std::nullopt);  // 96 chunks for 94 layers
 }
 
 // Token routing (moe_routing.hpp): the busiest rank's grouped GEMMs and all-to-all bytes under

@@ -131,8 +131,12 @@ Estimator::Key probe_key(const ParallelConfig& p) {
 }
 
 Estimator::Key partition_key(const ParallelConfig& p) {
+  std::int64_t layout = 0;  // the layout's layers, hashed (FNV-1a)
+  for (int n : p.layout)
+    layout = static_cast<std::int64_t>(
+        (static_cast<std::uint64_t>(layout) ^ static_cast<std::uint64_t>(n)) * 1099511628211ULL);
   return {{p.tp, p.ep, p.expert_tp(), p.pp, p.virtual_stages, default_bucket_elements(p.dp),
-           p.first_stage_layers, p.last_stage_layers}};
+           p.first_stage_layers, p.last_stage_layers, layout}};
 }
 
 std::string groups_key(const ParallelConfig& p) {

@@ -69,6 +69,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "planner/core/gpu_spec.hpp"
@@ -186,8 +187,8 @@ class MemoryEstimator {
   TrainingSpec training_;
   GpuSpec gpu_;
   MemoryOptions options_;
-  // (tp, ep, pp, vs, etp, first_stage_layers, last_stage_layers)
-  std::map<std::array<int, 8>, std::unique_ptr<Layout>> layouts_;
+  // (tp, ep, pp, vs, etp, first_stage_layers, last_stage_layers, lm_head_stage), layout
+  std::map<std::pair<std::array<int, 8>, std::vector<int>>, std::unique_ptr<Layout>> layouts_;
   std::unordered_map<std::uint64_t, std::unique_ptr<InFlight>> in_flight_;
 };
 

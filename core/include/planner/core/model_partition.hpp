@@ -114,6 +114,18 @@ inline int lm_head_units(const ModelSpec& m) {
 std::optional<std::pair<int, int>> balanced_stage_split(int layers, int pp, int virtual_stages,
                                                         int head_units = 1);
 
+// Chunks of unequal size where no uneven split of the stages works (Megatron-core's
+// --pipeline-model-parallel-layout): the decoder layers of each of the pp × virtual_stages virtual
+// stages (ParallelConfig::layout), the embedding and the LM head with the loss counted as one
+// layer and `head_units` layers, no virtual stage holding more than its share ⌈units / chunks⌉
+// and every one a layer or more; the layers left over come off the middle virtual stages from the
+// last back. Qwen3-235B's 94 layers on pp 8 with 4 chunks: 2 + 30 × 3 + 2 (Megatron-core's
+// account-for-embedding and -loss split); DeepSeek-V3's 61 on pp 8 with 4: 1 + 29 × 2 + 1 + 1,
+// with its MTP module on the last (head_units 3) and pp 4: 4 + 13 × 4 + 3 + 2.
+// nullopt with fewer layers than virtual stages.
+std::optional<std::vector<int>> balanced_layout(int layers, int pp, int virtual_stages,
+                                                int head_units = 1);
+
 // The same for dualpipev, whose stage 0 holds the embedding and the LM head (each counted as a
 // layer, the head as `head_units`) and whose stages need not split their layers evenly in two:
 // the first and last stage's layers (at least 2 each; 0, 0 when pp divides the layers), the others

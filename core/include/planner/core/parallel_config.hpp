@@ -28,6 +28,10 @@
 //                                       --decoder-first/last-pipeline-num-layers: the layers of
 //                                       the first and the last stage; the others share the rest
 //                                       evenly. 0: an even share; model_partition.hpp)
+//   layout                             (Megatron-core's --pipeline-model-parallel-layout:
+//                                       the decoder layers of every virtual stage, chunks of
+//                                       unequal size; excludes first/last_stage_layers.
+//                                       Empty: from those; model_partition.hpp)
 //   dualpipe                           (the plan was written with DeepSeek's DualPipe schedule:
 //                                       2 x pp ranks a pipeline, rank r holding stages r and
 //                                       2pp - 1 - r of 2pp, half the micro-batches fed from each
@@ -109,6 +113,9 @@ struct ParallelConfig {
   int virtual_stages = 1;
   int first_stage_layers = 0;  // 0: an even share of the layers
   int last_stage_layers = 0;
+  // Decoder layers per virtual stage, in virtual-stage order (chunk c of stage s is virtual stage
+  // c x pp + s), pp x virtual_stages of them; empty: from first/last_stage_layers.
+  std::vector<int> layout;
   Schedule schedule = Schedule::k1F1B;
   Recompute recompute = Recompute::kNone;
   std::uint8_t recompute_modules = kDefaultRecomputeModules;  // with selective: module_bit()s
@@ -170,6 +177,21 @@ std::string recompute_modules_text(std::uint8_t modules);
 // first unknown one.
 Result<std::uint8_t> parse_recompute_modules(std::string_view text);
 Result<std::uint8_t> parse_recompute_modules(const std::vector<std::string>& names);
+
+// Megatron-core's --pipeline-model-parallel-layout, e.g. "Et*3|(tt|)*29,m|L": one entry per
+// virtual stage, separated by '|', in virtual-stage order; 'E' the embedding (first entry only),
+// 't' a decoder layer, 'm' a multi-token-prediction module and 'L' the loss (last entry only);
+// "x*n" and "(...)*n" repeat, ',' and spaces are ignored. An error names the problem.
+struct PipelineLayout {
+  std::vector<int> layers;  // decoder layers ('t') per virtual stage
+  int mtp = 0;              // 'm' modules (all in the last virtual stage)
+};
+Result<PipelineLayout> parse_pipeline_layout(std::string_view text);
+// The same as Megatron-core writes it, runs of equal virtual stages grouped: {2, 3 x 30, 2} with
+// no MTP module is "Et*2|(t*3|)*30t*2L".
+std::string pipeline_layout_text(const std::vector<int>& layers, int mtp = 0);
+// The layers per virtual stage run-length encoded: "2,3x30,2" (30 virtual stages of 3).
+std::string layout_text(const std::vector<int>& layers);
 
 // "tp8 pp8 dp16 mb1 1f1b sel zero1": a compact one-line label for tables and logs.
 std::string short_label(const ParallelConfig& p);
