@@ -45,7 +45,7 @@ Result<RunSetup> map(const PublishedRun& run) {
 
 // DeepSeek-V3 on 256 GB200 (Megatron-Bridge 25.09, "(tokendrop)"): the deepseek-v3 preset with its
 // MLA and dense first layers, GB200 in its NVL72 rack, ep 64 / etp 1, FP8, capacity factor 1
-// padded; pp 4 × 4 virtual stages cannot hold 61 layers in equal chunks.
+// padded; pp 4 × 4 virtual stages hold 61 layers in chunks of unequal size.
 TEST(MapMoeRun, DeepSeekV3OnGb200) {
   const auto runs = sample();
   auto s = map(by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g"));
@@ -69,14 +69,22 @@ TEST(MapMoeRun, DeepSeekV3OnGb200) {
   EXPECT_DOUBLE_EQ(s->plan.parallel.moe_capacity_factor, 1.0);
   EXPECT_TRUE(s->plan.parallel.moe_pad_to_capacity);
   EXPECT_EQ(s->software.stack, SoftwareStack::kNemo);
-  const ChosenField* vs = assumption(*s, "/parallel/virtual_stages");
-  ASSERT_NE(vs, nullptr);
-  EXPECT_EQ(vs->value, "1");
+  // The published 4 chunks a stage, of unequal size: Megatron-core's layout, balanced, the MTP
+  // module's layer and its LM head on the last virtual stage too.
+  EXPECT_EQ(assumption(*s, "/parallel/virtual_stages"), nullptr);
+  EXPECT_EQ(assumption(*s, "/parallel/first_stage_layers"), nullptr);
+  const ChosenField* layout = assumption(*s, "/parallel/layout");
+  ASSERT_NE(layout, nullptr);
+  EXPECT_EQ(layout->value, "4x14,3,2");
+  EXPECT_NE(layout->reason.find("--pipeline-model-parallel-layout"), std::string::npos);
   const std::vector<ParallelConfig> configs = candidate_configs(*s);
   ASSERT_FALSE(configs.empty());
   for (const ParallelConfig& c : configs) {
     EXPECT_EQ(c.ep, 64);
-    EXPECT_EQ(c.virtual_stages, 1);
+    EXPECT_EQ(c.virtual_stages, 4);
+    EXPECT_EQ(c.schedule, Schedule::kInterleaved);
+    EXPECT_EQ(c.first_stage_layers, 0);
+    EXPECT_EQ(layout_text(c.layout), "4x14,3,2");
     EXPECT_TRUE(stage_layer_counts(61, c)) << short_label(c);
   }
 }

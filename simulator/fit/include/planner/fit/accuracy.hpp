@@ -195,6 +195,10 @@ struct RunSetup {
   // pp does not divide the layers and the record states no split: each candidate takes the
   // balanced uneven split for its virtual stages (balanced_stage_split).
   bool balanced_split = false;
+  // pp × the published virtual stages do not divide the layers and no uneven split of the
+  // stages does: every candidate with those virtual stages takes this balanced layout of chunks
+  // of unequal size (balanced_layout, Megatron-core's --pipeline-model-parallel-layout).
+  std::vector<int> layout;
   // The record names DeepSeek's DualPipe: every candidate runs its cut-in-half form, dualpipev
   // on pp / 2 stages (fold_dualpipe).
   bool dualpipe = false;
