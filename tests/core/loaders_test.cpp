@@ -94,6 +94,32 @@ TEST(Loaders, Fp8RecipeIsATrainingField) {
       << hopper.status().message();
 }
 
+// Chunks of unequal size: Megatron-core's layout string, or the layers of each virtual stage, as
+// the plan's "layout"; written back as the layers, and refused at its field when it does not fit.
+TEST(Loaders, PipelineLayoutIsAPlanField) {
+  const std::string with = replaced(kPlan, "\"virtual_stages\": 3",
+                                    "\"virtual_stages\": 3, \"layout\": \"Et*3|(t*4|)*22t*5L\"");
+  auto plan = parse_plan(with, "plan.json", builtin_catalog());
+  ASSERT_TRUE(plan) << plan.status().message();
+  ASSERT_EQ(plan->parallel.layout.size(), 24u);
+  EXPECT_EQ(layout_text(plan->parallel.layout), "3,4x22,5");
+  EXPECT_EQ(short_label(plan->parallel),
+            "tp8 pp8 dp16 sp mb1 interleaved/v3 layout3,4x22,5 rc-selective");
+  const std::string text = to_json_text(*plan);
+  auto again = parse_plan(text, "again.json", builtin_catalog());
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->parallel.layout, plan->parallel.layout);
+  EXPECT_EQ(to_json_text(*again), text);
+  expect_plan_error(replaced(with, "t*5L", "t*4L"), "/parallel/layout",
+                    "the layout holds 95 decoder layers, the model has 96");
+  expect_plan_error(replaced(with, "\"virtual_stages\": 3", "\"virtual_stages\": 2"),
+                    "/parallel/layout", "the layout has 24 virtual stages");
+  expect_plan_error(replaced(with, "t*5L", "t*4L|t"), "/parallel/layout",
+                    "pipeline layout \"Et*3|(t*4|)*22t*4L|t\": 'L' (the loss)");
+  expect_plan_error(replaced(with, "\"Et*3|(t*4|)*22t*5L\"", "[3, \"4\"]"), "/parallel/layout",
+                    "expected Megatron-core's layout string");
+}
+
 // A plan may ask for Megatron-LM's tensor-parallel all-reduce after the weight gradient; a value
 // that is not a boolean is named.
 TEST(Loaders, AsyncTensorParallelAllReduceIsAPlanField) {
