@@ -93,7 +93,8 @@ struct ScheduleChoice {
   int virtual_stages = 1;
   int first_stage_layers = 0;  // uneven stages (model_partition.hpp); 0: even
   int last_stage_layers = 0;
-  bool a2a_overlap = false;  // ParallelConfig::moe_a2a_overlap
+  bool a2a_overlap = false;      // ParallelConfig::moe_a2a_overlap
+  std::vector<int> layout = {};  // chunks of unequal size (ParallelConfig::layout); empty: none
 };
 
 }  // namespace
@@ -198,18 +199,38 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
       continue;
     }
     if (u.pp < 2 || micro < u.pp) continue;
+    const std::size_t first_choice = in.schedules.size();
     if (even) {
       for (std::int64_t v : divisors(m.num_layers / u.pp)) {
         if (v < 2 || !allowed(space.virtual_stages, static_cast<int>(v))) continue;
         in.schedules.push_back({s, static_cast<int>(v)});
       }
-      continue;
+    } else {
+      for (std::int64_t v : divisors(m.num_layers)) {
+        if (v < 2 || v > m.num_layers / u.pp) continue;
+        if (!allowed(space.virtual_stages, static_cast<int>(v))) continue;
+        for (const Split& split : uneven(static_cast<int>(v)))
+          in.schedules.push_back({s, static_cast<int>(v), split.first, split.second});
+      }
     }
-    for (std::int64_t v : divisors(m.num_layers)) {
-      if (v < 2 || v > m.num_layers / u.pp) continue;
-      if (!allowed(space.virtual_stages, static_cast<int>(v))) continue;
-      for (const Split& split : uneven(static_cast<int>(v)))
-        in.schedules.push_back({s, static_cast<int>(v), split.first, split.second});
+    // 2 and 4 chunks a stage where no split of the stages holds them: chunks of unequal size
+    // (Megatron-core's --pipeline-model-parallel-layout, as NVIDIA's DeepSeek-V3 and Qwen3-235B
+    // recipes run them), the balanced layout.
+    for (int v : {2, 4}) {
+      if (!allowed(space.virtual_stages, v)) continue;
+      if (std::any_of(in.schedules.begin() + static_cast<std::ptrdiff_t>(first_choice),
+                      in.schedules.end(),
+                      [&](const ScheduleChoice& c) { return c.virtual_stages == v; })) {
+        continue;
+      }
+      std::vector<std::vector<int>> layouts;
+      for (int h : head_units) {
+        auto l = balanced_layout(m.num_layers, u.pp, v, h);
+        if (l && std::find(layouts.begin(), layouts.end(), *l) == layouts.end()) {
+          layouts.push_back(*l);
+          in.schedules.push_back({s, v, 0, 0, false, *l});
+        }
+      }
     }
   }
   // Megatron-core's EP all-to-all overlap: a variant of every schedule whose passes it can merge,
@@ -293,6 +314,7 @@ ParallelConfig SweepSetup::Scenario::config(const SweepUnit& u, const Inner& in,
   p.virtual_stages = sc.virtual_stages;
   p.first_stage_layers = sc.first_stage_layers;
   p.last_stage_layers = sc.last_stage_layers;
+  p.layout = sc.layout;
   p.moe_a2a_overlap = sc.a2a_overlap;
   p.sequence_parallel = in.sp[digit(in.sp.size())];
   std::tie(p.recompute, p.recompute_modules) = in.recompute[digit(in.recompute.size())];

@@ -189,6 +189,38 @@ TEST(Sweep, UnevenStagesAreSearchedAndEstimated) {
   EXPECT_GT(uneven->result.counts.candidates, even->result.counts.candidates);
 }
 
+// Virtual stages that no split of the stages holds are searched in the balanced layout of chunks
+// of unequal size (Megatron-core's --pipeline-model-parallel-layout): 30 layers on pp 4 in 4 chunks
+// a stage as 1 + 14 × 2 + 1, estimated and simulated like any other plan.
+TEST(Sweep, InterleavedPlansTakeTheBalancedLayout) {
+  SweepRequest req = small_request();
+  req.scenarios[0].model.num_layers = 30;
+  req.space.pp = {4};
+  req.space.schedules = {Schedule::kInterleaved};
+  req.space.virtual_stages = {4};
+  req.options.top_k = 3;
+  req.options.keep = 10;
+  auto run = run_sweep(req);
+  ASSERT_TRUE(run) << run.status().message();
+  const SweepResult& r = run->result;
+  ASSERT_FALSE(r.ranking.empty());
+  for (const RankedPlan& p : r.ranking) {
+    EXPECT_EQ(p.parallel.virtual_stages, 4) << short_label(p.parallel);
+    EXPECT_EQ(p.parallel.first_stage_layers, 0);
+    EXPECT_EQ(layout_text(p.parallel.layout), "1,2x14,1") << short_label(p.parallel);
+  }
+  EXPECT_EQ(r.counts.simulation_failures, 0);
+  EXPECT_EQ(r.error.plans, 3);
+  EXPECT_LT(r.error.max_abs_pct, 25.0);
+  // Where the layers split evenly no layout is searched.
+  req.scenarios[0].model.num_layers = 32;
+  auto even = run_sweep(req);
+  ASSERT_TRUE(even) << even.status().message();
+  ASSERT_FALSE(even->result.ranking.empty());
+  for (const RankedPlan& p : even->result.ranking)
+    EXPECT_TRUE(p.parallel.layout.empty()) << short_label(p.parallel);
+}
+
 // Megatron-core runs the interleaved schedule with a number of micro-batches that pp does not
 // divide: 20 sequences over dp 1 and micro-batch 4 are 5 micro-batches on pp 4, searched,
 // estimated and simulated like any other plan; fewer micro-batches than stages are not.
