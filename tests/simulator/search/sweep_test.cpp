@@ -154,15 +154,21 @@ TEST(Sweep, AnalyticEstimateFollowsTheSimulationForZeroThree) {
   EXPECT_LT(r.error.max_abs_pct, 5.0);
 }
 
+// The small sweep with `layers` layers on pp 4, its best 3 plans simulated.
+SweepRequest pp4_request(int layers) {
+  SweepRequest req = small_request();
+  req.scenarios[0].model.num_layers = layers;
+  req.space.pp = {4};
+  req.options.top_k = 3;
+  req.options.keep = 10;
+  return req;
+}
+
 // A listed pp that does not divide the layers is searched with the balanced uneven split (30
 // layers on pp 4: 7 + 8 + 8 + 7 with one virtual stage), and the estimate follows the simulation
 // there too; unlisted, with uneven_stages.
 TEST(Sweep, UnevenStagesAreSearchedAndEstimated) {
-  SweepRequest req = small_request();
-  req.scenarios[0].model.num_layers = 30;
-  req.space.pp = {4};
-  req.options.top_k = 3;
-  req.options.keep = 10;
+  SweepRequest req = pp4_request(30);
   auto run = run_sweep(req);
   ASSERT_TRUE(run) << run.status().message();
   const SweepResult& r = run->result;
@@ -193,13 +199,9 @@ TEST(Sweep, UnevenStagesAreSearchedAndEstimated) {
 // of unequal size (Megatron-core's --pipeline-model-parallel-layout): 30 layers on pp 4 in 4 chunks
 // a stage as 1 + 14 × 2 + 1, estimated and simulated like any other plan.
 TEST(Sweep, InterleavedPlansTakeTheBalancedLayout) {
-  SweepRequest req = small_request();
-  req.scenarios[0].model.num_layers = 30;
-  req.space.pp = {4};
+  SweepRequest req = pp4_request(30);
   req.space.schedules = {Schedule::kInterleaved};
   req.space.virtual_stages = {4};
-  req.options.top_k = 3;
-  req.options.keep = 10;
   auto run = run_sweep(req);
   ASSERT_TRUE(run) << run.status().message();
   const SweepResult& r = run->result;

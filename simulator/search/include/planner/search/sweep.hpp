@@ -147,7 +147,9 @@ struct SearchSpace {
   // (balanced_stage_split, model_partition.hpp). With uneven_stages, so are the powers of two
   // that do not divide them, with at least kMinUnevenStageLayers layers a stage. Off by default:
   // it adds about half again as many plans to a sweep of a model whose depth has few powers of
-  // two among its divisors (Megatron 530B's 105 layers: 638,088 plans become 987,576).
+  // two among its divisors (Megatron 530B's 105 layers: 638,088 plans become 987,576). The
+  // interleaved schedule with 2 or 4 chunks a stage that neither split holds runs them in the
+  // balanced layout of chunks of unequal size (balanced_layout), always.
   bool uneven_stages = false;
 };
 
