@@ -155,7 +155,7 @@ class LayoutExpander {
                      "' is not E (embedding), t (layer), m (MTP), L (loss), '|', '(', ')' or '*'");
       }
       PLANNER_ASSIGN_OR_RETURN(const std::size_t n, repeat());
-      if (item.size() * n + out.size() > kMaxLayoutSymbols) {
+      if (n > kMaxLayoutSymbols || item.size() * n + out.size() > kMaxLayoutSymbols) {
         return error("more than " + std::to_string(kMaxLayoutSymbols) + " symbols");
       }
       for (std::size_t i = 0; i < n; ++i)

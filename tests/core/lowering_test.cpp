@@ -1397,7 +1397,9 @@ TEST(ModelPartition, LayoutOfUnequalChunks) {
            {"Et)|tL", "unmatched ')'"},
            {"Et*0|tL", "a count of 1 or more"},
            {"EttL", "a layout needs '|'"},
-           {"(((t*1000)*1000)*1000)|L", "more than 1000000 symbols"}}) {
+           {"(((t*1000)*1000)*1000)|L", "more than 1000000 symbols"},
+           {"E(tt)*9223372036854775808|L", "more than 1000000 symbols"},
+           {"E()*99999999999|tL", "more than 1000000 symbols"}}) {
     auto bad = parse_pipeline_layout(text);
     ASSERT_FALSE(bad) << text;
     EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().message();
