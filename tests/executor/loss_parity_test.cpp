@@ -163,6 +163,16 @@ TEST(LossParity, Pp2OneForwardOneBackward) {
 TEST(LossParity, Pp2Interleaved) {
   expect_parity(gpt_test_model(), with(par(1, 2, 1), Schedule::kInterleaved, 2));
 }
+// Chunks of unequal size (Megatron-core's --pipeline-model-parallel-layout): 7 layers in the 4
+// virtual stages of pp 2 as 1, 3, 2, 1.
+TEST(LossParity, Pp2InterleavedLayout) {
+  ModelSpec m = gpt_test_model();
+  m.name = "gpt-test-7-layers";
+  m.num_layers = 7;
+  ParallelConfig p = with(par(1, 2, 1), Schedule::kInterleaved, 2);
+  p.layout = {1, 3, 2, 1};
+  expect_parity(m, p);
+}
 TEST(LossParity, Pp2ZeroBubble) {
   expect_parity(llama_test_model(), with(par(1, 2, 1), Schedule::kZeroBubbleH1));
 }
