@@ -80,7 +80,8 @@ struct SweepArgs {
   std::string overlap = "both";
   std::string a2a_overlap = "both";
   bool tp_beyond_nvlink = false;
-  bool uneven_stages = false;
+  bool uneven_stages = false;     // --uneven-stages
+  bool no_uneven_stages = false;  // --no-uneven-stages
   double budget = 0;
   double deadline_days = 0;
   std::vector<std::string> prices;
@@ -332,7 +333,8 @@ Result<search::SweepRequest> request_from_flags(const CliContext& ctx, const Swe
   PLANNER_ASSIGN_OR_RETURN(s.overlap, on_off("--overlap", a.overlap));
   PLANNER_ASSIGN_OR_RETURN(s.moe_a2a_overlap, on_off("--moe-a2a-overlap", a.a2a_overlap));
   s.tp_within_nvlink = !a.tp_beyond_nvlink;
-  s.uneven_stages = a.uneven_stages;
+  if (a.uneven_stages) s.uneven_stages = true;
+  if (a.no_uneven_stages) s.uneven_stages = false;
   return req;
 }
 
@@ -1180,6 +1182,12 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
         << fmt_count(static_cast<double>(t.seq_length * t.global_batch_size))
         << " tokens per step), " << to_string(t.precision) << ", " << to_string(t.optimizer)
         << "\n";
+    const search::SearchSpace& space = setup.request().space;
+    if (!space.uneven_stages && search::searches_uneven_stages(space, sc.model.num_layers)) {
+      out << "  pipeline: 4 does not divide the " << sc.model.num_layers
+          << " layers, so the powers of two for pp that do not divide them are searched "
+             "too, with uneven stages (--no-uneven-stages: only the pp that divide them)\n";
+    }
     // Learned position embeddings refuse longer sequences (plan validation); the others may be
     // trained past their context on purpose (a long-context extension), but rarely by accident.
     if (sc.model.max_seq_len > 0 && t.seq_length > sc.model.max_seq_len) {
@@ -1500,9 +1508,14 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
       ->delimiter(',');
   cmd->add_option("--overlap", a->overlap, "Data-parallel communication overlap: on, off or both")
       ->capture_default_str();
-  cmd->add_flag("--uneven-stages", a->uneven_stages,
-                "Also search the powers of two for pp that do not divide the layers, with a "
-                "balanced uneven split (a pp given with --pp always is)");
+  CLI::Option* uneven =
+      cmd->add_flag("--uneven-stages", a->uneven_stages,
+                    "Also search the powers of two for pp that do not divide the layers, with a "
+                    "balanced uneven split (a pp given with --pp always is); default: where 4 "
+                    "does not divide the layers");
+  cmd->add_flag("--no-uneven-stages", a->no_uneven_stages,
+                "Search only the pp that divide the layers (and those given with --pp)")
+      ->excludes(uneven);
   cmd->add_flag("--tp-beyond-nvlink", a->tp_beyond_nvlink,
                 "Allow tensor parallelism across NVLink domains");
   cmd->add_option("--budget", a->budget, "Most USD the token budget may cost");

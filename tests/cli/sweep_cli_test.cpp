@@ -687,6 +687,42 @@ TEST(SweepCli, HeaderShowsSequenceAndBatchAndOrderVariantsFold) {
   EXPECT_TRUE(contains(big.out, "folded into it")) << big.out;
 }
 
+// Where 4 does not divide the layers the sweep also searches the powers of two for pp that do not
+// divide them, with uneven stages, and says so; --no-uneven-stages keeps to the divisors,
+// --uneven-stages asks for them anywhere, and the two exclude each other.
+TEST(SweepCli, UnevenStagesAreSearchedWhereFourDoesNotDivideTheLayers) {
+  TempDir dir;
+  const std::string model = dir.file("eighteen.json");
+  testing::write_file(model, R"({"schema_version": 1, "kind": "model", "name": "gpt-eighteen",
+    "family": "gpt", "source": "test", "layers": 18, "hidden": 128, "heads": 4, "kv_heads": 4,
+    "ffn_hidden": 512, "mlp": "gelu", "norm": "layernorm", "position_embedding": "learned",
+    "vocab": 512, "max_seq_len": 256, "bias": true})");
+  const std::vector<std::string> base = {"sweep",  "--model", model,     "--gpu", "h100",
+                                         "--gpus", "16",      "--no-db", "--top", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_planner(args);
+  };
+  const auto plans = [](const std::string& out) {
+    return out.substr(0, out.find(" valid plans"))
+        .substr(out.rfind('\n', out.find(" valid plans")) + 1);
+  };
+  const CommandResult automatic = with({});
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_NE(automatic.out.find("pipeline: 4 does not divide the 18 layers"), std::string::npos)
+      << automatic.out;
+  const CommandResult divisors = with({"--no-uneven-stages"});
+  ASSERT_EQ(divisors.exit_code, 0) << divisors.err;
+  EXPECT_EQ(divisors.out.find("pipeline:"), std::string::npos);
+  const CommandResult asked = with({"--uneven-stages"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_EQ(asked.out.find("pipeline:"), std::string::npos);
+  EXPECT_EQ(plans(automatic.out), plans(asked.out));
+  EXPECT_NE(plans(automatic.out), plans(divisors.out));
+  EXPECT_EQ(with({"--uneven-stages", "--no-uneven-stages"}).exit_code, 2);
+}
+
 // The best plan is explained as Megatron-core users read a plan: ep and its groups on the fabric,
 // pp and the schedule, the all-to-all the simulator chose, and the memory of each pipeline stage
 // (issue 18's DeepSeek-V3 on 2,048 H800s). The explanation describes #1 of the ranking and its
@@ -717,14 +753,16 @@ TEST(SweepCli, BestMoePlanIsExplained) {
   EXPECT_EQ(e["group_nvlink_domains"], e["group_nodes"]);
   EXPECT_EQ(e["over_network"], e["group_nodes"].get<int>() > 1);
   // The sweep tries both forms of the all-to-all (NCCL's, a message to every peer, and the
-  // hierarchical one, a token once per node and GPU): both rank, and the explanation names the
-  // algorithm of the one #1 uses.
+  // hierarchical one, a token once per node and GPU; Sweep.SearchesTheHierarchicalAllToAll...):
+  // the explanation names the algorithm of the one #1 uses.
   const bool hierarchical = best["parallel"].value("moe_a2a", "nccl") == "hierarchical";
   EXPECT_EQ(e["all_to_all_algorithm"], hierarchical ? "hierarchical-a2a" : "direct");
-  std::set<std::string> forms;
+  // 4 does not divide DeepSeek-V3's 61 layers: pp 2, 4, 8, ... are searched with uneven stages,
+  // and the plans that rank use them (its own run used pp 16).
+  int pipelined = 0;
   for (const auto& row : j["ranking"])
-    forms.insert(row["parallel"].value("moe_a2a", "nccl"));
-  EXPECT_EQ(forms, (std::set<std::string>{"hierarchical", "nccl"}));
+    pipelined += row["parallel"]["pp"].get<int>() > 1 ? 1 : 0;
+  EXPECT_GT(pipelined, 0);
   EXPECT_FALSE(e["all_to_all_protocol"].get<std::string>().empty());
   EXPECT_GT(e["all_to_all_calls"].get<int>(), 0);
   EXPECT_GT(e["all_to_all_ms_per_call"].get<double>(), 0);

@@ -385,7 +385,7 @@ Result<std::vector<SweepUnit>> enumerate_units(const SweepScenario& sc, const Se
   // layers on pp 16) and, with uneven_stages, the powers of two that do not, with at least
   // kMinUnevenStageLayers layers a stage.
   std::vector<int> uneven = space.pp;
-  if (space.uneven_stages) {
+  if (searches_uneven_stages(space, m.num_layers)) {
     for (int pp = 2; pp <= m.num_layers / kMinUnevenStageLayers; pp *= 2) {
       if (allowed(space.pp, pp)) uneven.push_back(pp);
     }

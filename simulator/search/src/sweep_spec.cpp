@@ -180,7 +180,9 @@ void read_space(JsonObject& o, SearchSpace& s) {
   o.read("moe_imbalance", s.moe_imbalance, Need::kOptional,
          {1.0, 1000.0, false, "the hottest expert's tokens over the mean: 1 is balanced"});
   o.read("tp_within_nvlink", s.tp_within_nvlink, Need::kOptional);
-  o.read("uneven_stages", s.uneven_stages, Need::kOptional);
+  if (bool uneven = false; o.read("uneven_stages", uneven, Need::kOptional)) {
+    s.uneven_stages = uneven;
+  }
 }
 
 }  // namespace

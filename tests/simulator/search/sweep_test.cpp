@@ -184,15 +184,26 @@ TEST(Sweep, UnevenStagesAreSearchedAndEstimated) {
   EXPECT_EQ(r.counts.simulation_failures, 0);
   EXPECT_EQ(r.error.plans, 3);
   EXPECT_LT(r.error.max_abs_pct, 25.0);
-  // Unlisted, pp 4 is searched only with uneven_stages.
+  // Unlisted, pp 4 is searched only with uneven_stages, which is on by default where 4 does not
+  // divide the layers (30), off where it does (32).
   req.space.pp.clear();
   req.options.top_k = 0;
+  req.space.uneven_stages = false;
   auto even = run_sweep(req);
   ASSERT_TRUE(even) << even.status().message();
   req.space.uneven_stages = true;
   auto uneven = run_sweep(req);
   ASSERT_TRUE(uneven) << uneven.status().message();
   EXPECT_GT(uneven->result.counts.candidates, even->result.counts.candidates);
+  req.space.uneven_stages.reset();
+  auto automatic = run_sweep(req);
+  ASSERT_TRUE(automatic) << automatic.status().message();
+  EXPECT_EQ(automatic->result.counts.candidates, uneven->result.counts.candidates);
+  EXPECT_TRUE(searches_uneven_stages(req.space, 61));
+  EXPECT_TRUE(searches_uneven_stages(req.space, 94));
+  EXPECT_TRUE(searches_uneven_stages(req.space, 126));
+  EXPECT_FALSE(searches_uneven_stages(req.space, 32));
+  EXPECT_FALSE(searches_uneven_stages(req.space, 36));
 }
 
 // Virtual stages that no split of the stages holds are searched in the balanced layout of chunks

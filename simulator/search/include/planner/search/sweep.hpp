@@ -145,13 +145,21 @@ struct SearchSpace {
   bool tp_within_nvlink = true;
   // A pp listed in `pp` that does not divide the layers is searched with the balanced uneven split
   // (balanced_stage_split, model_partition.hpp). With uneven_stages, so are the powers of two
-  // that do not divide them, with at least kMinUnevenStageLayers layers a stage. Off by default:
-  // it adds about half again as many plans to a sweep of a model whose depth has few powers of
-  // two among its divisors (Megatron 530B's 105 layers: 638,088 plans become 987,576). The
-  // interleaved schedule with 2 or 4 chunks a stage that neither split holds runs them in the
-  // balanced layout of chunks of unequal size (balanced_layout), always.
-  bool uneven_stages = false;
+  // that do not divide them, with at least kMinUnevenStageLayers layers a stage: it adds about
+  // half again as many plans to a sweep of a model whose depth has few powers of two among its
+  // divisors (Megatron 530B's 105 layers: 638,088 plans become 987,576). Unset, it is on where 4
+  // does not divide the layers (searches_uneven_stages): DeepSeek-V3's 61, Qwen3-235B's 94 and
+  // Llama 3 405B's 126 layers would otherwise leave no pp beyond 2, where their published runs
+  // use 8 and 16. The interleaved schedule with 2 or 4 chunks a stage that neither split holds
+  // runs them in the balanced layout of chunks of unequal size (balanced_layout), always.
+  std::optional<bool> uneven_stages;
 };
+
+// Whether a sweep of a model with `layers` layers searches the powers of two for pp that do not
+// divide them (SearchSpace::uneven_stages; unset: where 4 does not divide the layers).
+inline bool searches_uneven_stages(const SearchSpace& space, int layers) {
+  return space.uneven_stages.value_or(layers % 4 != 0);
+}
 
 inline constexpr int kMinUnevenStageLayers = 4;
 

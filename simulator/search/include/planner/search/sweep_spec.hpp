@@ -20,7 +20,8 @@
 //                "tp_within_nvlink": true,
 //                "uneven_stages": false },                  every key optional; uneven_stages
 //                                     true also searches the powers of two for pp that do not
-//                                     divide the layers (a listed pp always is)
+//                                     divide the layers (a listed pp always is); absent: where 4
+//                                     does not divide them (searches_uneven_stages)
 //     "constraints": { "budget_usd": 2e6, "deadline_days": 30 },
 //     "pricing": { "offering": "on-demand", "usd_per_gpu_hour": { "H100": 2.49 },
 //                  "usd_per_kWh": 0.12, "pue": 1.2 },
