@@ -657,6 +657,7 @@ TEST(Sweep, FrontierFollowsTheSimulatedPlans) {
   req.scenarios.push_back(sc);
   req.options.sim.ranks = RankSubset::kOnePerStage;
   req.options.sim.run.keep_op_times = false;
+  req.space.uneven_stages = false;  // the sweep whose frontier showed a beaten plan
   auto run = run_sweep(req);
   ASSERT_TRUE(run) << run.status().message();
   const SweepResult& r = run->result;
