@@ -149,9 +149,10 @@ struct SearchSpace {
   // half again as many plans to a sweep of a model whose depth has few powers of two among its
   // divisors (Megatron 530B's 105 layers: 638,088 plans become 987,576). Unset, it is on where 4
   // does not divide the layers (searches_uneven_stages): DeepSeek-V3's 61, Qwen3-235B's 94 and
-  // Llama 3 405B's 126 layers would otherwise leave no pp beyond 2, where their published runs
-  // use 8 and 16. The interleaved schedule with 2 or 4 chunks a stage that neither split holds
-  // runs them in the balanced layout of chunks of unequal size (balanced_layout), always.
+  // Llama 3 405B's 126 layers would otherwise leave no power of two beyond 2 for pp, where their
+  // published runs use 8 and 16. The interleaved schedule with 2 or 4 chunks a stage that neither
+  // split holds runs them in the balanced layout of chunks of unequal size (balanced_layout),
+  // always.
   std::optional<bool> uneven_stages;
 };
 
