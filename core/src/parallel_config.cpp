@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <utility>
 
 namespace planner {
 
@@ -169,6 +170,20 @@ class LayoutExpander {
   std::size_t pos_ = 0;
 };
 
+// The runs of equal counts in layers[begin, end): (count, how many in a row), in order.
+std::vector<std::pair<int, std::size_t>> runs(const std::vector<int>& layers, std::size_t begin,
+                                              std::size_t end) {
+  std::vector<std::pair<int, std::size_t>> out;
+  for (std::size_t i = begin; i < end; ++i) {
+    if (out.empty() || out.back().first != layers[i]) {
+      out.emplace_back(layers[i], 1);
+    } else {
+      ++out.back().second;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<PipelineLayout> parse_pipeline_layout(std::string_view text) {
@@ -209,38 +224,24 @@ Result<PipelineLayout> parse_pipeline_layout(std::string_view text) {
 }
 
 std::string pipeline_layout_text(const std::vector<int>& layers, int mtp) {
-  const auto entry = [&](std::size_t i) {
-    std::string e = i == 0 ? "E" : "";
-    if (layers[i] > 0) e += layers[i] == 1 ? "t" : "t*" + std::to_string(layers[i]);
-    if (i + 1 == layers.size())
-      e += std::string(static_cast<std::size_t>(std::max(0, mtp)), 'm') + "L";
-    return e;
+  if (layers.empty()) return {};
+  const auto t = [](int n) {
+    return n == 0 ? std::string() : n == 1 ? "t" : "t*" + std::to_string(n);
   };
-  std::string out;
-  for (std::size_t i = 0; i < layers.size();) {
-    std::size_t j = i + 1;
-    // A run of equal virtual stages between the first and the last.
-    if (i > 0) {
-      while (j + 1 < layers.size() && layers[j] == layers[i])
-        ++j;
-    }
-    const std::string e = entry(i);
-    const bool last = j == layers.size();
-    out += j - i > 1 ? "(" + e + "|)*" + std::to_string(j - i) : e + (last ? "" : "|");
-    i = j;
-  }
-  return out;
+  const std::size_t last = layers.size() - 1;
+  std::string out = "E" + t(layers.front()) + (last > 0 ? "|" : "");
+  // The runs of equal virtual stages between the first and the last.
+  for (const auto& [n, times] : runs(layers, 1, last))
+    out += times > 1 ? "(" + t(n) + "|)*" + std::to_string(times) : t(n) + "|";
+  if (last > 0) out += t(layers.back());
+  return out + std::string(static_cast<std::size_t>(std::max(0, mtp)), 'm') + "L";
 }
 
 std::string layout_text(const std::vector<int>& layers) {
   std::string out;
-  for (std::size_t i = 0; i < layers.size();) {
-    std::size_t j = i;
-    while (j < layers.size() && layers[j] == layers[i])
-      ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(layers[i]);
-    if (j - i > 1) out += "x" + std::to_string(j - i);
-    i = j;
+  for (const auto& [n, times] : runs(layers, 0, layers.size())) {
+    out += (out.empty() ? "" : ",") + std::to_string(n);
+    if (times > 1) out += "x" + std::to_string(times);
   }
   return out;
 }

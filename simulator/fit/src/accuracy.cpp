@@ -1040,37 +1040,41 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
              (!stated_split && balanced_stage_split(layers, c.pp, v).has_value());
     };
     int v = *p.virtual_stages;
-    const auto layout = c.pp > 1 && v > 1 && !splits(v) && !stated_split
-                            ? balanced_layout(layers, c.pp, v, lm_head_units(s.plan.model))
-                            : std::nullopt;
-    if (layout) {
-      s.layout = *layout;
-      s.balanced_split = false;
-      s.assumptions.push_back(
-          {"/parallel/layout", layout_text(*layout),
-           "not published: pp " + std::to_string(c.pp) + " × " + std::to_string(v) +
-               " chunks cannot hold the " + std::to_string(layers) +
-               " layers in equal chunks or an uneven split of the stages; chunks of unequal "
-               "size (Megatron-core's --pipeline-model-parallel-layout \"" +
-               pipeline_layout_text(*layout, s.plan.model.mtp_layers) +
-               "\"), the layers, the embedding and the LM head with the loss shared evenly "
-               "over the virtual stages"});
-    } else if (c.pp > 1 && v > 1 && !splits(v)) {
-      // The stated first and last stage's layers do not split into the chunks, or there are
-      // more chunks than layers.
-      int w = v - 1;
-      while (w > 1 && !splits(w))
-        --w;
-      s.assumptions.push_back({"/parallel/virtual_stages", std::to_string(w),
-                               "published " + std::to_string(v) + ", but pp " +
-                                   std::to_string(c.pp) + " × " + std::to_string(v) +
-                                   " chunks cannot hold the " + std::to_string(layers) + " layers" +
-                                   (stated_split ? " with the stated first and last stage's layers"
-                                                 : ", a layer or more each") +
-                                   ": the most that split"});
-      v = w;
+    if (c.pp > 1 && v > 1 && !splits(v)) {
+      if (const auto layout = stated_split
+                                  ? std::nullopt
+                                  : balanced_layout(layers, c.pp, v, lm_head_units(s.plan.model))) {
+        s.layout = *layout;
+        s.balanced_split = false;
+        s.assumptions.push_back(
+            {"/parallel/layout", layout_text(*layout),
+             "not published: pp " + std::to_string(c.pp) + " × " + std::to_string(v) +
+                 " chunks cannot hold the " + std::to_string(layers) +
+                 " layers in equal chunks or an uneven split of the stages; chunks of unequal "
+                 "size (Megatron-core's --pipeline-model-parallel-layout \"" +
+                 pipeline_layout_text(*layout, s.plan.model.mtp_layers) +
+                 "\"), the layers, the embedding and the LM head with the loss shared evenly "
+                 "over the virtual stages"});
+      } else {
+        // The stated first and last stage's layers do not split into the chunks, or there are
+        // more chunks than layers.
+        int w = v - 1;
+        while (w > 1 && !splits(w))
+          --w;
+        s.assumptions.push_back(
+            {"/parallel/virtual_stages", std::to_string(w),
+             "published " + std::to_string(v) + ", but pp " + std::to_string(c.pp) + " × " +
+                 std::to_string(v) + " chunks cannot hold the " + std::to_string(layers) +
+                 " layers" +
+                 (stated_split ? " with the stated first and last stage's layers"
+                               : ", a layer or more each") +
+                 ": the most that split"});
+        v = w;
+      }
     }
-    if (c.pp > 1 && layers % (c.pp * v) != 0 && !stated_split && !layout) s.balanced_split = true;
+    if (c.pp > 1 && layers % (c.pp * v) != 0 && !stated_split && s.layout.empty()) {
+      s.balanced_split = true;
+    }
     s.virtual_stages = {v};
   } else if (c.pp == 1) {
     s.virtual_stages = {1};
@@ -1335,8 +1339,7 @@ std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* fi
               c.virtual_stages = v;
               c.schedule = s.dualpipe ? Schedule::kDualPipeV
                                       : (v > 1 ? Schedule::kInterleaved : Schedule::k1F1B);
-              if (!s.layout.empty() && static_cast<std::int64_t>(s.layout.size()) ==
-                                           static_cast<std::int64_t>(c.pp) * v) {
+              if (!s.layout.empty()) {  // for the one published virtual-stage count
                 c.layout = s.layout;
               } else if (s.balanced_split) {
                 const auto split = s.dualpipe

@@ -131,10 +131,12 @@ Estimator::Key probe_key(const ParallelConfig& p) {
 }
 
 Estimator::Key partition_key(const ParallelConfig& p) {
-  std::int64_t layout = 0;  // the layout's layers, hashed (FNV-1a)
+  // The layout's layers, hashed FNV-1a style per entry (0: none); the key holds pp and the
+  // virtual stages beside it.
+  std::uint64_t hash = 14695981039346656037ULL;
   for (int n : p.layout)
-    layout = static_cast<std::int64_t>(
-        (static_cast<std::uint64_t>(layout) ^ static_cast<std::uint64_t>(n)) * 1099511628211ULL);
+    hash = (hash ^ static_cast<std::uint64_t>(n)) * 1099511628211ULL;
+  const auto layout = p.layout.empty() ? std::int64_t{0} : static_cast<std::int64_t>(hash);
   return {{p.tp, p.ep, p.expert_tp(), p.pp, p.virtual_stages, default_bucket_elements(p.dp),
            p.first_stage_layers, p.last_stage_layers, layout}};
 }

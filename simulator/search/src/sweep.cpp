@@ -162,10 +162,11 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
   std::vector<int> head_units{1};
   if (lm_head_units(m) != 1) head_units.push_back(lm_head_units(m));
   using Split = std::pair<int, int>;
+  // The distinct splits (or layouts) `split_of` gives for the head counts.
   auto splits = [&](auto&& split_of) {
-    std::vector<Split> out;
+    std::vector<typename decltype(split_of(1))::value_type> out;
     for (int h : head_units) {
-      const std::optional<Split> x = split_of(h);
+      const auto x = split_of(h);
       if (x && std::find(out.begin(), out.end(), *x) == out.end()) out.push_back(*x);
     }
     return out;
@@ -223,14 +224,9 @@ SweepSetup::Scenario::Inner SweepSetup::Scenario::inner(const SweepUnit& u,
                       [&](const ScheduleChoice& c) { return c.virtual_stages == v; })) {
         continue;
       }
-      std::vector<std::vector<int>> layouts;
-      for (int h : head_units) {
-        auto l = balanced_layout(m.num_layers, u.pp, v, h);
-        if (l && std::find(layouts.begin(), layouts.end(), *l) == layouts.end()) {
-          layouts.push_back(*l);
-          in.schedules.push_back({s, v, 0, 0, false, *l});
-        }
-      }
+      for (std::vector<int>& layout :
+           splits([&](int h) { return balanced_layout(m.num_layers, u.pp, v, h); }))
+        in.schedules.push_back({s, v, 0, 0, false, std::move(layout)});
     }
   }
   // Megatron-core's EP all-to-all overlap: a variant of every schedule whose passes it can merge,
