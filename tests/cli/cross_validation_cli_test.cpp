@@ -20,16 +20,18 @@ using testing::run_planner;
 const std::string kReference =
     std::string(PLANNER_TEST_DATA_DIR) + "/reference/published_runs.json";
 
-// Measured at this commit over the 43 modelled runs of 5 sources: MAPE 4.30 % with the built-in
-// parameters, 4.13 % in-sample, 4.35 % leave-one-source-out; the targets are <= 5 %
+// Measured at this commit over the 44 modelled runs of 5 sources: MAPE 4.89 % with the built-in
+// parameters, 4.71 % in-sample, 4.93 % leave-one-source-out; the targets are <= 5 %
 // in-sample, <= 7 % leave-one-source-out and no source biased by more than 10 % on average
-// (Megatron-LM's 2019 paper still is: -15.7 %, its one run).
-constexpr double kMaxInsampleMapePercent = 4.7;
-constexpr double kMaxLosoMapePercent = 4.8;
+// (Megatron-LM's 2019 paper still is: -23.0 %, its two runs).
+constexpr double kMaxInsampleMapePercent = 5.0;
+constexpr double kMaxLosoMapePercent = 5.3;
 constexpr double kMaxSourceBiasPercent = 10.0;
-// The known exception: Megatron-LM's first paper (arXiv:1909.08053), one run of 8.3B on 512 DGX-2H
-// V100s, is predicted 16 % too fast: its 2019 code ran slower than the model of its stack (the same
-// paper's single-GPU baseline reached 39 TFLOP/s, which the 2020 code raised to 62).
+// The known exception: Megatron-LM's first paper (arXiv:1909.08053), 8.3B on 512 DGX-2H V100s and
+// its 1.2B single-GPU baseline, predicted 16 % and 30 % too fast: its 2019 code ran slower than
+// the model of its stack (the baseline's 39 TFLOP/s, which the 2020 code raised to 62 on the same
+// GPU, where planner predicts 65 with the fused softmax of 2020 and 56 with the 2019 code's
+// unfused one, FLOPs counted as the paper counts them).
 const std::string kSlowerThanModelledSource = "arXiv:1909.08053";
 constexpr double kMaxKnownExceptionBiasPercent = 25.0;
 

@@ -970,11 +970,25 @@ void map_recompute_modules(const PublishedRun& run, RunSetup& s) {
                            "parts selective recompute runs again)"});
 }
 
+// Sequences per data-parallel replica of a record that publishes a rate but no global batch
+// (map_parallel): a micro-batch of up to 8 sequences, as the Megatron-LM papers' runs of that
+// time take (arXiv:1909.08053's 8.3B run: 512 sequences on 64 replicas).
+constexpr std::int64_t kUnpublishedSequencesPerReplica = 8;
+
 Status map_parallel(const PublishedRun& run, RunSetup& s) {
   const PublishedParallel& p = run.parallel;
   if (!p.tp) return Status::invalid_input("parallel.tp is not published");
   if (!p.pp) return Status::invalid_input("parallel.pp is not published");
-  if (!p.global_batch) return Status::invalid_input("parallel.global_batch is not published");
+  // A record that publishes a rate (TFLOP/s, MFU, tokens/s) and no step time measured the steady
+  // state, which without pipelining depends on the batch only through the optimizer step's share
+  // of it. Such a record without a global batch (a paper's single-GPU baseline) is simulated with
+  // kUnpublishedSequencesPerReplica sequences per data-parallel replica; with pp > 1 the bubble
+  // depends on the number of micro-batches, and the record is not modelled.
+  const bool rate_only = !run.measured.step_time_s && !run.derived_value("step_time_s");
+  if (!p.global_batch && (!rate_only || *p.pp > 1)) {
+    return Status::invalid_input("parallel.global_batch is not published" +
+                                 std::string(rate_only ? " (needed with pp > 1)" : ""));
+  }
   const bool moe = s.plan.model.is_moe();
   if (!moe && p.ep && *p.ep > 1) {
     return Status::invalid_input("parallel.ep " + std::to_string(*p.ep) +
@@ -1013,10 +1027,21 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
   }
   c.ep = 1;
   if (moe) PLANNER_RETURN_IF_ERROR(map_expert_parallel(run, s));
-  s.plan.training.global_batch_size = *p.global_batch;
-  const std::int64_t per_replica = *p.global_batch / c.dp;
-  if (*p.global_batch % c.dp != 0) {
-    return Status::invalid_input("parallel.global_batch (" + std::to_string(*p.global_batch) +
+  std::int64_t global_batch = 0;
+  if (p.global_batch) {
+    global_batch = *p.global_batch;
+  } else {
+    global_batch = kUnpublishedSequencesPerReplica * c.dp;
+    s.assumptions.push_back(
+        {"/parallel/global_batch", std::to_string(global_batch),
+         "not published: " + std::to_string(kUnpublishedSequencesPerReplica) +
+             " sequences per data-parallel replica (the record publishes a rate, which with pp "
+             "1 depends on the batch only through the optimizer step's share of the step)"});
+  }
+  s.plan.training.global_batch_size = global_batch;
+  const std::int64_t per_replica = global_batch / c.dp;
+  if (global_batch % c.dp != 0) {
+    return Status::invalid_input("parallel.global_batch (" + std::to_string(global_batch) +
                                  ") is not a multiple of dp (" + std::to_string(c.dp) + ")");
   }
   // Candidates for the null fields.

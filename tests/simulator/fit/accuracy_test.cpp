@@ -244,6 +244,51 @@ TEST(MapPublishedRun, ARemarkNamingAGpuVariantSelectsIt) {
   EXPECT_EQ(a100->plan.gpu.name, "A100-SXM4-40GB");
 }
 
+// A record that publishes only a rate and no global batch (a paper's single-GPU baseline) is
+// simulated with 8 sequences per data-parallel replica where pp is 1, and says so; a step time
+// without its batch, or a rate with pp > 1 (the bubble depends on the micro-batch count), is not
+// modelled.
+TEST(MapPublishedRun, ARateWithoutABatchTakesEightSequencesPerReplica) {
+  auto runs = parse_vtrain_csv(
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+      "2,16,8,1024,16,12,1024,1,2,1,100\n",
+      "v.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  PublishedRun run = runs->at(0);
+  run.parallel.global_batch.reset();
+  run.parallel.micro_batch.reset();
+  run.measured.step_time_s.reset();
+  run.measured.tflops_per_gpu = 100;
+  run.flops_convention = "Megatron eq. (3)";
+  auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(s->plan.training.global_batch_size, 16);  // 8 on each of dp 2
+  EXPECT_EQ(s->micro_batches, (std::vector<std::int64_t>{1, 2, 4, 8}));
+  bool said = false;
+  for (const auto& a : s->assumptions)
+    said = said || a.field == "/parallel/global_batch";
+  EXPECT_TRUE(said);
+  // The published step follows the batch: FLOPs of 16 sequences at 100 TFLOP/s on 2 GPUs.
+  EXPECT_GT(s->published.seconds, 0);
+
+  PublishedRun piped = run;
+  piped.parallel.pp = 2;
+  piped.parallel.dp = 1;
+  auto refused = map_published_run(piped, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("global_batch is not published (needed with pp > 1)"),
+            std::string::npos)
+      << refused.status().message();
+
+  PublishedRun timed = run;
+  timed.measured.tflops_per_gpu.reset();
+  timed.measured.step_time_s = 0.1;
+  auto untimed = map_published_run(timed, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(untimed);
+  EXPECT_EQ(untimed.status().message(), "parallel.global_batch is not published");
+}
+
 // A pp that does not divide the layers (126 layers, Llama 3 405B's depth, on pp 8) is modelled
 // with the balanced uneven split, said in the assumptions; a stated split is kept.
 TEST(MapPublishedRun, UnevenStagesTakeTheBalancedSplit) {

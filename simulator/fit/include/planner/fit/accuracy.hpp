@@ -36,7 +36,11 @@
 //             sets the quantization's bytes; every recipe's GEMMs run at the FP8 GEMM rate);
 //             Adam.
 //   parallel  published fields are kept. cp null is 1 and dp null is num_gpus / (tp·pp·cp) when
-//             the GPU count says so; tp, pp or the global batch missing skips the record. Null
+//             the GPU count says so; tp or pp missing skips the record, and so does the global
+//             batch missing, except where the record publishes only a rate (TFLOP/s, MFU,
+//             tokens/s) with pp 1: 8 sequences per data-parallel replica, the rate depending on
+//             the batch only through the optimizer step's share (arXiv:1909.08053's single-GPU
+//             baseline). Null
 //             fields with a choice are chosen the way the planner chooses: every combination of
 //             the candidates below is simulated and the fastest that fits in memory wins (when
 //             none fits, the one needing the least memory is simulated anyway and flagged):
