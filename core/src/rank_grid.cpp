@@ -134,10 +134,14 @@ Result<RankGrid> RankGrid::expert(const ParallelConfig& p) {
 
 bool RankGrid::same_stages(const RankGrid& dense, const RankGrid& expert) {
   if (dense.world_size() != expert.world_size()) return false;
-  for (int r = 0; r < dense.world_size(); ++r) {
-    if (dense.coordinate(r, Axis::kPp) != expert.coordinate(r, Axis::kPp)) return false;
-  }
-  return true;
+  const int pp = dense.size(Axis::kPp);
+  if (expert.size(Axis::kPp) != pp) return false;
+  if (pp == 1) return true;
+  // Rank (r / stride) % pp's stage in each grid: the same for every rank exactly when the strides
+  // are (with unequal ones, the smaller stride's rank is on stage 1 in its grid and 0 in the
+  // other).
+  const auto i = static_cast<std::size_t>(Axis::kPp);
+  return dense.stride_[i] == expert.stride_[i];
 }
 
 int RankGrid::coordinate(int rank, Axis axis) const {

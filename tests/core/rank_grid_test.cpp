@@ -160,5 +160,49 @@ TEST(RankGrid, ExpertGridMustKeepTheDenseStages) {
   EXPECT_TRUE(RankGrid::same_stages(*RankGrid::dense(p), *RankGrid::expert(p)));
 }
 
+// same_stages compares the pipeline axis's strides; every rank's stage agrees with it, over the
+// orders and sizes of small grids.
+TEST(RankGrid, SameStagesAgreesWithEveryRanksStage) {
+  const char* orders[] = {"tp-cp-ep-dp-pp", "tp-cp-pp-dp", "tp-pp-cp-dp", "pp-tp-cp-dp",
+                          "tp-cp-dp-pp"};
+  int compared = 0, differing = 0;
+  for (const char* order : orders) {
+    for (int tp : {1, 2}) {
+      for (int cp : {1, 2}) {
+        for (int dp : {1, 2, 4}) {
+          for (int pp : {1, 2, 3}) {
+            for (int ep : {1, 2, 4}) {
+              for (int etp : {1, 2}) {
+                ParallelConfig p;
+                p.tp = tp;
+                p.cp = cp;
+                p.dp = dp;
+                p.pp = pp;
+                p.ep = ep;
+                p.etp = etp;
+                p.order = order;
+                auto dense = RankGrid::dense(p);
+                auto expert = RankGrid::expert(p);
+                if (!dense || !expert) continue;
+                bool every = true;
+                for (int r = 0; r < dense->world_size(); ++r)
+                  every =
+                      every && dense->coordinate(r, Axis::kPp) == expert->coordinate(r, Axis::kPp);
+                EXPECT_EQ(RankGrid::same_stages(*dense, *expert), every)
+                    << order << " tp" << tp << " cp" << cp << " dp" << dp << " pp" << pp << " ep"
+                    << ep << " etp" << etp;
+                ++compared;
+                differing += every ? 0 : 1;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(differing, 10);  // both answers are exercised
+}
+
 }  // namespace
 }  // namespace planner

@@ -808,31 +808,38 @@ SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_
     }
   }
   // Charge every instant: computing, else the first axis (kCommBuckets order) moving data, else
-  // idle; and find how long compute ran while communication moved data.
-  std::vector<double> cuts{0, c.time};
+  // idle; and find how long compute ran while communication moved data. A sweep over the
+  // intervals' ends: between two consecutive ends, what runs does not change.
+  struct Edge {
+    double at = 0;
+    std::size_t bucket = 0;  // kCompute for computation
+    int delta = 0;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(2 * (compute.size() + comm.size()));
   for (const Interval& x : compute) {
-    cuts.push_back(x.start);
-    cuts.push_back(x.end);
+    edges.push_back({x.start, x.bucket, 1});
+    edges.push_back({x.end, x.bucket, -1});
   }
   for (const Interval& x : comm) {
-    cuts.push_back(x.start);
-    cuts.push_back(x.end);
+    if (x.bucket == static_cast<std::size_t>(sim::TimeBucket::kCompute)) continue;  // no axis
+    edges.push_back({x.start, x.bucket, 1});
+    edges.push_back({x.end, x.bucket, -1});
   }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  std::array<int, sim::kNumTimeBuckets> running{};
   double overlapped = 0;
-  for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
-    const double a = cuts[k], b = cuts[k + 1], mid = 0.5 * (a + b);
-    auto active = [&](const Interval& x) { return x.start <= mid && mid < x.end; };
-    const bool busy = std::any_of(compute.begin(), compute.end(), active);
+  auto charge = [&](double a, double b) {
+    if (b <= a) return;
+    const bool busy = running[static_cast<std::size_t>(sim::TimeBucket::kCompute)] > 0;
     std::size_t bucket = static_cast<std::size_t>(sim::TimeBucket::kIdle);
     bool moving = false;
     for (sim::TimeBucket axis : sim::kCommBuckets) {
       const auto ax = static_cast<std::size_t>(axis);
-      if (std::any_of(comm.begin(), comm.end(),
-                      [&](const Interval& x) { return x.bucket == ax && active(x); })) {
-        if (!moving) bucket = ax;
+      if (running[ax] > 0) {
+        bucket = ax;
         moving = true;
+        break;
       }
     }
     if (busy) {
@@ -840,7 +847,16 @@ SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_
       if (moving) overlapped += b - a;
     }
     c.buckets[bucket] += b - a;
+  };
+  double at = 0;
+  for (std::size_t i = 0; i < edges.size();) {
+    const double next = edges[i].at;
+    charge(at, next);
+    for (; i < edges.size() && edges[i].at == next; ++i)
+      running[edges[i].bucket] += edges[i].delta;
+    at = std::max(at, next);
   }
+  charge(at, c.time);
   // Compute runs at (1 − slowdown) while communication moves data on the rank.
   const double stretch = overlapped * slowdown;
   c.time += stretch;
