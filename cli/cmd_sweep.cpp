@@ -697,6 +697,7 @@ Json explanation_json(const search::RankedPlan& best, const app::PlanExplanation
                     {"group_gpus", e.group_gpus},
                     {"group_nodes", e.group_nodes},
                     {"group_nvlink_domains", e.group_nvlink_domains},
+                    {"groups_alike", e.groups_alike},
                     {"over_network", e.group_nvlink_domains > 1},
                     {"all_to_all_algorithm", e.algorithm},
                     {"all_to_all_protocol", e.protocol},
@@ -778,9 +779,9 @@ void print_explanation(std::ostream& out, const search::RankedPlan& best,
     out << "  experts: " << e.experts << " routed, top-" << e.top_k << "; " << e.local_experts
         << " per GPU, " << fmt_int(e.tokens_per_expert)
         << " tokens per expert per micro-batch on the busiest GPU (" << e.routing << ")\n";
-    out << "  all-to-all: each expert-parallel group of " << e.group_gpus << " GPUs spans "
-        << e.group_nodes << (e.group_nodes == 1 ? " node" : " nodes") << " and "
-        << e.group_nvlink_domains
+    out << "  all-to-all: " << (e.groups_alike ? "each" : "the widest")
+        << " expert-parallel group of " << e.group_gpus << " GPUs spans " << e.group_nodes
+        << (e.group_nodes == 1 ? " node" : " nodes") << " and " << e.group_nvlink_domains
         << (e.group_nvlink_domains == 1 ? " NVLink domain (NVLink only)"
                                         : " NVLink domains (NVLink and the scale-out network)");
     if (!e.algorithm.empty()) {

@@ -32,6 +32,9 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
       cmd->add_option("--cp,--context-parallel-size", a.parallel.cp, "Context parallel size"));
   config.push_back(
       cmd->add_option("--ep,--expert-model-parallel-size", a.parallel.ep, "Expert parallel size"));
+  config.push_back(cmd->add_option(
+      "--etp,--expert-tensor-parallel-size", a.parallel.etp,
+      "Expert tensor parallel size: each expert's MLP split over this many ranks (default tp)"));
   config.push_back(
       cmd->add_option("--mbs,--micro-batch-size", a.parallel.micro_batch_size, "Micro-batch size"));
   config.push_back(cmd->add_flag("--sp,--sequence-parallel", a.parallel.sequence_parallel,
@@ -117,7 +120,7 @@ void add_plan_options(CLI::App* cmd, PlanArgs& a) {
     plan->excludes(o);
   // Numbers are checked where they are parsed: in range, named in the error.
   constexpr long long kMaxAxis = 1 << 20;  // as plan documents allow
-  for (const char* axis : {"--tp", "--pp", "--dp", "--cp", "--ep"})
+  for (const char* axis : {"--tp", "--pp", "--dp", "--cp", "--ep", "--etp"})
     cmd->get_option(axis)->check(whole_in(1, kMaxAxis));
   cmd->get_option("--mbs")->check(whole_in(1, 1'000'000));
   cmd->get_option("--zero")->check(whole_in(0, 3));

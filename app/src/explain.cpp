@@ -79,21 +79,29 @@ Result<PlanExplanation> explain_plan(const search::SweepSetup& setup,
   e.tokens_per_expert = routing.per_expert;
   e.routing = routing_text(routing, p);
   e.fp8_dispatch = p.moe_fp8_dispatch;
-  // Where rank 0's expert-parallel group sits (every group of a plan has the same shape).
+  // Where the expert-parallel groups sit: the one spanning the most NVLink domains, then nodes
+  // (its all-to-alls pace the others'; groups differ where they straddle racks unevenly).
   PLANNER_ASSIGN_OR_RETURN(const RankGrid grid, RankGrid::expert(p));
-  PLANNER_ASSIGN_OR_RETURN(const std::vector<int> group, grid.group_of(0, "ep"));
+  PLANNER_ASSIGN_OR_RETURN(const std::vector<std::vector<int>> groups, grid.groups("ep"));
   const topo::Cluster& cluster = *setup.cluster(ranked.scenario);
   PLANNER_ASSIGN_OR_RETURN(const std::vector<int> gpu_of_rank,
                            sim::default_gpu_of_rank(p, cluster));
-  std::set<int> nodes, domains;
-  for (int rank : group) {
-    const int gpu = gpu_of_rank[static_cast<std::size_t>(rank)];
-    nodes.insert(cluster.node_of(gpu));
-    domains.insert(cluster.nvlink_domain_of(gpu));
+  for (const std::vector<int>& group : groups) {
+    std::set<int> nodes, domains;
+    for (int rank : group) {
+      const int gpu = gpu_of_rank[static_cast<std::size_t>(rank)];
+      nodes.insert(cluster.node_of(gpu));
+      domains.insert(cluster.nvlink_domain_of(gpu));
+    }
+    const int n = static_cast<int>(nodes.size()), d = static_cast<int>(domains.size());
+    if (e.group_gpus > 0 && (d != e.group_nvlink_domains || n != e.group_nodes))
+      e.groups_alike = false;
+    if (d > e.group_nvlink_domains || (d == e.group_nvlink_domains && n > e.group_nodes)) {
+      e.group_gpus = static_cast<int>(group.size());
+      e.group_nodes = n;
+      e.group_nvlink_domains = d;
+    }
   }
-  e.group_gpus = static_cast<int>(group.size());
-  e.group_nodes = static_cast<int>(nodes.size());
-  e.group_nvlink_domains = static_cast<int>(domains.size());
   // The dispatch and combine all-to-alls: the most used (algorithm, protocol) of the ep axis.
   const sim::CollectiveUse* main = nullptr;
   int calls = 0;

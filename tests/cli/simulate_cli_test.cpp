@@ -191,6 +191,46 @@ TEST(SimulateCli, BadFlags) {
       << mismatch.err;
 }
 
+// Megatron-core's --expert-tensor-parallel-size: the plan's etp (default tp), checked with the
+// other axes (etp x ep must divide tp x cp x dp) and in range where it is parsed.
+TEST(SimulateCli, ExpertTensorParallelSize) {
+  auto etp = [](const char* value) {
+    return run_planner({"simulate",
+                        "--model",
+                        "mixtral-8x7b",
+                        "--gpu",
+                        "h100",
+                        "--tp",
+                        "2",
+                        "--sp",
+                        "--dp",
+                        "8",
+                        "--ep",
+                        "8",
+                        "--expert-tensor-parallel-size",
+                        value,
+                        "--seq",
+                        "4096",
+                        "--gbs",
+                        "64",
+                        "--ignore-memory",
+                        "--no-db",
+                        "--json"});
+  };
+  const CommandResult one = etp("1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out)["parallel"]["etp"], 1);
+  const CommandResult two = etp("2");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(nlohmann::json::parse(two.out)["parallel"]["etp"], 2);
+  const CommandResult four = etp("4");  // 4 x 8 does not divide the 16 ranks of the stage
+  EXPECT_EQ(four.exit_code, 2);
+  EXPECT_NE(four.err.find("/parallel/etp"), std::string::npos) << four.err;
+  const CommandResult zero = etp("0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--etp"), std::string::npos) << zero.err;
+}
+
 // --schedule dualpipev alone runs two chunks a stage (the V); another --vpp is refused with the
 // field, and too few micro-batches with the bound.
 TEST(SimulateCli, DualPipeVTakesTwoChunksPerStage) {

@@ -428,9 +428,10 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
   PLANNER_ASSIGN_OR_RETURN(RankGrid dense, RankGrid::dense(p));
   PLANNER_ASSIGN_OR_RETURN(RankGrid expert, RankGrid::expert(p));
   auto g = std::make_unique<Groups>();
-  // The ranks of pipeline stage 0 in ascending order, without visiting the other stages': runs of
-  // `stride` ranks (the pp axis' stride: the second member of rank 0's pp group) every pp x stride.
-  auto stage0_of = [](const RankGrid& grid) -> Result<std::vector<int>> {
+  // The ranks of pipeline stage `stage` in ascending order, without visiting the other stages':
+  // runs of `stride` ranks (the pp axis' stride: the second member of rank 0's pp group) every
+  // pp x stride, the first at stage x stride.
+  auto stage_of = [](const RankGrid& grid, int stage) -> Result<std::vector<int>> {
     std::vector<int> out;
     const int pp = grid.size(Axis::kPp);
     int stride = grid.world_size();
@@ -439,13 +440,39 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
       stride = pipe[1];
     }
     out.reserve(static_cast<std::size_t>(grid.world_size() / pp));
-    for (int base = 0; base < grid.world_size(); base += stride * pp) {
+    for (int base = stage * stride; base < grid.world_size(); base += stride * pp) {
       for (int r = base; r < base + stride; ++r)
         out.push_back(r);
     }
     return out;
   };
-  PLANNER_ASSIGN_OR_RETURN(const std::vector<int> dense_stage0, stage0_of(dense));
+  PLANNER_ASSIGN_OR_RETURN(const std::vector<int> dense_stage0, stage_of(dense, 0));
+  // The stage whose groups are costed: the one whose GPUs span the most islands. Every stage
+  // spans as many where stages and islands align (stage 0 then); where they do not, the stages
+  // that straddle islands run their collectives partly over the slower links and set the pace (a
+  // 16-node stage on NVL72 racks of 18 nodes: the second stage's groups leave its rack).
+  int costed = 0;
+  if (p.pp > 1) {
+    std::vector<char> seen(static_cast<std::size_t>(cluster.num_islands()));
+    int most = 0;
+    for (int stage = 0; stage < p.pp; ++stage) {
+      PLANNER_ASSIGN_OR_RETURN(const std::vector<int> ranks, stage_of(dense, stage));
+      std::fill(seen.begin(), seen.end(), 0);
+      int islands = 0;
+      for (int r : ranks) {
+        char& c =
+            seen[static_cast<std::size_t>(cluster.island_of(gpu_of[static_cast<std::size_t>(r)]))];
+        islands += c == 0 ? 1 : 0;
+        c = 1;
+      }
+      if (islands > most) {
+        most = islands;
+        costed = stage;
+      }
+    }
+  }
+  PLANNER_ASSIGN_OR_RETURN(const std::vector<int> dense_costed, stage_of(dense, costed));
+  const int first_rank = dense_costed.front();  // its smallest rank (the same in the expert grid)
   auto gpus_of = [&](const std::vector<int>& ranks) {
     std::vector<int> out;
     out.reserve(ranks.size());
@@ -453,52 +480,79 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
       out.push_back(gpu_of[static_cast<std::size_t>(r)]);
     return out;
   };
-  // Images: the other groups of stage 0 along the same axes, minus those confined to an island
-  // holding none of the group's GPUs (they share no link with it).
-  auto images_of = [&](const RankGrid& grid, const std::vector<int>& group,
-                       std::string_view axes) -> Result<std::vector<std::vector<int>>> {
-    std::vector<char> island_used(static_cast<std::size_t>(cluster.num_islands()), 0);
-    for (int r : group)
-      island_used[static_cast<std::size_t>(
-          cluster.island_of(gpu_of[static_cast<std::size_t>(r)]))] = 1;
-    // The groups of stage 0 in the order grid.groups() lists them (by smallest member), without
-    // listing every stage's: a group's smallest member has index 0 on each axis it spans.
-    PLANNER_ASSIGN_OR_RETURN(std::vector<int> first_group, grid.group_of(0, axes));
+  auto islands_of = [&](const std::vector<int>& ranks) {
+    std::vector<int> islands;
+    islands.reserve(ranks.size());
+    for (int r : ranks)
+      islands.push_back(cluster.island_of(gpu_of[static_cast<std::size_t>(r)]));
+    std::sort(islands.begin(), islands.end());
+    return static_cast<int>(std::unique(islands.begin(), islands.end()) - islands.begin());
+  };
+  // The groups along `axes` of the costed stage, as rank lists in the order grid.groups() lists
+  // them (by smallest member), without listing every stage's: a group's smallest member has index
+  // 0 on each axis it spans.
+  auto stage_groups = [&](const RankGrid& grid,
+                          std::string_view axes) -> Result<std::vector<std::vector<int>>> {
+    PLANNER_ASSIGN_OR_RETURN(const std::vector<int> first, grid.group_of(first_rank, axes));
     std::array<bool, kNumAxes> spans{};
-    for (int r : first_group) {
-      for (int a = 0; a < kNumAxes; ++a)
-        spans[static_cast<std::size_t>(a)] |= grid.coordinate(r, static_cast<Axis>(a)) != 0;
+    for (int r : first) {
+      for (int a = 0; a < kNumAxes; ++a) {
+        const auto axis = static_cast<Axis>(a);
+        spans[static_cast<std::size_t>(a)] |=
+            grid.coordinate(r, axis) != grid.coordinate(first_rank, axis);
+      }
     }
-    PLANNER_ASSIGN_OR_RETURN(const std::vector<int> stage0, stage0_of(grid));
+    PLANNER_ASSIGN_OR_RETURN(const std::vector<int> stage, stage_of(grid, costed));
     std::vector<std::vector<int>> out;
-    for (int r : stage0) {
+    for (int r : stage) {
       bool smallest = true;
       for (int a = 0; a < kNumAxes && smallest; ++a) {
         smallest =
             !spans[static_cast<std::size_t>(a)] || grid.coordinate(r, static_cast<Axis>(a)) == 0;
       }
       if (!smallest) continue;
-      PLANNER_ASSIGN_OR_RETURN(std::vector<int> other, grid.group_of(r, axes));
-      if (other == group) continue;
-      const std::vector<int> gg = gpus_of(other);
+      PLANNER_ASSIGN_OR_RETURN(std::vector<int> group, grid.group_of(r, axes));
+      out.push_back(std::move(group));
+    }
+    return out;
+  };
+  // A group kind's costed group: of the costed stage's groups, the one spanning the most islands
+  // (a step waits for its slowest group: a group straddling two NVL72 racks paces the groups
+  // inside one), the first where they span as many. Its images: the stage's other groups, minus
+  // those confined to an island holding none of its GPUs (they share no link with it).
+  auto set = [&](GroupKind kind, const RankGrid& grid, std::string_view axes,
+                 bool with_images) -> Status {
+    const auto k = static_cast<std::size_t>(kind);
+    if (!with_images) {
+      PLANNER_ASSIGN_OR_RETURN(std::vector<int> ranks, grid.group_of(first_rank, axes));
+      if (ranks.size() >= 2) g->gpus[k] = gpus_of(ranks);
+      return Status::ok();
+    }
+    PLANNER_ASSIGN_OR_RETURN(const std::vector<std::vector<int>> groups, stage_groups(grid, axes));
+    if (groups.empty() || groups.front().size() < 2) return Status::ok();
+    std::size_t main = 0;
+    int most = islands_of(groups.front());
+    for (std::size_t i = 1; i < groups.size(); ++i) {
+      const int islands = islands_of(groups[i]);
+      if (islands > most) {
+        most = islands;
+        main = i;
+      }
+    }
+    g->gpus[k] = gpus_of(groups[main]);
+    std::vector<char> island_used(static_cast<std::size_t>(cluster.num_islands()), 0);
+    for (int x : g->gpus[k])
+      island_used[static_cast<std::size_t>(cluster.island_of(x))] = 1;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (i == main) continue;
+      std::vector<int> gg = gpus_of(groups[i]);
       const int first = cluster.island_of(gg.front());
       bool keep = false;
       for (int x : gg) {
         const int island = cluster.island_of(x);
         if (island != first || island_used[static_cast<std::size_t>(island)]) keep = true;
       }
-      if (keep) out.push_back(gg);
-    }
-    return out;
-  };
-  auto set = [&](GroupKind kind, const RankGrid& grid, std::string_view axes,
-                 bool with_images) -> Status {
-    PLANNER_ASSIGN_OR_RETURN(std::vector<int> ranks, grid.group_of(0, axes));
-    if (ranks.size() < 2) return Status::ok();
-    const auto k = static_cast<std::size_t>(kind);
-    g->gpus[k] = gpus_of(ranks);
-    if (with_images) {
-      PLANNER_ASSIGN_OR_RETURN(g->images[k], images_of(grid, ranks, axes));
+      if (keep) g->images[k].push_back(std::move(gg));
     }
     return Status::ok();
   };
@@ -511,9 +565,9 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
   // The gradient norm's all-reduce moves 4 bytes: latency only, no images needed.
   PLANNER_RETURN_IF_ERROR(
       set(GroupKind::kNorm, dense, p.zero_stage >= 1 ? "tp-cp-dp-pp" : "tp-cp-pp", false));
-  // Point-to-point pairs: the rank at `from` on the axis of rank 0's group and its neighbour at
-  // `target`, images over the other ranks of stage 0 at `from`; the tied-embedding pair joins the
-  // first and last stage.
+  // Point-to-point pairs: the rank at `from` on the axis and its neighbour at `target`, images
+  // over the other ranks of `stage` at `from`: the cp ring's over the costed stage, the pipeline's
+  // from stage 0 to stage 1; the tied-embedding pair joins the first and last stage.
   auto pair_with = [&](int r, Axis axis, int target) {
     AxisSizes c;
     for (int a = 0; a < kNumAxes; ++a)
@@ -522,38 +576,53 @@ Result<const Estimator::Groups*> Estimator::groups(const ParallelConfig& p,
     return std::vector<int>{gpu_of[static_cast<std::size_t>(r)],
                             gpu_of[static_cast<std::size_t>(dense.rank_at(c))]};
   };
-  auto pair_images = [&](GroupKind kind, Axis axis, int from, int target) {
+  // `main` is the rank whose pair is costed (the first at `from` when -1).
+  auto pair_images = [&](GroupKind kind, const std::vector<int>& stage, Axis axis, int from,
+                         int target, int main) {
     const auto k = static_cast<std::size_t>(kind);
-    bool first = true;
-    for (int r : dense_stage0) {
-      if (dense.coordinate(r, axis) != from) continue;
+    if (main < 0) {
+      for (int r : stage) {
+        if (dense.coordinate(r, axis) == from) {
+          main = r;
+          break;
+        }
+      }
+    }
+    g->gpus[k] = pair_with(main, axis, target);
+    for (int r : stage) {
+      if (r == main || dense.coordinate(r, axis) != from) continue;
       const std::vector<int> pair = pair_with(r, axis, target);
-      if (first) {
-        g->gpus[k] = pair;
-        first = false;
-      } else if (cluster.island_of(pair[0]) != cluster.island_of(pair[1]) ||
-                 cluster.island_of(pair[0]) == cluster.island_of(g->gpus[k][0])) {
+      if (cluster.island_of(pair[0]) != cluster.island_of(pair[1]) ||
+          cluster.island_of(pair[0]) == cluster.island_of(g->gpus[k][0])) {
         g->images[k].push_back(pair);
       }
     }
   };
   if (p.cp > 1) {
-    // Every step of the ring waits for its slowest hop: the first that leaves its island (tp x cp
-    // beyond a node puts some of the ring's hops on the network), else the first.
-    int hop = 0;
-    for (int c = 0; c < p.cp; ++c) {
-      const int at = pair_with(0, Axis::kCp, c)[1];
-      const int next = pair_with(0, Axis::kCp, (c + 1) % p.cp)[1];
-      if (cluster.island_of(at) != cluster.island_of(next)) {
-        hop = c;
-        break;
+    // Every step of a ring waits for its slowest hop, and every ring for the slowest ring: the
+    // first hop that leaves its island (tp x cp beyond a node puts some of the ring's hops on the
+    // network) of the first ring of the costed stage that has one, else the first ring's first.
+    PLANNER_ASSIGN_OR_RETURN(const std::vector<std::vector<int>> rings, stage_groups(dense, "cp"));
+    int hop = 0, main = rings.front().front();
+    bool found = false;
+    for (std::size_t i = 0; i < rings.size() && !found; ++i) {
+      const std::vector<int>& ring = rings[i];
+      for (int c = 0; c < p.cp && !found; ++c) {
+        const int at = gpu_of[static_cast<std::size_t>(ring[static_cast<std::size_t>(c)])];
+        const int next =
+            gpu_of[static_cast<std::size_t>(ring[static_cast<std::size_t>((c + 1) % p.cp)])];
+        if (cluster.island_of(at) != cluster.island_of(next)) {
+          hop = c;
+          main = ring[static_cast<std::size_t>(c)];
+          found = true;
+        }
       }
     }
-    pair_images(GroupKind::kCp, Axis::kCp, hop, (hop + 1) % p.cp);
+    pair_images(GroupKind::kCp, dense_costed, Axis::kCp, hop, (hop + 1) % p.cp, main);
   }
-  if (p.pp > 1) pair_images(GroupKind::kPp, Axis::kPp, 0, 1);
+  if (p.pp > 1) pair_images(GroupKind::kPp, dense_stage0, Axis::kPp, 0, 1, -1);
   if (p.pp > 1 && input_.model.tied_embeddings) {
-    pair_images(GroupKind::kEmbedding, Axis::kPp, 0, p.pp - 1);
+    pair_images(GroupKind::kEmbedding, dense_stage0, Axis::kPp, 0, p.pp - 1, -1);
   }
   // The collectives each group runs.
   auto kinds_of = [](GroupKind gk) -> std::vector<OpKind> {

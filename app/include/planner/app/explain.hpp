@@ -34,8 +34,9 @@ struct ExpertParallelExplanation {
   std::string routing;                 // "dropless" or "capacity factor 1.25 (padded)"
   bool fp8_dispatch = false;
   int group_gpus = 0;            // GPUs of one all-to-all group (ep × etp share a dispatch)
-  int group_nodes = 0;           // nodes one expert-parallel group spans
-  int group_nvlink_domains = 0;  // NVLink domains it spans (1: all-to-all over NVLink only)
+  int group_nodes = 0;           // nodes the widest expert-parallel group spans
+  int group_nvlink_domains = 0;  // NVLink domains it spans (1: every all-to-all over NVLink)
+  bool groups_alike = true;      // every group spans as many nodes and NVLink domains
   std::string algorithm;         // of the dispatch/combine all-to-all the simulator chose
   std::string protocol;
   int calls = 0;           // all-to-alls per step on a simulated rank (dispatch + combine,
