@@ -90,9 +90,37 @@ std::optional<double> parse_positive_real(const std::string& s) {
   return v;
 }
 
+// The scale-out network of a node, as a "# Network:" line states it.
+struct NodeNetwork {
+  int nics = kVtrainNicsPerNode;
+  double nic_Gbps = kVtrainNicGbps;
+  std::string kind{kVtrainNicKind};
+  bool stated = false;
+};
+
+// "4 x 200 Gb/s ib-hdr" (the kind optional: InfiniBand of that rate, else Ethernet, as a
+// topology in numbers takes it); nullopt when it does not read so.
+std::optional<NodeNetwork> parse_network(std::string_view text) {
+  const std::string t = lower(trim(text));
+  const std::size_t x = t.find('x');
+  if (x == std::string::npos) return std::nullopt;
+  const auto nics = parse_positive_int(trim(std::string_view(t).substr(0, x)));
+  std::string rest = trim(std::string_view(t).substr(x + 1));
+  const std::size_t unit = rest.find("gb/s");
+  if (!nics || *nics > 64 || unit == std::string::npos) return std::nullopt;
+  const auto rate = parse_positive_real(trim(std::string_view(rest).substr(0, unit)));
+  if (!rate || *rate > 1e5) return std::nullopt;
+  NodeNetwork n;
+  n.nics = static_cast<int>(*nics);
+  n.nic_Gbps = *rate;
+  n.kind = trim(std::string_view(rest).substr(unit + 4));
+  n.stated = true;
+  return n;
+}
+
 // The record a vTrain row describes (see the header).
 PublishedRun vtrain_record(const std::array<std::int64_t, kNumColumns>& v, double time_ms,
-                           const std::string& source) {
+                           const std::string& source, const NodeNetwork& network) {
   PublishedRun r;
   r.id = "L" + std::to_string(v[kLayers]) + "-h" + std::to_string(v[kHidden]) + "-g" +
          std::to_string(v[kGpus]) + "-b" + std::to_string(v[kGlobalBatch]) + "-mb" +
@@ -118,8 +146,25 @@ PublishedRun vtrain_record(const std::array<std::int64_t, kNumColumns>& v, doubl
   r.hardware.gpu = std::string(kVtrainGpu);
   r.hardware.num_gpus = v[kGpus];
   r.hardware.gpus_per_node = kVtrainGpusPerNode;
-  r.hardware.intra_node = "NVLink3 + NVSwitch (one node of 8 A100)";
-  r.hardware.inter_node = "n/a (one node)";
+  if (v[kGpus] <= kVtrainGpusPerNode) {
+    r.hardware.intra_node = "NVLink3 + NVSwitch (one node of 8 A100)";
+    r.hardware.inter_node = "n/a (one node)";
+  } else {
+    // Nodes of 8 joined by the network the file states, else vTrain's multi-node cluster's.
+    r.hardware.intra_node = "NVLink3 + NVSwitch (nodes of 8 A100)";
+    r.hardware.nics_per_node = network.nics;
+    r.hardware.nic_Gbps = network.nic_Gbps;
+    r.hardware.nic_kind = network.kind;
+    std::string rate = std::to_string(network.nic_Gbps);
+    rate.erase(rate.find_last_not_of('0') + 1);
+    if (rate.back() == '.') rate.pop_back();
+    r.hardware.inter_node =
+        std::to_string(network.nics) + " x " + rate + " Gb/s per node" +
+        (network.kind.empty() ? "" : " (" + network.kind + ")") +
+        (network.stated ? " (the file's \"# Network:\" line)"
+                        : " (not in the file: vTrain's multi-node cluster, 800 Gb/s of InfiniBand "
+                          "HDR per node; a \"# Network: N x G Gb/s KIND\" line states another)");
+  }
   PublishedParallel& p = r.parallel;
   p.tp = static_cast<int>(v[kTp]);
   p.pp = static_cast<int>(v[kPp]);
@@ -148,6 +193,7 @@ Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text, std::s
     problems.push_back(file + ": line " + std::to_string(line) + ": " + what);
   };
   std::string source_text;
+  NodeNetwork network;
   std::array<int, kNumColumns> column_of{};
   bool have_header = false;
   std::size_t width = 0;
@@ -170,6 +216,16 @@ Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text, std::s
       const std::string body = trim(std::string_view(t).substr(1));
       if (source_text.empty() && lower(body).starts_with("source:")) {
         source_text = trim(std::string_view(body).substr(7));
+      } else if (lower(body).starts_with("network:")) {
+        const std::string what = trim(std::string_view(body).substr(8));
+        if (auto n = parse_network(what)) {
+          network = *n;
+        } else {
+          problem(line_no,
+                  "\"# Network:\" expected NICS x GBPS Gb/s [KIND] per node (e.g. \"4 x "
+                  "200 Gb/s ib-hdr\"), got \"" +
+                      what + "\"");
+        }
       }
       continue;
     }
@@ -243,13 +299,13 @@ Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text, std::s
                            ") does not divide hidden size (" + std::to_string(v[kHidden]) + ")");
       continue;
     }
-    if (v[kGpus] > kVtrainGpusPerNode) {
-      problem(line_no, "GPUs (" + std::to_string(v[kGpus]) + ") exceeds one node of " +
-                           std::to_string(kVtrainGpusPerNode) +
-                           " (the format describes single-node runs)");
+    if (v[kGpus] > kVtrainGpusPerNode && v[kGpus] % kVtrainGpusPerNode != 0) {
+      problem(line_no, "GPUs (" + std::to_string(v[kGpus]) +
+                           ") beyond one node is not whole nodes of " +
+                           std::to_string(kVtrainGpusPerNode));
       continue;
     }
-    PublishedRun r = vtrain_record(v, time_ms, source_text.empty() ? file : source_text);
+    PublishedRun r = vtrain_record(v, time_ms, source_text.empty() ? file : source_text, network);
     if (auto [it, fresh] = first_line_of.emplace(r.id, line_no); !fresh) {
       problem(line_no,
               "the same configuration as line " + std::to_string(it->second) + " (" + r.id + ")");

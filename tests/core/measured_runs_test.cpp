@@ -49,6 +49,33 @@ TEST(MeasuredRuns, ColumnsInAnyOrder) {
   EXPECT_EQ(runs->at(0).source, "v.csv");  // no "# Source:" line
 }
 
+// Rows beyond one node (vTrain's multi-node sweeps) are whole nodes of 8 joined by the network a
+// "# Network:" line states, else by vTrain's multi-node cluster's 4 x 200 Gb/s InfiniBand HDR.
+TEST(MeasuredRuns, MultiNodeRowsStateTheirNetwork) {
+  const std::string rows =
+      kHeader + "16,16,1,1024,16,12,1024,8,2,1,10\n8,8,1,1024,16,12,1024,8,1,1,9\n";
+  auto runs = parse_vtrain_csv(rows, "multi.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  const PublishedHardware& two = runs->at(0).hardware;
+  EXPECT_EQ(two.num_gpus, 16);
+  EXPECT_EQ(two.gpus_per_node, 8);
+  EXPECT_EQ(two.nics_per_node, 4);
+  EXPECT_EQ(two.nic_Gbps, 200.0);
+  EXPECT_EQ(two.nic_kind, "ib-hdr");
+  EXPECT_NE(two.inter_node.find("800 Gb/s"), std::string::npos) << two.inter_node;
+  const PublishedHardware& one = runs->at(1).hardware;  // one node: no network
+  EXPECT_FALSE(one.nics_per_node);
+  EXPECT_FALSE(one.states_numbers());
+
+  auto stated = parse_vtrain_csv("# Network: 8 x 400 Gb/s ib-ndr\n" + rows, "multi.csv");
+  ASSERT_TRUE(stated) << stated.status().message();
+  EXPECT_EQ(stated->at(0).hardware.nics_per_node, 8);
+  EXPECT_EQ(stated->at(0).hardware.nic_Gbps, 400.0);
+  EXPECT_EQ(stated->at(0).hardware.nic_kind, "ib-ndr");
+  EXPECT_EQ(stated->at(0).hardware.inter_node,
+            "8 x 400 Gb/s per node (ib-ndr) (the file's \"# Network:\" line)");
+}
+
 TEST(MeasuredRuns, BadRowsNameLineAndColumn) {
   const std::pair<std::string, std::string> cases[] = {
       {kHeader + "8,8,2,2048,16,20,1024,4,1,x,160\n", "line 2: column \"pipeline parallelism\""},
@@ -56,7 +83,10 @@ TEST(MeasuredRuns, BadRowsNameLineAndColumn) {
       {kHeader + "8,8,2,2048,16,20,1024,4,1,1,160\n", "line 2: GPUs (8) is not tp x dp x pp"},
       {kHeader + "8,6,2,2048,16,20,1024,2,2,2,160\n", "not a multiple of data parallelism"},
       {kHeader + "8,8,2,2048\n", "line 2: expected 11 values, got 4"},
-      {kHeader + "16,16,1,1024,16,12,1024,8,2,1,10\n", "exceeds one node of 8"},
+      {kHeader + "12,12,1,1024,16,12,1024,4,3,1,10\n",
+       "GPUs (12) beyond one node is not whole nodes of 8"},
+      {"# Network: fast\n" + kHeader + "8,8,2,2048,16,20,1024,4,1,2,160\n",
+       "line 1: \"# Network:\" expected NICS x GBPS Gb/s [KIND] per node"},
       {kHeader + "8,8,2,2048,16,20,1024,4,1,2,160\n8,8,2,2048,16,20,1024,4,1,2,170\n",
        "line 3: the same configuration as line 2"},
       {"GPUs,global batch,speed\n", "unknown column \"speed\""},

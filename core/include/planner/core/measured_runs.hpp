@@ -14,11 +14,16 @@
 // positions, multi-head attention, GPT-2 vocabulary 50257), fp16 mixed precision, full activation
 // recompute, 1F1B (no virtual stages), no sequence parallelism, no ZeRO, Megatron-DeepSpeed
 // (stack megatron-deepspeed, fused-softmax attention, gradients all-reduced after the backward
-// pass, no other overlap), on "A100-SXM4" GPUs (the memory size is not stated) in one node of 8;
+// pass, no other overlap), on "A100-SXM4" GPUs (the memory size is not stated) in nodes of 8:
+// one node up to 8 GPUs; beyond, whole nodes joined by the network a "# Network: NICS x GBPS Gb/s
+// [KIND]" comment line states per node (e.g. "# Network: 4 x 200 Gb/s ib-hdr"), else by vTrain's
+// multi-node cluster's, 4 x 200 Gb/s InfiniBand HDR (800 Gb/s per node; vTrain's multi-node
+// measurements are held out of the reference data, this is how they are read);
 // measured.step_time_s = iteration time / 1000. Its id is
 // "L<layers>-h<hidden>-g<GPUs>-b<global batch>-mb<micro batch>-tp<tp>-dp<dp>-pp<pp>".
 // Errors name the file, the line and the column; rows whose GPUs differ from tp·dp·pp, or whose
-// global batch is not a multiple of dp × micro batch, are errors.
+// global batch is not a multiple of dp × micro batch, or more than 8 GPUs that are not whole
+// nodes, and a "# Network:" line that does not read as above, are errors.
 #pragma once
 
 #include <string>
@@ -34,6 +39,9 @@ namespace planner {
 inline constexpr std::int64_t kVtrainVocab = 50257;
 inline constexpr int kVtrainGpusPerNode = 8;
 inline constexpr std::string_view kVtrainGpu = "A100-SXM4";
+inline constexpr int kVtrainNicsPerNode = 4;  // vTrain's multi-node cluster: 800 Gb/s per node
+inline constexpr double kVtrainNicGbps = 200;
+inline constexpr std::string_view kVtrainNicKind = "ib-hdr";
 
 Result<std::vector<PublishedRun>> parse_vtrain_csv(std::string_view text, std::string_view source);
 
