@@ -1115,10 +1115,25 @@ Status map_parallel(const PublishedRun& run, RunSetup& s) {
     s.virtual_stages_null = true;
     s.virtual_stages = {1};
     const int layers = s.plan.model.num_layers;
-    for (int v = 2; c.pp * v <= layers; ++v) {
-      if (layers % (c.pp * v) == 0 || (s.balanced_split && balanced_stage_split(layers, c.pp, v))) {
-        s.virtual_stages.push_back(v);
+    // The interleaved schedule where the stack runs it (not DeepSpeed's PipelineEngine): every v
+    // whose chunks split the layers, and 2 and 4 chunks a stage where only chunks of unequal size
+    // hold them (the balanced layout, as the sweep searches them).
+    if (stack_runs(s.software.stack, Schedule::kInterleaved, c.pp)) {
+      for (int v = 2; c.pp * v <= layers; ++v) {
+        if (layers % (c.pp * v) == 0 ||
+            (s.balanced_split && balanced_stage_split(layers, c.pp, v))) {
+          s.virtual_stages.push_back(v);
+        }
       }
+      for (int v : {2, 4}) {
+        if (std::find(s.virtual_stages.begin(), s.virtual_stages.end(), v) ==
+                s.virtual_stages.end() &&
+            c.pp * v <= layers &&
+            balanced_layout(layers, c.pp, v, lm_head_units(s.plan.model)).has_value()) {
+          s.virtual_stages.push_back(v);
+        }
+      }
+      std::sort(s.virtual_stages.begin(), s.virtual_stages.end());
     }
   }
   std::optional<std::pair<int, int>> split;  // the balanced split, and how it was chosen
@@ -1291,8 +1306,8 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   s.plan.training.optimizer = Optimizer::kAdam;
   s.convention = flop_convention_of(run.flops_convention);
   s.source = source_key(run);
-  PLANNER_RETURN_IF_ERROR(map_parallel(run, s));
   s.software = resolve_software(run);
+  PLANNER_RETURN_IF_ERROR(map_parallel(run, s));
   map_recompute_modules(run, s);
   if (s.plan.model.is_moe()) {
     map_routing(run, s);
@@ -1364,12 +1379,18 @@ std::vector<ParallelConfig> candidate_configs(const RunSetup& s, std::string* fi
               c.virtual_stages = v;
               c.schedule = s.dualpipe ? Schedule::kDualPipeV
                                       : (v > 1 ? Schedule::kInterleaved : Schedule::k1F1B);
+              const int layers = s.plan.model.num_layers;
               if (!s.layout.empty()) {  // for the one published virtual-stage count
                 c.layout = s.layout;
+              } else if (!s.dualpipe && v > 1 && layers % (c.pp * v) != 0 &&
+                         !(s.balanced_split && balanced_stage_split(layers, c.pp, v))) {
+                // A virtual-stage count only chunks of unequal size hold.
+                auto layout = balanced_layout(layers, c.pp, v, lm_head_units(s.plan.model));
+                if (!layout) continue;
+                c.layout = std::move(*layout);
               } else if (s.balanced_split) {
-                const auto split = s.dualpipe
-                                       ? balanced_v_split(s.plan.model.num_layers, c.pp)
-                                       : balanced_stage_split(s.plan.model.num_layers, c.pp, v);
+                const auto split = s.dualpipe ? balanced_v_split(layers, c.pp)
+                                              : balanced_stage_split(layers, c.pp, v);
                 if (!split) continue;
                 c.first_stage_layers = split->first;
                 c.last_stage_layers = split->second;

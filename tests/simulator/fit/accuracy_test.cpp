@@ -329,6 +329,41 @@ TEST(MapPublishedRun, UnevenStagesTakeTheBalancedSplit) {
   EXPECT_EQ(kept.front().last_stage_layers, 16);
 }
 
+// Unpublished virtual stages are searched where the record's stack runs the interleaved schedule:
+// never under DeepSpeed's PipelineEngine (vTrain's Megatron-DeepSpeed); under Megatron-core every
+// count whose chunks split the layers, and 2 and 4 chunks a stage of unequal size where only the
+// balanced layout holds them (126 layers on pp 16, Llama 3 405B's: 1, 2 and 7 split, 4 needs
+// layout 1,2x62,1).
+TEST(MapPublishedRun, UnpublishedVirtualStagesFollowTheStack) {
+  auto runs = parse_vtrain_csv(
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+      "16,64,1,1024,16,126,1024,1,1,16,1000\n",
+      "v.csv");
+  ASSERT_TRUE(runs) << runs.status().message();
+  PublishedRun run = runs->at(0);
+  run.parallel.virtual_stages.reset();
+  auto deepspeed = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(deepspeed) << deepspeed.status().message();
+  EXPECT_EQ(deepspeed->virtual_stages, (std::vector<int>{1}));
+  for (const ParallelConfig& c : candidate_configs(*deepspeed))
+    EXPECT_EQ(c.schedule, Schedule::k1F1B) << short_label(c);
+
+  run.stack = SoftwareStack::kMegatronCore;
+  auto core = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(core) << core.status().message();
+  EXPECT_EQ(core->virtual_stages, (std::vector<int>{1, 2, 4, 7}));
+  bool four = false;
+  for (const ParallelConfig& c : candidate_configs(*core)) {
+    EXPECT_TRUE(stage_layer_counts(126, c)) << short_label(c);
+    if (c.virtual_stages != 4) continue;
+    four = true;
+    EXPECT_EQ(c.schedule, Schedule::kInterleaved);
+    EXPECT_EQ(layout_text(c.layout), "1,2x62,1");
+  }
+  EXPECT_TRUE(four);
+}
+
 // Records of one configuration measured more than once (a benchmark row in several releases):
 // the best single time for them and how far planner is from it on the same records.
 TEST(RepeatedConfigurations, FloorIsTheBestSingleTimePerConfiguration) {

@@ -45,8 +45,11 @@
 //             the candidates below is simulated and the fastest that fits in memory wins (when
 //             none fits, the one needing the least memory is simulated anyway and flagged):
 //               micro_batch     powers of two dividing global_batch / dp
-//               virtual_stages  1 (1F1B) and every v ≥ 2 with pp·v dividing the layers and pp
-//                               dividing the micro-batch count (interleaved 1F1B)
+//               virtual_stages  1 (1F1B) and, where the stack runs the interleaved schedule
+//                               (stack_runs: not DeepSpeed's PipelineEngine), every v ≥ 2 whose
+//                               chunks split the layers (evenly, or with the balanced uneven
+//                               split below), and 2 and 4 in chunks of unequal size where only
+//                               the balanced layout holds them
 //               uneven stages   when pp does not divide the layers and the record states no
 //                               first_stage_layers / last_stage_layers: the balanced split,
 //                               the embedding and the loss counted as a layer each (Llama 3
