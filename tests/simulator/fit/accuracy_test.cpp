@@ -13,6 +13,17 @@
 namespace planner::fit {
 namespace {
 
+// The record of one row of a vTrain CSV (the columns below, in vTrain's order).
+PublishedRun vtrain_row(const std::string& row) {
+  auto runs = parse_vtrain_csv(
+      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n" +
+          row + "\n",
+      "v.csv");
+  EXPECT_TRUE(runs) << runs.status().message();
+  return runs ? runs->at(0) : PublishedRun{};
+}
+
 const SoftwareField* field(const SoftwareSetup& s, const std::string& name) {
   for (const SoftwareField& f : s.fields) {
     if (f.field == name) return &f;
@@ -176,13 +187,7 @@ TEST(MapPublishedRun, VtrainRowsBecomePlansInVtrainsSetting) {
 TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
   // BLOOM-style nodes: 8 A100 80GB, NVLink 300 GB/s, 4 x 100 Gb/s per node: not a DGX preset's
   // 8 x 200 Gb/s.
-  auto runs = parse_vtrain_csv(
-      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
-      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
-      "8,16,2,1024,16,12,1024,1,8,1,100\n",
-      "v.csv");
-  ASSERT_TRUE(runs) << runs.status().message();
-  PublishedRun run = runs->at(0);
+  PublishedRun run = vtrain_row("8,16,2,1024,16,12,1024,1,8,1,100");
   run.hardware.gpu = "A100-SXM4-80GB";
   run.hardware.num_gpus = 16;
   run.parallel.dp = 16;
@@ -209,13 +214,7 @@ TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
 // "V100-SXM3-32GB (DGX-2H)": the remark names the DGX-2H's higher-clocked module, which runs on
 // its own preset, profile and topology; without the remark the DGX-2's module stays.
 TEST(MapPublishedRun, ARemarkNamingAGpuVariantSelectsIt) {
-  auto runs = parse_vtrain_csv(
-      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
-      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
-      "8,8,8,1024,16,12,1024,8,1,1,100\n",
-      "v.csv");
-  ASSERT_TRUE(runs) << runs.status().message();
-  PublishedRun run = runs->at(0);
+  PublishedRun run = vtrain_row("8,8,8,1024,16,12,1024,8,1,1,100");
   run.hardware.gpu = "V100-SXM3-32GB (DGX-2H)";
   run.hardware.num_gpus = 16;
   run.parallel.dp = 2;
@@ -249,13 +248,7 @@ TEST(MapPublishedRun, ARemarkNamingAGpuVariantSelectsIt) {
 // without its batch, or a rate with pp > 1 (the bubble depends on the micro-batch count), is not
 // modelled.
 TEST(MapPublishedRun, ARateWithoutABatchTakesEightSequencesPerReplica) {
-  auto runs = parse_vtrain_csv(
-      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
-      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
-      "2,16,8,1024,16,12,1024,1,2,1,100\n",
-      "v.csv");
-  ASSERT_TRUE(runs) << runs.status().message();
-  PublishedRun run = runs->at(0);
+  PublishedRun run = vtrain_row("2,16,8,1024,16,12,1024,1,2,1,100");
   run.parallel.global_batch.reset();
   run.parallel.micro_batch.reset();
   run.measured.step_time_s.reset();
@@ -292,13 +285,7 @@ TEST(MapPublishedRun, ARateWithoutABatchTakesEightSequencesPerReplica) {
 // A pp that does not divide the layers (126 layers, Llama 3 405B's depth, on pp 8) is modelled
 // with the balanced uneven split, said in the assumptions; a stated split is kept.
 TEST(MapPublishedRun, UnevenStagesTakeTheBalancedSplit) {
-  auto runs = parse_vtrain_csv(
-      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
-      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
-      "8,32,1,1024,16,126,1024,1,1,8,1000\n",
-      "v.csv");
-  ASSERT_TRUE(runs) << runs.status().message();
-  PublishedRun run = runs->at(0);
+  PublishedRun run = vtrain_row("8,32,1,1024,16,126,1024,1,1,8,1000");
   auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
   ASSERT_TRUE(s) << s.status().message();
   EXPECT_TRUE(s->balanced_split);
@@ -335,13 +322,7 @@ TEST(MapPublishedRun, UnevenStagesTakeTheBalancedSplit) {
 // balanced layout holds them (126 layers on pp 16, Llama 3 405B's: 1, 2 and 7 split, 4 needs
 // layout 1,2x62,1).
 TEST(MapPublishedRun, UnpublishedVirtualStagesFollowTheStack) {
-  auto runs = parse_vtrain_csv(
-      "GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
-      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
-      "16,64,1,1024,16,126,1024,1,1,16,1000\n",
-      "v.csv");
-  ASSERT_TRUE(runs) << runs.status().message();
-  PublishedRun run = runs->at(0);
+  PublishedRun run = vtrain_row("16,64,1,1024,16,126,1024,1,1,16,1000");
   run.parallel.virtual_stages.reset();
   auto deepspeed = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
   ASSERT_TRUE(deepspeed) << deepspeed.status().message();

@@ -382,27 +382,20 @@ TEST(Sweep, AnalyticEstimateCostsTheGroupsThatStraddleRacks) {
                                 << r.counts.simulation_failures;
     EXPECT_LT(r.error.max_abs_pct, 10.0) << what;
   };
-  SweepRequest stages = moe_request("deepseek-v3", 8, 256, 128, 128, 1, 2, 4);
-  stages.space.pp = {2};
-  stages.space.ep = {64};
-  stages.space.tp = {1};
-  stages.space.cp = {1};
-  stages.space.moe_a2a_overlap = {false};
-  check(stages, "pp 2 x ep 64: the second stage straddles the racks");
-  SweepRequest groups = moe_request("deepseek-v3", 8, 256, 128, 128, 1, 2, 4);
-  groups.space.pp = {1};
-  groups.space.ep = {16};
-  groups.space.tp = {1};
-  groups.space.cp = {1};
-  groups.space.moe_a2a_overlap = {false};
-  check(groups, "ep 16: the fifth expert group straddles the racks");
-  SweepRequest ring = moe_request("deepseek-v3", 8, 256, 128, 128, 1, 2, 4);
-  ring.space.pp = {1};
-  ring.space.tp = {4};
-  ring.space.cp = {4};
-  ring.space.ep = {8};
+  // DeepSeek-V3 cut to 8 layers on 128 GPUs (32 nodes), the axes fixed.
+  auto fixed = [](int tp, int cp, int pp, int ep) {
+    SweepRequest req = moe_request("deepseek-v3", 8, 256, 128, 128, 1, 2, 4);
+    req.space.tp = {tp};
+    req.space.cp = {cp};
+    req.space.pp = {pp};
+    req.space.ep = {ep};
+    req.space.moe_a2a_overlap = {false};
+    return req;
+  };
+  check(fixed(1, 1, 2, 64), "pp 2 x ep 64: the second stage straddles the racks");
+  check(fixed(1, 1, 1, 16), "ep 16: the fifth expert group straddles the racks");
+  SweepRequest ring = fixed(4, 4, 1, 8);
   ring.space.micro_batch_sizes = {1};
-  ring.space.moe_a2a_overlap = {false};
   check(ring, "tp 4 x cp 4: the fifth ring straddles the racks");
 }
 
