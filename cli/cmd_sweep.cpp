@@ -855,6 +855,7 @@ Json result_json(const search::SweepSetup& setup, const search::SweepResult& res
                          {"offering", std::string(to_string(s.price.offering))},
                          {"price_source", s.price.source},
                          {"price_date", s.price.date}});
+    if (!s.placement.empty()) scenarios.back()["placement"] = s.placement;
     if (!s.price.overridden) {
       scenarios.back()["price_provider"] = s.price.provider;
       scenarios.back()["price_instance"] = s.price.instance;
@@ -1163,6 +1164,11 @@ void print_report(std::ostream& out, const search::SweepSetup& setup,
     out << (several ? "s" + std::to_string(i + 1) + ": " : std::string()) << s.name << " ("
         << s.topology << ", " << s.gpus_per_node << " GPUs/node, profile " << s.profile
         << "); plans use " << fmt_int(s.min_gpus) << "-" << fmt_int(s.max_gpus) << " GPUs\n";
+    if (!s.placement.empty()) {
+      out << "  placement: " << s.placement
+          << " (equal blocks, one per NVLink domain, so that parallel groups do not straddle "
+             "racks: Slurm --segment)\n";
+    }
     out << "  " << s.gpu << " at $" << fmt(s.price.usd_per_gpu_hour.raw(), 3) << "/GPU-hour "
         << to_string(s.price.offering)
         << (s.price.overridden

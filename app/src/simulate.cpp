@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "planner/topo/cluster.hpp"
+#include "planner/topo/placement.hpp"
 #include "planner/topo/topology_catalog.hpp"
 
 namespace planner::app {
@@ -73,8 +74,10 @@ Result<PlacedPlan> place_plan_on_numbers(Plan plan, const std::optional<ClusterS
 
 Result<sim::SimResult> simulate_plan(const PlacedPlan& placed, const HardwareProfile& profile,
                                      const sim::SimOptions& options) {
-  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
-                           topo::Cluster::build(placed.topology, placed.nodes));
+  // Jobs on several rack-scale NVLink domains sit in equal blocks of nodes, one per rack.
+  topo::TopologySpec topology = placed.topology;
+  topo::place_in_domain_blocks(topology, placed.nodes);
+  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::Cluster::build(topology, placed.nodes));
   sim::SimInput input;
   input.plan = placed.plan;
   input.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
@@ -112,12 +115,11 @@ Result<RankedPlanSimulation> simulate_ranked_plan(const search::SweepSetup& setu
       static_cast<std::size_t>(ranked.scenario) >= request.scenarios.size()) {
     return Status::invalid_input("plan " + std::to_string(ranked.id) + " names no scenario");
   }
-  const search::SweepScenario& scenario =
-      request.scenarios[static_cast<std::size_t>(ranked.scenario)];
   RankedPlanSimulation out;
   out.plan = setup.plan_of(ranked.scenario, ranked.parallel);
-  PLANNER_ASSIGN_OR_RETURN(topo::Cluster cluster,
-                           topo::Cluster::build(scenario.topology, out.plan.cluster.nodes));
+  PLANNER_ASSIGN_OR_RETURN(
+      topo::Cluster cluster,
+      topo::Cluster::build(setup.topology(ranked.scenario), out.plan.cluster.nodes));
   out.cluster = std::make_shared<const topo::Cluster>(std::move(cluster));
   PLANNER_ASSIGN_OR_RETURN(out.gpu_of_rank,
                            sim::default_gpu_of_rank(ranked.parallel, *out.cluster));

@@ -82,5 +82,37 @@ TEST(Placement, ExplicitMapsAreChecked) {
   EXPECT_FALSE(Placement::by_order(g, c, "tp-xx"));
 }
 
+// Jobs beyond one NVL72 rack (18 trays) sit in equal blocks, one per rack: 32 trays as 2 x 16,
+// 64 as 4 x 16, 36 as 2 whole racks, 40 as 4 x 10; a job within one rack, a prime 37 trays (no
+// block of at least half a rack divides it) and a topology without rack-scale NVLink are left as
+// they are. The cluster built on the blocks keeps a block's GPUs in one NVLink domain.
+TEST(Placement, JobsBeyondARackSitInEqualBlocks) {
+  const TopologySpec nvl72 = preset("gb200-nvl72");
+  ASSERT_TRUE(nvl72.nvlink_domain);
+  ASSERT_EQ(nvl72.nvlink_domain->nodes, 18);
+  auto block = [&](int nodes) {
+    TopologySpec t = nvl72;
+    const int b = place_in_domain_blocks(t, nodes);
+    EXPECT_EQ(t.nvlink_domain->nodes, b > 0 ? b : 18) << nodes;
+    return b;
+  };
+  EXPECT_EQ(block(32), 16);
+  EXPECT_EQ(block(64), 16);
+  EXPECT_EQ(block(36), 0);
+  EXPECT_EQ(block(40), 10);
+  EXPECT_EQ(block(16), 0);
+  EXPECT_EQ(block(18), 0);
+  EXPECT_EQ(block(37), 0);
+  TopologySpec dgx = preset("dgx-h100-superpod");
+  EXPECT_EQ(place_in_domain_blocks(dgx, 64), 0);
+
+  TopologySpec t = nvl72;
+  ASSERT_EQ(place_in_domain_blocks(t, 32), 16);
+  const Cluster c = build(t, 32);
+  EXPECT_EQ(c.nvlink_domain_of(0), c.nvlink_domain_of(16 * 4 - 1));  // trays 0-15
+  EXPECT_NE(c.nvlink_domain_of(16 * 4 - 1), c.nvlink_domain_of(16 * 4));
+  EXPECT_EQ(c.nvlink_domain_of(16 * 4), c.nvlink_domain_of(32 * 4 - 1));  // trays 16-31
+}
+
 }  // namespace
 }  // namespace planner::topo

@@ -71,4 +71,17 @@ std::vector<int> Placement::gpus(std::span<const int> ranks) const {
   return out;
 }
 
+int place_in_domain_blocks(TopologySpec& topology, int nodes) {
+  if (!topology.nvlink_domain) return 0;
+  const int rack = topology.nvlink_domain->nodes;
+  if (rack <= 1 || nodes <= rack) return 0;
+  for (int block = rack; 2 * block >= rack; --block) {
+    if (nodes % block != 0) continue;
+    if (block == rack) return 0;
+    topology.nvlink_domain->nodes = block;
+    return block;
+  }
+  return 0;
+}
+
 }  // namespace planner::topo

@@ -18,6 +18,7 @@
 #include "planner/sim/fabric.hpp"
 #include "planner/topo/cluster_numbers.hpp"
 #include "planner/topo/link_kind.hpp"
+#include "planner/topo/placement.hpp"
 
 namespace planner::fit {
 namespace {
@@ -1255,21 +1256,12 @@ void describe_choices(const RunSetup& s, const ParallelConfig& c, const std::str
   }
 }
 
-// A job larger than one rack-scale NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is placed in
-// equal blocks of whole trays, one block per rack: the largest block of at most the rack's trays
-// that divides the job's trays, so that the power-of-two groups of a parallel layout do not
-// straddle racks (Slurm's --segment; NVIDIA's DeepSeek-V3 GB200 guide, reference data
-// moe_runs.json: "every 32 GPUs (8 nodes) in one NVL72 rack"). The topology's NVLink domain
-// shrinks to the block; its scale-out fabric is unchanged.
+// A job larger than one rack-scale NVLink domain is placed in equal blocks, one per domain
+// (topo::place_in_domain_blocks, Slurm's --segment), said in the assumptions.
 void place_in_racks(RunSetup& s) {
-  topo::TopologySpec& t = s.topology;
-  if (!t.nvlink_domain || s.nodes <= t.nvlink_domain->nodes) return;
-  const int rack = t.nvlink_domain->nodes;
-  int block = rack;
-  while (block > 1 && s.nodes % block != 0)
-    --block;
-  if (block == rack) return;
-  t.nvlink_domain->nodes = block;
+  const int rack = s.topology.nvlink_domain ? s.topology.nvlink_domain->nodes : 0;
+  const int block = topo::place_in_domain_blocks(s.topology, s.nodes);
+  if (block == 0) return;
   s.assumptions.push_back(
       {"placement",
        std::to_string(s.nodes / block) + " racks × " + std::to_string(block) + " of " +

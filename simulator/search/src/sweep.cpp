@@ -19,6 +19,7 @@
 #include "planner/core/model_partition.hpp"
 #include "planner/core/schedule.hpp"
 #include "planner/core/spec_json.hpp"
+#include "planner/topo/placement.hpp"
 
 namespace planner::search {
 namespace {
@@ -448,6 +449,10 @@ const std::shared_ptr<const topo::Cluster>& SweepSetup::cluster(int scenario) co
   return scenarios_[static_cast<std::size_t>(scenario)].cluster;
 }
 
+const topo::TopologySpec& SweepSetup::topology(int scenario) const {
+  return scenarios_[static_cast<std::size_t>(scenario)].spec.topology;
+}
+
 const sim::RunOptions& SweepSetup::run_options(int scenario) const {
   return scenarios_[static_cast<std::size_t>(scenario)].run;
 }
@@ -516,7 +521,14 @@ Result<std::shared_ptr<const SweepSetup>> SweepSetup::prepare(const SweepRequest
     if (per_node < 1)
       return Status::invalid_input(where + ": topology " + in.topology.name + " has no GPUs");
     const int nodes = nodes_for(in.max_gpus, per_node);
-    auto cluster = topo::Cluster::build(in.topology, nodes);
+    // A cluster of several rack-scale NVLink domains holds its jobs in equal blocks of nodes, one
+    // per rack (Slurm's --segment): plans see racks of the block.
+    const int rack = in.topology.nvlink_domain ? in.topology.nvlink_domain->nodes : 0;
+    if (const int block = topo::place_in_domain_blocks(sc.spec.topology, nodes); block > 0) {
+      sc.info.placement = std::to_string(nodes / block) + " racks x " + std::to_string(block) +
+                          " of their " + std::to_string(rack) + " nodes";
+    }
+    auto cluster = topo::Cluster::build(sc.spec.topology, nodes);
     if (!cluster) return cluster.status().with_context(where);
     sc.cluster = std::make_shared<const topo::Cluster>(std::move(cluster).value());
     sc.profile = in.profile ? in.profile

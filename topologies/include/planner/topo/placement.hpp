@@ -18,6 +18,7 @@
 #include "planner/core/rank_grid.hpp"
 #include "planner/core/status.hpp"
 #include "planner/topo/cluster.hpp"
+#include "planner/topo/topology_spec.hpp"
 
 namespace planner::topo {
 
@@ -39,5 +40,16 @@ class Placement {
  private:
   std::vector<int> gpu_of_rank_;
 };
+
+// A job larger than one rack-scale NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is placed in
+// equal blocks of whole nodes, one block per domain: the largest block of at most the domain's
+// nodes (and at least half of them) that divides the job's nodes, so that the power-of-two
+// groups of a parallel layout do not straddle racks (Slurm's topology/block plugin with
+// --segment; NVIDIA's DeepSeek-V3 GB200 guide, reference data moe_runs.json: "every 32 GPUs (8
+// nodes) in one NVL72 rack"). The topology's NVLink domain shrinks to the block; its scale-out
+// fabric is unchanged. Returns the block in nodes, or 0 where the topology is left as it is (no
+// domain beyond a node, a job within one domain, or no such block: 37 nodes fill racks of 18 in
+// order).
+int place_in_domain_blocks(TopologySpec& topology, int nodes);
 
 }  // namespace planner::topo

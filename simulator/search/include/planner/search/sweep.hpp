@@ -282,6 +282,9 @@ struct ScenarioInfo {
   std::string topology;
   int gpus_per_node = 0;
   int nvlink_domain = 0;
+  // How the cluster's nodes sit in its rack-scale NVLink domains when they are placed in equal
+  // blocks (topo::place_in_domain_blocks), e.g. "4 racks x 16 of their 18 nodes"; empty else.
+  std::string placement;
   int max_gpus = 0;
   int min_gpus = 0;
   std::string profile;
@@ -321,6 +324,9 @@ class SweepSetup {
   const std::shared_ptr<const HardwareProfile>& profile(int scenario) const;
   // The scenario's cluster (max_gpus worth of whole nodes of its topology).
   const std::shared_ptr<const topo::Cluster>& cluster(int scenario) const;
+  // The topology the scenario's cluster is built from: the request's, with its rack-scale
+  // NVLink domains shrunk to the blocks the cluster's nodes are placed in.
+  const topo::TopologySpec& topology(int scenario) const;
   // How the scenario's plans are simulated: the request's run options with its stack's host costs
   // and attention kernel.
   const sim::RunOptions& run_options(int scenario) const;
