@@ -247,6 +247,11 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   const int period = m.is_moe() ? std::max(1, m.moe->layer_freq) : 1;
   ModelSpec small = m;
   small.num_layers = 2 * period;
+  // Local attention in all layers but every full_attention_every-th (GPT-OSS: every other): the
+  // probe spans the pattern, and each kind's layer takes its kind's mean op times over it.
+  if (m.sliding_window > 0 && m.full_attention_every > 1) {
+    small.num_layers = std::lcm(small.num_layers, m.full_attention_every);
+  }
   // The probe needs one layer of each kind: with DeepSeek's first k layers dense, only its first
   // layer stays dense (layers 0 and 1 of a 2-layer probe would otherwise both be dense, and the
   // MoE layers would cost nothing).
@@ -278,11 +283,40 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   const sim::ComputeModel cm(*input_.profile, input_.attention);
   auto probe = std::make_unique<Probe>();
   probe->kernel_overhead = input_.profile->compute.kernel_overhead;
+  // The layer each kind's block is built from: of the probe's layers of the kind, the one with the
+  // most ops (GPT-OSS with context parallelism: a full-attention layer runs the K/V ring its
+  // local-attention layers do not), and how many layers of the kind the probe has.
+  std::array<int, 2> chosen{OpId::kNone, OpId::kNone};
+  std::array<std::int64_t, 2> layers_of{0, 0};
+  {
+    std::vector<int> ops_of(static_cast<std::size_t>(small.num_layers), 0);
+    for (const RankProgram& rp : prog.ranks()) {
+      for (std::size_t i = 0; i < rp.size(); ++i) {
+        const int layer = rp.op(i).id.layer();
+        if (layer != OpId::kNone && layer < small.num_layers)
+          ++ops_of[static_cast<std::size_t>(layer)];
+      }
+    }
+    for (int layer = 0; layer < small.num_layers; ++layer) {
+      const auto kind = static_cast<std::size_t>(small.is_moe_layer(layer) ? 1 : 0);
+      ++layers_of[kind];
+      if (chosen[kind] == OpId::kNone || ops_of[static_cast<std::size_t>(layer)] >
+                                             ops_of[static_cast<std::size_t>(chosen[kind])]) {
+        chosen[kind] = layer;
+      }
+    }
+  }
+  // An op's place in its layer: the layer's kind, its phase and role, and which of the layer's ops
+  // of that phase and role it is. Over the layers of a kind: the compute times summed by place,
+  // and how many layers have each communication op. The block takes the mean per layer of the
+  // kind (an op only some layers run counts for their share: its time, or its bytes).
+  using Place = std::tuple<int, Phase, OpRole, int>;
+  std::map<Place, std::pair<std::int64_t, std::int64_t>> kind_ops;  // picoseconds, layers
+  std::array<std::vector<std::pair<std::size_t, Place>>, 2> block_places;
   for (const RankProgram& rp : prog.ranks()) {
-    // The first layer of each kind on the rank, and the rank's ends.
-    std::array<int, 2> first_layer{OpId::kNone, OpId::kNone};
-    std::vector<int> block_index(rp.size(), -1);       // op -> index in its block
-    std::vector<signed char> block_of(rp.size(), -1);  // op -> its block (0-4)
+    std::map<std::tuple<int, Phase, OpRole>, int> seen;  // (layer, phase, role) -> ops so far
+    std::vector<int> block_index(rp.size(), -1);         // op -> index in its block
+    std::vector<signed char> block_of(rp.size(), -1);    // op -> its block (0-4)
     for (std::size_t i = 0; i < rp.size(); ++i) {
       const Op& op = rp.op(i);
       const OpDesc& d = prog.desc(op);
@@ -305,6 +339,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
         continue;
       }
       const int layer = op.id.layer();
+      const bool backward = ph == Phase::kBackwardInput || ph == Phase::kBackwardWeight;
       Block* blk = nullptr;
       signed char id = 0;
       if (layer != OpId::kNone && layer >= small.num_layers) {
@@ -312,13 +347,14 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
         id = 4;
       } else if (layer != OpId::kNone) {
         const int kind = small.is_moe_layer(layer) ? 1 : 0;
-        if (first_layer[static_cast<std::size_t>(kind)] == OpId::kNone &&
-            !probe->layer[static_cast<std::size_t>(kind)].present) {
-          first_layer[static_cast<std::size_t>(kind)] = layer;
-        }
-        if (layer != first_layer[static_cast<std::size_t>(kind)]) continue;
+        const Place place{kind, ph, role, seen[{layer, ph, role}]++};
+        auto& [sum, n] = kind_ops[place];
+        if (is_compute(d.kind)) sum += cm.op_time(d, backward).raw();
+        ++n;
+        if (layer != chosen[static_cast<std::size_t>(kind)]) continue;
         blk = &probe->layer[static_cast<std::size_t>(kind)];
         id = static_cast<signed char>(kind);
+        block_places[static_cast<std::size_t>(kind)].emplace_back(blk->ops.size(), place);
       } else {
         blk = rp.stage() == 0 ? &probe->embedding : &probe->head;
         id = rp.stage() == 0 ? 2 : 3;
@@ -327,7 +363,6 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
       mo.stream = d.stream;
       mo.part = part_of(ph);
       mo.compute = is_compute(d.kind);
-      const bool backward = ph == Phase::kBackwardInput || ph == Phase::kBackwardWeight;
       mo.host = host_cost(input_.host, d, ph, 1, cm.extra_host_kernels(d, backward));
       if (mo.compute) {
         mo.compute_time = cm.op_time(d, backward);
@@ -349,9 +384,19 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
       block_index[i] = static_cast<int>(blk->ops.size());
       blk->ops.push_back(std::move(mo));
     }
-    for (int kind = 0; kind < 2; ++kind) {
-      if (first_layer[static_cast<std::size_t>(kind)] != OpId::kNone) {
-        probe->layer[static_cast<std::size_t>(kind)].present = true;
+  }
+  // Each kind's block runs the mean layer of its kind (one layer's ops where every layer of the
+  // kind runs the same).
+  for (std::size_t kind = 0; kind < 2; ++kind) {
+    probe->layer[kind].present = chosen[kind] != OpId::kNone;
+    const std::int64_t layers = layers_of[kind];
+    for (const auto& [index, place] : block_places[kind]) {
+      MiniOp& mo = probe->layer[kind].ops[index];
+      const auto& [sum, n] = kind_ops.at(place);
+      if (mo.compute) {
+        mo.compute_time = Time((sum + layers / 2) / layers);
+      } else if (n != layers) {
+        mo.bytes = Bytes(mo.bytes.raw() * n / layers);
       }
     }
   }
