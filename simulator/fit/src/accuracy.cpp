@@ -581,6 +581,10 @@ std::pair<SoftwareStack, std::string> infer_stack(const PublishedRun& run) {
   if (auto w = names({"deepspeed"}); !w.empty()) {
     return {SoftwareStack::kDeepSpeed, "the record's text names " + w};
   }
+  // Megatron-core's own FSDP (Megatron-FSDP) runs under Megatron-core: named before "fsdp".
+  if (auto w = names({"megatron-core", "megatron core", "megatron-fsdp"}); !w.empty()) {
+    return {SoftwareStack::kMegatronCore, "the record's text names " + w};
+  }
   if (auto w = names({"fsdp", "torchtitan", "composer", "llm-foundry"}); !w.empty()) {
     return {SoftwareStack::kFsdp, "the record's text names " + w};
   }

@@ -92,6 +92,21 @@ TEST(ResolveSoftware, TwoDigitYearsDateASource) {
   EXPECT_EQ(resolve_software(other).overlap.grad_reduce, false);
 }
 
+TEST(ResolveSoftware, MegatronFsdpIsMegatronCore) {
+  // A Megatron-core table with an "FSDP" column (Megatron-FSDP): the run is Megatron-core's, not
+  // PyTorch FSDP's; a text naming only FSDP stays PyTorch FSDP.
+  PublishedRun run;
+  run.source = "Megatron-MoE-ModelZoo readme, Performance Results";
+  run.notes =
+      "dispatcher DeepEP, FSDP \"On\" (Megatron-FSDP). Megatron-Core (Megatron-LM) training.";
+  EXPECT_EQ(resolve_software(run).stack, SoftwareStack::kMegatronCore);
+  run.notes = "FSDP \"/\", Megatron Core training";
+  EXPECT_EQ(resolve_software(run).stack, SoftwareStack::kMegatronCore);
+  run.source = "A lab's blog";
+  run.notes = "PyTorch FSDP2, bf16";
+  EXPECT_EQ(resolve_software(run).stack, SoftwareStack::kFsdp);
+}
+
 Plan llama_like_plan() {
   Plan plan;
   plan.model = builtin_catalog().model("llama3-8b").value();
