@@ -252,6 +252,18 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   if (m.sliding_window > 0 && m.full_attention_every > 1) {
     small.num_layers = std::lcm(small.num_layers, m.full_attention_every);
   }
+  // A hybrid model's probe has one layer of each character of its pattern, twice (Nemotron-H:
+  // "ME*ME*"): its non-MoE layers are Mamba mixers and attention, and the block of that kind
+  // chains one of each (see `share` below).
+  if (m.is_hybrid()) {
+    std::string kinds;
+    for (int l = 0; l < m.num_layers && static_cast<std::size_t>(l) < m.layer_pattern.size(); ++l) {
+      const char c = m.layer_pattern[static_cast<std::size_t>(l)];
+      if (kinds.find(c) == std::string::npos) kinds += c;
+    }
+    small.layer_pattern = kinds + kinds;
+    small.num_layers = static_cast<int>(small.layer_pattern.size());
+  }
   // The probe needs one layer of each kind: with DeepSeek's first k layers dense, only its first
   // layer stays dense (layers 0 and 1 of a 2-layer probe would otherwise both be dense, and the
   // MoE layers would cost nothing).
@@ -283,11 +295,24 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   const sim::ComputeModel cm(*input_.profile, input_.attention);
   auto probe = std::make_unique<Probe>();
   probe->kernel_overhead = input_.profile->compute.kernel_overhead;
-  // The layer each kind's block is built from: of the probe's layers of the kind, the one with the
-  // most ops (GPT-OSS with context parallelism: a full-attention layer runs the K/V ring its
-  // local-attention layers do not), and how many layers of the kind the probe has.
-  std::array<int, 2> chosen{OpId::kNone, OpId::kNone};
-  std::array<std::int64_t, 2> layers_of{0, 0};
+  // A kind's layers by their mixer (attention, Mamba-2, none): one mixer except in hybrid models.
+  // Each kind's block chains one layer of each of its mixers; a mixer's ops count for its share of
+  // the kind's layers in the whole model (Nemotron 3 Nano's non-MoE layers: 23 Mamba, 6
+  // attention).
+  auto mixer_of = [](const ModelSpec& spec, int layer) {
+    return static_cast<std::size_t>(spec.layer_kind(layer).mixer);
+  };
+  constexpr std::size_t kMixers = 3;
+  std::array<std::array<double, kMixers>, 2> share{};  // layers of the model, then shares
+  for (int l = 0; l < m.num_layers; ++l)
+    share[m.is_moe_layer(l) ? 1 : 0][mixer_of(m, l)] += 1;
+  // The layer each (kind, mixer) is built from: of the probe's layers of the kind and mixer, the
+  // one with the most ops (GPT-OSS with context parallelism: a full-attention layer runs the K/V
+  // ring its local-attention layers do not), and how many layers of them the probe has.
+  std::array<std::array<int, kMixers>, 2> chosen;
+  for (auto& c : chosen)
+    c.fill(OpId::kNone);
+  std::array<std::array<std::int64_t, kMixers>, 2> layers_of{};
   {
     std::vector<int> ops_of(static_cast<std::size_t>(small.num_layers), 0);
     for (const RankProgram& rp : prog.ranks()) {
@@ -299,10 +324,30 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
     }
     for (int layer = 0; layer < small.num_layers; ++layer) {
       const auto kind = static_cast<std::size_t>(small.is_moe_layer(layer) ? 1 : 0);
-      ++layers_of[kind];
-      if (chosen[kind] == OpId::kNone || ops_of[static_cast<std::size_t>(layer)] >
-                                             ops_of[static_cast<std::size_t>(chosen[kind])]) {
-        chosen[kind] = layer;
+      const std::size_t x = mixer_of(small, layer);
+      ++layers_of[kind][x];
+      int& c = chosen[kind][x];
+      if (c == OpId::kNone ||
+          ops_of[static_cast<std::size_t>(layer)] > ops_of[static_cast<std::size_t>(c)]) {
+        c = layer;
+      }
+    }
+    // The shares of the mixers the probe has, summing to 1 (equal where the model itself has none
+    // of the kind: its stages run no such block).
+    for (std::size_t kind = 0; kind < 2; ++kind) {
+      double sum = 0;
+      int present = 0;
+      for (std::size_t x = 0; x < kMixers; ++x) {
+        if (chosen[kind][x] == OpId::kNone) continue;
+        sum += share[kind][x];
+        ++present;
+      }
+      for (std::size_t x = 0; x < kMixers; ++x) {
+        if (chosen[kind][x] == OpId::kNone) {
+          share[kind][x] = 0;
+        } else {
+          share[kind][x] = sum > 0 ? share[kind][x] / sum : 1.0 / present;
+        }
       }
     }
   }
@@ -310,9 +355,12 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   // of that phase and role it is. Over the layers of a kind: the compute times summed by place,
   // and how many layers have each communication op. The block takes the mean per layer of the
   // kind (an op only some layers run counts for their share: its time, or its bytes).
-  using Place = std::tuple<int, Phase, OpRole, int>;
+  using Place = std::tuple<int, std::size_t, Phase, OpRole, int>;   // kind, mixer, ...
   std::map<Place, std::pair<std::int64_t, std::int64_t>> kind_ops;  // picoseconds, layers
   std::array<std::vector<std::pair<std::size_t, Place>>, 2> block_places;
+  // Per block and part, the layer and index of its last op: a mixer's layer chained after another
+  // mixer's waits for it (their real dependency is through the MoE layer between them).
+  std::map<std::pair<int, Part>, std::pair<int, int>> last_of;
   for (const RankProgram& rp : prog.ranks()) {
     std::map<std::tuple<int, Phase, OpRole>, int> seen;  // (layer, phase, role) -> ops so far
     std::vector<int> block_index(rp.size(), -1);         // op -> index in its block
@@ -347,11 +395,12 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
         id = 4;
       } else if (layer != OpId::kNone) {
         const int kind = small.is_moe_layer(layer) ? 1 : 0;
-        const Place place{kind, ph, role, seen[{layer, ph, role}]++};
+        const std::size_t x = mixer_of(small, layer);
+        const Place place{kind, x, ph, role, seen[{layer, ph, role}]++};
         auto& [sum, n] = kind_ops[place];
         if (is_compute(d.kind)) sum += cm.op_time(d, backward).raw();
         ++n;
-        if (layer != chosen[static_cast<std::size_t>(kind)]) continue;
+        if (layer != chosen[static_cast<std::size_t>(kind)][x]) continue;
         blk = &probe->layer[static_cast<std::size_t>(kind)];
         id = static_cast<signed char>(kind);
         block_places[static_cast<std::size_t>(kind)].emplace_back(blk->ops.size(), place);
@@ -380,23 +429,35 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
         // A dependency in another block was met before this block started.
         if (block_of[dep] == id) mo.deps.push_back(block_index[dep]);
       }
+      if (id < 2) {
+        auto [it, first] = last_of.try_emplace({id, mo.part}, layer, 0);
+        if (!first && it->second.first != layer && mo.deps.empty()) {
+          mo.deps.push_back(it->second.second);
+        }
+        it->second = {layer, static_cast<int>(blk->ops.size())};
+      }
       block_of[i] = id;
       block_index[i] = static_cast<int>(blk->ops.size());
       blk->ops.push_back(std::move(mo));
     }
   }
   // Each kind's block runs the mean layer of its kind (one layer's ops where every layer of the
-  // kind runs the same).
+  // kind runs the same), each mixer's ops for its share.
   for (std::size_t kind = 0; kind < 2; ++kind) {
-    probe->layer[kind].present = chosen[kind] != OpId::kNone;
-    const std::int64_t layers = layers_of[kind];
+    probe->layer[kind].present = false;
+    for (std::size_t x = 0; x < kMixers; ++x)
+      probe->layer[kind].present |= chosen[kind][x] != OpId::kNone;
     for (const auto& [index, place] : block_places[kind]) {
       MiniOp& mo = probe->layer[kind].ops[index];
+      const std::size_t x = std::get<1>(place);
+      const double layers = static_cast<double>(layers_of[kind][x]);
+      const double w = share[kind][x];
       const auto& [sum, n] = kind_ops.at(place);
+      mo.host = Time(std::llround(static_cast<double>(mo.host.raw()) * w));
       if (mo.compute) {
-        mo.compute_time = Time((sum + layers / 2) / layers);
-      } else if (n != layers) {
-        mo.bytes = Bytes(mo.bytes.raw() * n / layers);
+        mo.compute_time = Time(std::llround(static_cast<double>(sum) / layers * w));
+      } else if (n != layers_of[kind][x] || w != 1.0) {
+        mo.bytes = Bytes(std::llround(static_cast<double>(mo.bytes.raw()) * n / layers * w));
       }
     }
   }
