@@ -371,18 +371,25 @@ TEST(Sweep, AnalyticEstimateSeesWhatSharesTheNetwork) {
   check(zero2, "ZeRO-2 beside ep 256 across 64 nodes");
 }
 
+// A sweep of `layers` of an MoE model on 16 H100s at sequence 8192: tp 1, pp 1, context parallel
+// `cp`, without the all-to-all overlap.
+SweepRequest one_stage_request(const std::string& model, int layers, int cp) {
+  SweepRequest req = moe_request(model, layers, 64, 16, 16, 1, 2, 4);
+  req.scenarios[0].training.seq_length = 8192;
+  req.space.tp = {1};
+  req.space.cp = {cp};
+  req.space.pp = {1};
+  req.space.moe_a2a_overlap = {false};
+  return req;
+}
+
 // GPT-OSS alternates local attention (a window of 128 tokens) with full attention. With context
 // parallelism only the full layers run the K/V ring; the estimate's layer is the mean of its
 // kind's layers, ring and all (it took the first, local one: 24 % under the simulation on
 // GPT-OSS-120B's sweep on 64 H100s, 2 % now).
 TEST(Sweep, AnalyticEstimateAveragesLocalAndFullAttentionLayers) {
-  SweepRequest req = moe_request("gpt-oss-120b", 4, 64, 16, 16, 1, 2, 4);
-  req.scenarios[0].training.seq_length = 8192;
-  req.space.tp = {1};
-  req.space.cp = {2};
-  req.space.pp = {1};
-  req.space.moe_a2a_overlap = {false};
-  expect_estimate_close(req, "gpt-oss-120b, 4 layers, cp 2 on 16 H100s", 2, 8.0);
+  expect_estimate_close(one_stage_request("gpt-oss-120b", 4, 2),
+                        "gpt-oss-120b, 4 layers, cp 2 on 16 H100s", 2, 8.0);
 }
 
 // A hybrid model's non-MoE layers are of two kinds, Mamba-2 mixers and attention: the estimate's
@@ -390,13 +397,8 @@ TEST(Sweep, AnalyticEstimateAveragesLocalAndFullAttentionLayers) {
 // Mamba mixer, and missed the attention layers: 13.8 % from the simulation, now about 6 %, the
 // same few percent too fast as on Qwen3-30B-A3B or a Mamba-only or attention-only pattern here).
 TEST(Sweep, AnalyticEstimateWeighsAHybridModelsMixers) {
-  SweepRequest req = moe_request("nemotron-3-nano", 13, 64, 16, 16, 1, 2, 4);
-  req.scenarios[0].training.seq_length = 8192;
-  req.space.tp = {1};
-  req.space.cp = {1};
-  req.space.pp = {1};
-  req.space.moe_a2a_overlap = {false};
-  expect_estimate_close(req, "nemotron-3-nano, 13 layers (2 attention) on 16 H100s", 2, 8.0);
+  expect_estimate_close(one_stage_request("nemotron-3-nano", 13, 1),
+                        "nemotron-3-nano, 13 layers (2 attention) on 16 H100s", 2, 8.0);
 }
 
 // On GB200 NVL72 racks of 18 nodes, a cluster of 37 nodes (148 GPUs: no equal blocks of racks
