@@ -302,7 +302,7 @@ Result<const Estimator::Probe*> Estimator::probe(const ParallelConfig& p) const 
   auto mixer_of = [](const ModelSpec& spec, int layer) {
     return static_cast<std::size_t>(spec.layer_kind(layer).mixer);
   };
-  constexpr std::size_t kMixers = 3;
+  constexpr std::size_t kMixers = static_cast<std::size_t>(Mixer::kNone) + 1;  // the last
   std::array<std::array<double, kMixers>, 2> share{};  // layers of the model, then shares
   for (int l = 0; l < m.num_layers; ++l)
     share[m.is_moe_layer(l) ? 1 : 0][mixer_of(m, l)] += 1;
