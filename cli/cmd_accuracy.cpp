@@ -571,7 +571,8 @@ void register_accuracy_command(CLI::App& app, CliContext& ctx) {
       ->expected(1, -1);
   cmd->add_option("--host-costs", a->host_costs,
                   "Override the host model of every run's software stack: "
-                  "KEY=MICROSECONDS,... (gemm, attention, memory, collective, p2p, micro_batch, "
+                  "KEY=MICROSECONDS,... (gemm, attention, memory, router (an MoE router op), "
+                  "collective, p2p, micro_batch, "
                   "step, gather_member; backward is a factor; pass_sync and recv_sync are 0 or 1) "
                   "or \"none\"; "
                   "see planner sim-models");

@@ -270,7 +270,8 @@ void add_stack_options(CLI::App* cmd, StackArgs& args, std::vector<std::string>*
   }
   cmd->add_option("--host-costs", args.host_costs,
                   "Override the stack's host costs: KEY=MICROSECONDS,... (gemm, attention, "
-                  "memory, collective, p2p, micro_batch, step, gather_member; backward is a "
+                  "memory, router (an MoE router op), collective, p2p, micro_batch, step, "
+                  "gather_member; backward is a "
                   "factor; pass_sync=1 makes the host synchronise with the GPU before every "
                   "pass, recv_sync=1 wait for every pipeline receive), or \"none\" for no host "
                   "model");

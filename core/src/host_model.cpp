@@ -118,9 +118,9 @@ std::string fmt_us(Time t) {
 
 bool HostCosts::enabled() const {
   const Time zero(0);
-  return gemm != zero || attention != zero || memory_bound != zero || collective != zero ||
-         p2p != zero || per_micro_batch != zero || per_step != zero || gather_member != zero ||
-         sync_per_pass || sync_on_receive;
+  return gemm != zero || attention != zero || memory_bound != zero || router != zero ||
+         collective != zero || p2p != zero || per_micro_batch != zero || per_step != zero ||
+         gather_member != zero || sync_per_pass || sync_on_receive;
 }
 
 HostCosts host_costs(SoftwareStack stack) {
@@ -133,6 +133,7 @@ HostCosts host_costs(SoftwareStack stack) {
   c.gemm = us(e->gemm_us);
   c.attention = us(e->attention_us);
   c.memory_bound = us(e->memory_us);
+  c.router = c.memory_bound;
   c.collective = us(e->collective_us);
   c.p2p = us(e->p2p_us);
   c.backward_factor = e->backward;
@@ -147,7 +148,7 @@ HostCosts host_costs(SoftwareStack stack) {
 
 HostCosts executor_host_costs() {
   HostCosts c;
-  c.gemm = c.attention = c.memory_bound = c.collective = c.p2p = us(kExecutorOp);
+  c.gemm = c.attention = c.memory_bound = c.router = c.collective = c.p2p = us(kExecutorOp);
   c.backward_factor = 1.0;
   c.source =
       "measured: planner exec's cuda backend on an H200 machine's host, gpt-tiny's 421 ops a "
@@ -168,6 +169,7 @@ Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t me
   if (!is_compute(d.kind) || d.kind == OpKind::kOptimizerStep) return Time(0);
   const Time t = (d.kind == OpKind::kGemm        ? c.gemm
                   : d.kind == OpKind::kAttention ? c.attention
+                  : d.kind == OpKind::kRouter    ? c.router
                                                  : c.memory_bound) +
                  Time(extra_kernels * c.memory_bound.raw());
   if (phase != Phase::kBackwardInput && phase != Phase::kBackwardWeight) return t;
@@ -193,7 +195,7 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
     const std::string_view key = item.substr(0, eq);
     if (eq == std::string_view::npos) {
       return Status::invalid_input("host costs: \"" + std::string(item) +
-                                   "\" is not KEY=VALUE (keys: gemm, attention, memory, "
+                                   "\" is not KEY=VALUE (keys: gemm, attention, memory, router, "
                                    "collective, p2p, backward, micro_batch, step, gather_member, "
                                    "pass_sync, recv_sync; "
                                    "or \"none\")");
@@ -214,6 +216,8 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
       base.attention = us(v);
     } else if (key == "memory") {
       base.memory_bound = us(v);
+    } else if (key == "router") {
+      base.router = us(v);
     } else if (key == "collective") {
       base.collective = us(v);
     } else if (key == "p2p") {
@@ -239,9 +243,10 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
       }
       base.sync_on_receive = v == 1;
     } else {
-      return Status::invalid_input("host costs: unknown key \"" + std::string(key) +
-                                   "\" (keys: gemm, attention, memory, collective, p2p, backward, "
-                                   "micro_batch, step, gather_member, pass_sync, recv_sync)");
+      return Status::invalid_input(
+          "host costs: unknown key \"" + std::string(key) +
+          "\" (keys: gemm, attention, memory, router, collective, p2p, backward, "
+          "micro_batch, step, gather_member, pass_sync, recv_sync)");
     }
     base.source = "set by the user";
   }
@@ -253,9 +258,10 @@ std::string describe(const HostCosts& c) {
   char factor[32];
   std::snprintf(factor, sizeof factor, "%.3g", c.backward_factor);
   return "gemm " + fmt_us(c.gemm) + " us, attention " + fmt_us(c.attention) + " us, memory-bound " +
-         fmt_us(c.memory_bound) + " us, collective " + fmt_us(c.collective) + " us, p2p " +
-         fmt_us(c.p2p) + " us per op; backward x" + factor + "; " + fmt_us(c.per_micro_batch) +
-         " us per micro-batch, " + fmt_us(c.per_step) + " us per step" +
+         fmt_us(c.memory_bound) + " us, MoE router " + fmt_us(c.router) + " us, collective " +
+         fmt_us(c.collective) + " us, p2p " + fmt_us(c.p2p) + " us per op; backward x" + factor +
+         "; " + fmt_us(c.per_micro_batch) + " us per micro-batch, " + fmt_us(c.per_step) +
+         " us per step" +
          (c.gather_member == Time(0) ? ""
                                      : "; ZeRO-3 gathers tensor by tensor, " +
                                            fmt_us(c.gather_member) + " us per rank per tensor") +

@@ -274,6 +274,30 @@ TEST(ComputeModel, TorchSoftmaxFallbackStreamsTheScoresAndCostsTheHostKernels) {
             Time(std::llround(1.5 * (37'000'000 + 4 * 28'000'000))));
 }
 
+// An MoE router op costs the host model's router cost: a memory-bound op's in the built-in
+// stacks, what --host-costs router=... sets otherwise; backward scaled like the rest.
+TEST(HostModel, MoeRouterOpCostsTheRouterCost) {
+  OpDesc d;
+  d.kind = OpKind::kRouter;
+  d.stream = Stream::kCompute;
+  const HostCosts core = host_costs(SoftwareStack::kMegatronCore);
+  EXPECT_EQ(core.router, core.memory_bound);
+  EXPECT_EQ(host_cost(core, d, Phase::kForward), core.memory_bound);
+  const auto set = parse_host_costs("router=600", core);
+  ASSERT_TRUE(set.is_ok()) << set.status().message();
+  EXPECT_EQ(set->router, microseconds(600));
+  EXPECT_EQ(set->memory_bound, core.memory_bound);
+  EXPECT_EQ(host_cost(*set, d, Phase::kForward), microseconds(600));
+  EXPECT_EQ(
+      host_cost(*set, d, Phase::kBackwardInput),
+      Time(std::llround(static_cast<double>(microseconds(600).raw()) * set->backward_factor)));
+  EXPECT_NE(describe(*set).find("MoE router 600 us"), std::string::npos) << describe(*set);
+  EXPECT_FALSE(parse_host_costs("router=-1", core).is_ok());
+  // A norm is not a router op.
+  d.kind = OpKind::kNorm;
+  EXPECT_EQ(host_cost(*set, d, Phase::kForward), core.memory_bound);
+}
+
 // Prediction errors (predicted / measured - 1) over a set of measurements.
 struct ErrorStats {
   double abs = 0, signed_ = 0;

@@ -32,8 +32,12 @@ struct HostCosts {
   // Host time to issue one forward (or recomputed forward) op, by kind.
   Time gemm;          // a linear layer (GEMM, bias)
   Time attention;     // the attention core
-  Time memory_bound;  // norms, activations, residual/dropout adds, embedding, loss, router
-  Time collective;    // launching a collective (torch.distributed, NCCL enqueue)
+  Time memory_bound;  // norms, activations, residual/dropout adds, embedding, loss
+  // An MoE block's router op before the dispatch (routing, token counts, permutation) or after
+  // the combine (unpermutation), which a framework's dispatcher issues as many small ops. The
+  // built-in stacks cost it as one memory-bound op; --host-costs router=... sets it on its own.
+  Time router;
+  Time collective;  // launching a collective (torch.distributed, NCCL enqueue)
   // ZeRO-3 parameter all-gathers issued tensor by tensor into a list of one view per rank of the
   // data-parallel group, as DeepSpeed's ZeRO-3 of 2021 did (partition_parameters.py
   // _allgather_param: torch.cuda.synchronize(), a Python loop over the ranks building the views,
