@@ -183,6 +183,7 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
     return none;
   }
   std::size_t pos = 0;
+  bool memory_set = false, router_set = false;
   while (pos <= text.size()) {
     const std::size_t comma = std::min(text.find(',', pos), text.size());
     const std::string_view item = text.substr(pos, comma - pos);
@@ -216,8 +217,10 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
       base.attention = us(v);
     } else if (key == "memory") {
       base.memory_bound = us(v);
+      memory_set = true;
     } else if (key == "router") {
       base.router = us(v);
+      router_set = true;
     } else if (key == "collective") {
       base.collective = us(v);
     } else if (key == "p2p") {
@@ -250,6 +253,8 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
     }
     base.source = "set by the user";
   }
+  // A router op costs a memory-bound op's unless set on its own, as in the built-in stacks.
+  if (memory_set && !router_set) base.router = base.memory_bound;
   return base;
 }
 

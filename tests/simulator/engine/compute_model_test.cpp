@@ -275,7 +275,8 @@ TEST(ComputeModel, TorchSoftmaxFallbackStreamsTheScoresAndCostsTheHostKernels) {
 }
 
 // An MoE router op costs the host model's router cost: a memory-bound op's in the built-in
-// stacks, what --host-costs router=... sets otherwise; backward scaled like the rest.
+// stacks and under --host-costs memory=..., what --host-costs router=... sets otherwise; backward
+// scaled like the rest.
 TEST(HostModel, MoeRouterOpCostsTheRouterCost) {
   OpDesc d;
   d.kind = OpKind::kRouter;
@@ -293,6 +294,9 @@ TEST(HostModel, MoeRouterOpCostsTheRouterCost) {
       Time(std::llround(static_cast<double>(microseconds(600).raw()) * set->backward_factor)));
   EXPECT_NE(describe(*set).find("MoE router 600 us"), std::string::npos) << describe(*set);
   EXPECT_FALSE(parse_host_costs("router=-1", core).is_ok());
+  // Setting the memory-bound cost alone moves the router's with it; setting both keeps each.
+  EXPECT_EQ(parse_host_costs("memory=70", core)->router, microseconds(70));
+  EXPECT_EQ(parse_host_costs("router=600,memory=70", core)->router, microseconds(600));
   // A norm is not a router op.
   d.kind = OpKind::kNorm;
   EXPECT_EQ(host_cost(*set, d, Phase::kForward), core.memory_bound);

@@ -35,7 +35,8 @@ struct HostCosts {
   Time memory_bound;  // norms, activations, residual/dropout adds, embedding, loss
   // An MoE block's router op before the dispatch (routing, token counts, permutation) or after
   // the combine (unpermutation), which a framework's dispatcher issues as many small ops. The
-  // built-in stacks cost it as one memory-bound op; --host-costs router=... sets it on its own.
+  // built-in stacks cost it as one memory-bound op (and so does --host-costs memory=... unless
+  // router=... sets it on its own).
   Time router;
   Time collective;  // launching a collective (torch.distributed, NCCL enqueue)
   // ZeRO-3 parameter all-gathers issued tensor by tensor into a list of one view per rank of the
