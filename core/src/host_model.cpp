@@ -118,9 +118,10 @@ std::string fmt_us(Time t) {
 
 bool HostCosts::enabled() const {
   const Time zero(0);
-  return gemm != zero || attention != zero || memory_bound != zero || router != zero ||
-         collective != zero || p2p != zero || per_micro_batch != zero || per_step != zero ||
-         gather_member != zero || sync_per_pass || sync_on_receive;
+  return gemm != zero || attention != zero || memory_bound != zero ||
+         router.value_or(zero) != zero || collective != zero || p2p != zero ||
+         per_micro_batch != zero || per_step != zero || gather_member != zero || sync_per_pass ||
+         sync_on_receive;
 }
 
 HostCosts host_costs(SoftwareStack stack) {
@@ -133,7 +134,6 @@ HostCosts host_costs(SoftwareStack stack) {
   c.gemm = us(e->gemm_us);
   c.attention = us(e->attention_us);
   c.memory_bound = us(e->memory_us);
-  c.router = c.memory_bound;
   c.collective = us(e->collective_us);
   c.p2p = us(e->p2p_us);
   c.backward_factor = e->backward;
@@ -148,7 +148,7 @@ HostCosts host_costs(SoftwareStack stack) {
 
 HostCosts executor_host_costs() {
   HostCosts c;
-  c.gemm = c.attention = c.memory_bound = c.router = c.collective = c.p2p = us(kExecutorOp);
+  c.gemm = c.attention = c.memory_bound = c.collective = c.p2p = us(kExecutorOp);
   c.backward_factor = 1.0;
   c.source =
       "measured: planner exec's cuda backend on an H200 machine's host, gpt-tiny's 421 ops a "
@@ -169,7 +169,7 @@ Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t me
   if (!is_compute(d.kind) || d.kind == OpKind::kOptimizerStep) return Time(0);
   const Time t = (d.kind == OpKind::kGemm        ? c.gemm
                   : d.kind == OpKind::kAttention ? c.attention
-                  : d.kind == OpKind::kRouter    ? c.router
+                  : d.kind == OpKind::kRouter    ? c.router.value_or(c.memory_bound)
                                                  : c.memory_bound) +
                  Time(extra_kernels * c.memory_bound.raw());
   if (phase != Phase::kBackwardInput && phase != Phase::kBackwardWeight) return t;
@@ -183,7 +183,6 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
     return none;
   }
   std::size_t pos = 0;
-  bool memory_set = false, router_set = false;
   while (pos <= text.size()) {
     const std::size_t comma = std::min(text.find(',', pos), text.size());
     const std::string_view item = text.substr(pos, comma - pos);
@@ -217,10 +216,8 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
       base.attention = us(v);
     } else if (key == "memory") {
       base.memory_bound = us(v);
-      memory_set = true;
     } else if (key == "router") {
       base.router = us(v);
-      router_set = true;
     } else if (key == "collective") {
       base.collective = us(v);
     } else if (key == "p2p") {
@@ -253,8 +250,6 @@ Result<HostCosts> parse_host_costs(std::string_view text, HostCosts base) {
     }
     base.source = "set by the user";
   }
-  // A router op costs a memory-bound op's unless set on its own, as in the built-in stacks.
-  if (memory_set && !router_set) base.router = base.memory_bound;
   return base;
 }
 
@@ -263,7 +258,8 @@ std::string describe(const HostCosts& c) {
   char factor[32];
   std::snprintf(factor, sizeof factor, "%.3g", c.backward_factor);
   return "gemm " + fmt_us(c.gemm) + " us, attention " + fmt_us(c.attention) + " us, memory-bound " +
-         fmt_us(c.memory_bound) + " us, MoE router " + fmt_us(c.router) + " us, collective " +
+         fmt_us(c.memory_bound) + " us, " +
+         (c.router ? "MoE router " + fmt_us(*c.router) + " us, " : std::string()) + "collective " +
          fmt_us(c.collective) + " us, p2p " + fmt_us(c.p2p) + " us per op; backward x" + factor +
          "; " + fmt_us(c.per_micro_batch) + " us per micro-batch, " + fmt_us(c.per_step) +
          " us per step" +

@@ -282,7 +282,7 @@ TEST(HostModel, MoeRouterOpCostsTheRouterCost) {
   d.kind = OpKind::kRouter;
   d.stream = Stream::kCompute;
   const HostCosts core = host_costs(SoftwareStack::kMegatronCore);
-  EXPECT_EQ(core.router, core.memory_bound);
+  EXPECT_FALSE(core.router.has_value());
   EXPECT_EQ(host_cost(core, d, Phase::kForward), core.memory_bound);
   const auto set = parse_host_costs("router=600", core);
   ASSERT_TRUE(set.is_ok()) << set.status().message();
@@ -293,10 +293,12 @@ TEST(HostModel, MoeRouterOpCostsTheRouterCost) {
       host_cost(*set, d, Phase::kBackwardInput),
       Time(std::llround(static_cast<double>(microseconds(600).raw()) * set->backward_factor)));
   EXPECT_NE(describe(*set).find("MoE router 600 us"), std::string::npos) << describe(*set);
+  EXPECT_EQ(describe(core).find("MoE router"), std::string::npos) << describe(core);
   EXPECT_FALSE(parse_host_costs("router=-1", core).is_ok());
   // Setting the memory-bound cost alone moves the router's with it; setting both keeps each.
-  EXPECT_EQ(parse_host_costs("memory=70", core)->router, microseconds(70));
-  EXPECT_EQ(parse_host_costs("router=600,memory=70", core)->router, microseconds(600));
+  EXPECT_EQ(host_cost(*parse_host_costs("memory=70", core), d, Phase::kForward), microseconds(70));
+  EXPECT_EQ(host_cost(*parse_host_costs("router=600,memory=70", core), d, Phase::kForward),
+            microseconds(600));
   // A norm is not a router op.
   d.kind = OpKind::kNorm;
   EXPECT_EQ(host_cost(*set, d, Phase::kForward), core.memory_bound);

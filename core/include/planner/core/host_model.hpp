@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,10 +35,9 @@ struct HostCosts {
   Time attention;     // the attention core
   Time memory_bound;  // norms, activations, residual/dropout adds, embedding, loss
   // An MoE block's router op before the dispatch (routing, token counts, permutation) or after
-  // the combine (unpermutation), which a framework's dispatcher issues as many small ops. The
-  // built-in stacks cost it as one memory-bound op (and so does --host-costs memory=... unless
-  // router=... sets it on its own).
-  Time router;
+  // the combine (unpermutation), which a framework's dispatcher issues as many small ops. Unset
+  // (every built-in stack): a memory-bound op's cost; --host-costs router=... sets it.
+  std::optional<Time> router;
   Time collective;  // launching a collective (torch.distributed, NCCL enqueue)
   // ZeRO-3 parameter all-gathers issued tensor by tensor into a list of one view per rank of the
   // data-parallel group, as DeepSpeed's ZeRO-3 of 2021 did (partition_parameters.py
