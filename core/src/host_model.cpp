@@ -1,5 +1,6 @@
 #include "planner/core/host_model.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -167,7 +168,13 @@ Time host_cost(const HostCosts& c, const OpDesc& d, Phase phase, std::int64_t me
   }
   // Copies cost nothing here; the optimizer step is covered by per_step.
   if (!is_compute(d.kind) || d.kind == OpKind::kOptimizerStep) return Time(0);
-  const Time t = (d.kind == OpKind::kGemm        ? c.gemm
+  // A GEMM of an MoE layer's local experts run kernel by kernel (kPerGroupKernels) is issued
+  // expert by expert: Transformer Engine's GroupedLinear makes one cuBLAS call per expert (and
+  // under fp8 quantizes each expert's input apart), each costing the host what a linear layer's
+  // GEMM does.
+  const std::int64_t gemms =
+      (d.flags & kPerGroupKernels) != 0 ? std::max<std::int64_t>(d.batch, 1) : 1;
+  const Time t = (d.kind == OpKind::kGemm        ? Time(gemms * c.gemm.raw())
                   : d.kind == OpKind::kAttention ? c.attention
                   : d.kind == OpKind::kRouter    ? c.router.value_or(c.memory_bound)
                                                  : c.memory_bound) +

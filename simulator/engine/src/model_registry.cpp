@@ -109,8 +109,11 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
     {SimModel::kHostIssue, "engine", "host-issue",
      "one host thread per rank walks its step program in order and issues op i at h_i = h_(i-1) + "
      "cost(op i) (per op kind and pass, plus per micro-batch and per step); an op starts at "
-     "max(h_i, when its stream and dependencies allow), so short kernels wait for the host; a "
-     "stack that gathers ZeRO-3 parameters tensor by tensor (deepspeed) synchronises with the GPU "
+     "max(h_i, when its stream and dependencies allow), so short kernels wait for the host; the "
+     "GEMM of an MoE layer's local experts costs one GEMM's host time per expert (Transformer "
+     "Engine's GroupedLinear issues them one by one), so many small local experts are "
+     "host-bound; a stack that gathers ZeRO-3 parameters tensor by tensor (deepspeed) "
+     "synchronises with the GPU "
      "before each layer's gather and then pays, per parameter tensor, a launch and a cost per "
      "data-parallel rank, so its gathers are not overlapped and grow with dp; a stack whose "
      "timers synchronise (megatron-lm) waits for the GPU before every forward and backward pass "
@@ -125,7 +128,10 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "host synchronisation before the optimizer); costs are per op of the step program (what the "
      "framework runs for it), per software stack; a stack that synchronises with the whole "
      "device elsewhere waits for every stream at the token counts too; the sweep's estimate "
-     "leaves the token-count synchronisation out",
+     "leaves the token-count synchronisation out, starts the host with each block of a forward "
+     "pass and, where the stack never synchronises with the whole device, lets it run ahead of "
+     "the GPU through backward passes (no host synchronisation there): a backward block costs the "
+     "longer of its GPU schedule and its host's issue time",
      "core/host_model.hpp: costs per stack (planner sim-models, Software stacks), fitted on "
      "measured runs of that stack (vTrain's A100 sweep for megatron-deepspeed); the gather loop "
      "from DeepSpeed's "
@@ -137,7 +143,11 @@ constexpr std::array<ModelInfo, kNumSimModels> kModels{{
      "pipelines take (micro-batches + pp - 1) stage times; the token counts from Megatron-core's "
      "MoEAlltoAllTokenDispatcher (token_dispatcher.py: preprocess copies tokens_per_expert to the "
      "host and synchronises the compute stream before the all-to-all; TE GroupedLinear takes "
-     "the row counts as a host list; from memory of the 2024-2025 sources)"},
+     "the row counts as a host list; from memory of the 2024-2025 sources); the experts' GEMMs one "
+     "by one from Transformer Engine's GroupedLinear (grouped_linear.py: general_grouped_gemm "
+     "over the m_splits, one cuBLAS call per expert, and per-expert fp8 quantizers; from memory "
+     "of the 2024-2025 sources): with the measured GEMM cost, 196 MoE records went from 26.1 % "
+     "to 23.7 % MAPE, with nothing fitted"},
     {SimModel::kMergedPasses, "engine", "merged-passes",
      "--moe-a2a-overlap (Megatron-core's combined 1F1B) and dualpipev: a steady-state forward "
      "pass and the backward pass of another micro-batch run as one, each cut into segments after "

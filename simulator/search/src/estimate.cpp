@@ -941,8 +941,14 @@ struct Interval {
   std::size_t bucket = 0;  // sim::TimeBucket of the stream
 };
 
+// The span's ops as a list schedule on one rank. The host issues them from the span's start
+// (host_model.hpp), or, with `host_ahead`, has issued earlier blocks' ops far enough ahead that
+// only its total issue time bounds the span: a backward pass, where a host that never
+// synchronises with the device keeps the lead it built (no token-count copy or receive to wait
+// for), and where an MoE layer's expert GEMMs issued one by one would otherwise show as idle GPU
+// time that the simulation hides.
 SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_time,
-                   double slowdown) {
+                   double slowdown, bool host_ahead) {
   SpanCost c;
   const std::size_t n = blk.ops.size();
   std::vector<double> start(n, 0), end(n, 0);
@@ -954,7 +960,7 @@ SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_
     if (!in_span(op.part, span)) continue;
     const auto st = static_cast<std::size_t>(op.stream);
     host += secs(op.host);
-    double ready = std::max(free[st], host);
+    double ready = host_ahead ? free[st] : std::max(free[st], host);
     for (int d : op.deps) {
       if (in_span(blk.ops[static_cast<std::size_t>(d)].part, span)) {
         ready = std::max(ready, end[static_cast<std::size_t>(d)]);
@@ -1032,6 +1038,11 @@ SpanCost span_cost(const Block& blk, Span span, const std::vector<double>& comm_
     at = std::max(at, next);
   }
   charge(at, c.time);
+  // A host ahead of the GPU still issues the span's ops no faster than their costs add up.
+  if (host_ahead && host > c.time) {
+    c.buckets[static_cast<std::size_t>(sim::TimeBucket::kIdle)] += host - c.time;
+    c.time = host;
+  }
   // Compute runs at (1 − slowdown) while communication moves data on the rank.
   const double stretch = overlapped * slowdown;
   c.time += stretch;
@@ -1197,8 +1208,10 @@ const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
       if (op.compute) continue;
       comm[i] = line_s(groups.get(op.group, op.kind), static_cast<double>(op.bytes.raw()));
     }
-    for (std::size_t sp = 0; sp < kSpans; ++sp)
-      out->cost[k][sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown);
+    for (std::size_t sp = 0; sp < kSpans; ++sp) {
+      const bool ahead = static_cast<Span>(sp) != Span::kForward && !syncs_device(e_->input_.host);
+      out->cost[k][sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown, ahead);
+    }
     if (k == 1) {
       out->moe = &blk;
       out->moe_comm = std::move(comm);

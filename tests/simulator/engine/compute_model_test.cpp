@@ -304,6 +304,27 @@ TEST(HostModel, MoeRouterOpCostsTheRouterCost) {
   EXPECT_EQ(host_cost(*set, d, Phase::kForward), core.memory_bound);
 }
 
+// A GEMM of an MoE layer's local experts run kernel by kernel costs the host one GEMM per expert
+// (Transformer Engine's GroupedLinear issues them one by one); a batched GEMM that runs as one
+// kernel (an attention core's) costs one.
+TEST(HostModel, ExpertGemmsCostTheHostOneGemmEach) {
+  const HostCosts core = host_costs(SoftwareStack::kMegatronCore);
+  OpDesc d;
+  d.kind = OpKind::kGemm;
+  d.stream = Stream::kCompute;
+  d.batch = 16;
+  EXPECT_EQ(host_cost(core, d, Phase::kForward), core.gemm);
+  d.flags = kPerGroupKernels;
+  EXPECT_EQ(host_cost(core, d, Phase::kForward), Time(16 * core.gemm.raw()));
+  EXPECT_EQ(host_cost(core, d, Phase::kBackwardWeight),
+            Time(std::llround(static_cast<double>(16 * core.gemm.raw()) * core.backward_factor)));
+  d.batch = 1;
+  EXPECT_EQ(host_cost(core, d, Phase::kForward), core.gemm);
+  // The stack's GEMM cost sets the experts' too.
+  d.batch = 4;
+  EXPECT_EQ(host_cost(*parse_host_costs("gemm=10", core), d, Phase::kForward), microseconds(40));
+}
+
 // Prediction errors (predicted / measured - 1) over a set of measurements.
 struct ErrorStats {
   double abs = 0, signed_ = 0;

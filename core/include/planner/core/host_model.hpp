@@ -31,7 +31,10 @@ namespace planner {
 
 struct HostCosts {
   // Host time to issue one forward (or recomputed forward) op, by kind.
-  Time gemm;          // a linear layer (GEMM, bias)
+  // A linear layer (GEMM, bias). A GEMM of an MoE layer's local experts that runs a kernel per
+  // expert (kPerGroupKernels) costs this once per expert: Transformer Engine's GroupedLinear
+  // issues a cuBLAS call (and under fp8 a quantization) expert by expert.
+  Time gemm;
   Time attention;     // the attention core
   Time memory_bound;  // norms, activations, residual/dropout adds, embedding, loss
   // An MoE block's router op before the dispatch (routing, token counts, permutation) or after
