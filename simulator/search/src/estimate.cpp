@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
 
@@ -895,12 +896,25 @@ double dualpipe_v_makespan(int m, const std::vector<double>& f, const std::vecto
     auto r = run_schedule(sched, times);
     return r ? r->makespan : 0.0;
   };
-  const double at_base = run(at_2p);
+  // Plans that differ where the stages' times do not (dp, ZeRO, rank order) share the runs: by
+  // the stage times, per thread (cleared when it grows large).
+  thread_local std::map<std::vector<double>, std::pair<double, double>> runs;
+  std::vector<double> key;
+  key.reserve(3 * f.size());
+  for (std::size_t s = 0; s < f.size(); ++s)
+    key.insert(key.end(), {f[s], b[s], w[s]});
+  auto it = runs.find(key);
+  if (it == runs.end()) {
+    if (runs.size() >= 100000) runs.clear();
+    it = runs.emplace(std::move(key), std::pair{run(at_2p), -1.0}).first;
+  }
+  const double at_base = it->second.first;
   if (m <= 2 * p) return at_base;
+  if (it->second.second < 0) it->second.second = run(at_2p1);
   double busiest = 0;
   for (std::size_t s = 0; s < f.size(); ++s)
     busiest = std::max(busiest, f[s] + b[s] + w[s]);
-  return at_base + (m - 2 * p) * std::max(run(at_2p1) - at_base, busiest);
+  return at_base + (m - 2 * p) * std::max(it->second.second - at_base, busiest);
 }
 
 }  // namespace
@@ -1163,6 +1177,26 @@ double merged_pair_saving(const Block& moe, const std::vector<double>& comm_time
 
 }  // namespace
 
+struct Estimator::Session::SpanCosts {
+  struct Entry {
+    const Block* block = nullptr;
+    std::vector<double> comm;
+    std::array<SpanCost, kSpans> cost{};
+  };
+  // By a hash of the block's address and communication times; entries compared in full.
+  std::unordered_map<std::uint64_t, std::vector<Entry>> by_hash;
+
+  static std::uint64_t hash(const Block* block, const std::vector<double>& comm) {
+    std::uint64_t h = 14695981039346656037ULL ^ reinterpret_cast<std::uintptr_t>(block);
+    for (double x : comm) {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &x, sizeof bits);
+      h = (h ^ bits) * 1099511628211ULL;
+    }
+    return h;
+  }
+};
+
 struct Estimator::BlockCosts {
   // Per block (dense layer, MoE layer, embedding end, head end, MTP modules) and span.
   std::array<std::array<SpanCost, kSpans>, 5> cost{};
@@ -1208,10 +1242,22 @@ const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
       if (op.compute) continue;
       comm[i] = line_s(groups.get(op.group, op.kind), static_cast<double>(op.bytes.raw()));
     }
-    for (std::size_t sp = 0; sp < kSpans; ++sp) {
-      const bool ahead = static_cast<Span>(sp) != Span::kForward && !syncs_device(e_->input_.host);
-      out->cost[k][sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown, ahead);
+    if (!span_costs_) span_costs_ = std::make_unique<SpanCosts>();
+    std::vector<SpanCosts::Entry>& same = span_costs_->by_hash[SpanCosts::hash(&blk, comm)];
+    auto hit = std::find_if(same.begin(), same.end(), [&](const SpanCosts::Entry& x) {
+      return x.block == &blk && x.comm == comm;
+    });
+    if (hit == same.end()) {
+      SpanCosts::Entry x{&blk, comm, {}};
+      for (std::size_t sp = 0; sp < kSpans; ++sp) {
+        const bool ahead =
+            static_cast<Span>(sp) != Span::kForward && !syncs_device(e_->input_.host);
+        x.cost[sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown, ahead);
+      }
+      same.push_back(std::move(x));
+      hit = same.end() - 1;
     }
+    out->cost[k] = hit->cost;
     if (k == 1) {
       out->moe = &blk;
       out->moe_comm = std::move(comm);

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "planner/core/catalog.hpp"
+#include "planner/core/schedule.hpp"
+#include "planner/search/estimate.hpp"
 #include "planner/search/sweep_spec.hpp"
 #include "planner/topo/topology_catalog.hpp"
 #include "support/corpus.hpp"
@@ -656,6 +658,36 @@ TEST(Sweep, SearchesDualPipeVWhereItApplies) {
           << short_label(p);
     }
     EXPECT_GT(simulated, 0) << req.scenarios[0].model.name;
+  }
+}
+
+// DualPipeV's makespan in the estimate is its schedule run (with each chunk taking half the
+// stage's times at 2p micro-batches, and what one more adds beyond), whatever stage times the
+// thread ran before: its runs are cached by the stages' times.
+TEST(Sweep, DualPipeVMakespanIsItsScheduleRunForEveryStageTimes) {
+  constexpr int p = 4;
+  const std::vector<double> f{1.0, 1.2, 0.9, 1.1}, w(p, 0.0);
+  auto run = [&](const std::vector<double>& b, int m) {
+    auto sched = PipelineSchedule::create(Schedule::kDualPipeV, p, m, 2);
+    EXPECT_TRUE(sched) << sched.status().message();
+    std::vector<PassTimes> t;
+    for (std::size_t s = 0; s < f.size(); ++s)
+      t.push_back({f[s] / 2, b[s] / 2, w[s] / 2});
+    auto r = run_schedule(*sched, t);
+    EXPECT_TRUE(r) << r.status().message();
+    return r ? r->makespan : 0.0;
+  };
+  const std::vector<std::vector<double>> backward{
+      {2.0, 2.4, 1.8, 2.2}, {2.0, 3.0, 1.8, 2.2}, {2.0, 2.4, 1.8, 2.2}, {4.0, 2.4, 1.8, 2.2}};
+  for (const std::vector<double>& b : backward) {
+    EXPECT_DOUBLE_EQ(pipeline_makespan(Schedule::kDualPipeV, 2 * p, 2, f, b, w, 0.0),
+                     run(b, 2 * p));
+    double busiest = 0;
+    for (std::size_t s = 0; s < f.size(); ++s)
+      busiest = std::max(busiest, f[s] + b[s] + w[s]);
+    const double base = run(b, 2 * p);
+    EXPECT_DOUBLE_EQ(pipeline_makespan(Schedule::kDualPipeV, 2 * p + 3, 2, f, b, w, 0.0),
+                     base + 3 * std::max(run(b, 2 * p + 1) - base, busiest));
   }
 }
 
