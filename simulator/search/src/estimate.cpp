@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "planner/core/flops.hpp"
 #include "planner/core/lowering.hpp"
@@ -898,7 +898,7 @@ double dualpipe_v_makespan(int m, const std::vector<double>& f, const std::vecto
   };
   // Plans that differ where the stages' times do not (dp, ZeRO, rank order) share the runs: by
   // the stage times, per thread (cleared when it grows large).
-  thread_local std::map<std::vector<double>, std::pair<double, double>> runs;
+  thread_local std::map<std::vector<double>, std::pair<double, std::optional<double>>> runs;
   std::vector<double> key;
   key.reserve(3 * f.size());
   for (std::size_t s = 0; s < f.size(); ++s)
@@ -906,15 +906,15 @@ double dualpipe_v_makespan(int m, const std::vector<double>& f, const std::vecto
   auto it = runs.find(key);
   if (it == runs.end()) {
     if (runs.size() >= 100000) runs.clear();
-    it = runs.emplace(std::move(key), std::pair{run(at_2p), -1.0}).first;
+    it = runs.emplace(std::move(key), std::pair{run(at_2p), std::optional<double>()}).first;
   }
   const double at_base = it->second.first;
   if (m <= 2 * p) return at_base;
-  if (it->second.second < 0) it->second.second = run(at_2p1);
+  if (!it->second.second) it->second.second = run(at_2p1);
   double busiest = 0;
   for (std::size_t s = 0; s < f.size(); ++s)
     busiest = std::max(busiest, f[s] + b[s] + w[s]);
-  return at_base + (m - 2 * p) * std::max(it->second.second - at_base, busiest);
+  return at_base + (m - 2 * p) * std::max(*it->second.second - at_base, busiest);
 }
 
 }  // namespace
@@ -1177,24 +1177,9 @@ double merged_pair_saving(const Block& moe, const std::vector<double>& comm_time
 
 }  // namespace
 
+// A block's span costs by the block and its communication times.
 struct Estimator::Session::SpanCosts {
-  struct Entry {
-    const Block* block = nullptr;
-    std::vector<double> comm;
-    std::array<SpanCost, kSpans> cost{};
-  };
-  // By a hash of the block's address and communication times; entries compared in full.
-  std::unordered_map<std::uint64_t, std::vector<Entry>> by_hash;
-
-  static std::uint64_t hash(const Block* block, const std::vector<double>& comm) {
-    std::uint64_t h = 14695981039346656037ULL ^ reinterpret_cast<std::uintptr_t>(block);
-    for (double x : comm) {
-      std::uint64_t bits = 0;
-      std::memcpy(&bits, &x, sizeof bits);
-      h = (h ^ bits) * 1099511628211ULL;
-    }
-    return h;
-  }
+  std::map<std::pair<const Block*, std::vector<double>>, std::array<SpanCost, kSpans>> by_comm;
 };
 
 struct Estimator::BlockCosts {
@@ -1243,21 +1228,15 @@ const Estimator::BlockCosts& Estimator::Session::block_costs(const Probe& probe,
       comm[i] = line_s(groups.get(op.group, op.kind), static_cast<double>(op.bytes.raw()));
     }
     if (!span_costs_) span_costs_ = std::make_unique<SpanCosts>();
-    std::vector<SpanCosts::Entry>& same = span_costs_->by_hash[SpanCosts::hash(&blk, comm)];
-    auto hit = std::find_if(same.begin(), same.end(), [&](const SpanCosts::Entry& x) {
-      return x.block == &blk && x.comm == comm;
-    });
-    if (hit == same.end()) {
-      SpanCosts::Entry x{&blk, comm, {}};
+    auto [hit, added] = span_costs_->by_comm.try_emplace({&blk, comm});
+    if (added) {
+      const bool syncs = syncs_device(e_->input_.host);
       for (std::size_t sp = 0; sp < kSpans; ++sp) {
-        const bool ahead =
-            static_cast<Span>(sp) != Span::kForward && !syncs_device(e_->input_.host);
-        x.cost[sp] = span_cost(blk, static_cast<Span>(sp), comm, slowdown, ahead);
+        const auto span = static_cast<Span>(sp);
+        hit->second[sp] = span_cost(blk, span, comm, slowdown, span != Span::kForward && !syncs);
       }
-      same.push_back(std::move(x));
-      hit = same.end() - 1;
     }
-    out->cost[k] = hit->cost;
+    out->cost[k] = hit->second;
     if (k == 1) {
       out->moe = &blk;
       out->moe_comm = std::move(comm);

@@ -174,8 +174,8 @@ class Estimator::Session {
   std::unordered_map<Key, const Partition*, KeyHash> partitions_;
   std::vector<std::string> orders_;  // rank orders seen, by index (a field of the groups key)
   std::unordered_map<Key, std::unique_ptr<BlockCosts>, KeyHash> block_costs_;
-  // A block's span costs by its communication times: plans whose groups differ where the block
-  // does not communicate (dp, pp, ZeRO) share them.
+  // A block's span costs by its communication times (block_costs): plans whose groups differ
+  // where the block does not communicate (dp, pp, ZeRO) share them.
   struct SpanCosts;
   std::unique_ptr<SpanCosts> span_costs_;
   std::unordered_map<Key, std::unique_ptr<DpTail>, KeyHash> dp_tails_;
