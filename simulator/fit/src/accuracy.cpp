@@ -14,6 +14,7 @@
 #include "planner/core/flops.hpp"
 #include "planner/core/model_partition.hpp"
 #include "planner/core/spec_json.hpp"
+#include "planner/fit/moe_record_model.hpp"
 #include "planner/fit/run_predictor.hpp"
 #include "planner/sim/fabric.hpp"
 #include "planner/topo/cluster_numbers.hpp"
@@ -341,8 +342,9 @@ constexpr Family kGptFamily{
     "gpt", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kLearned, true, true};
 
 // A mixture-of-experts record takes the whole structure of the MoE preset of its shape (routed
-// and shared experts, dense first layers, MLA, Mamba mixers, layer pattern): the record's fields
-// cannot describe those, so a shape no preset has cannot be modelled.
+// and shared experts, dense first layers, MLA, Mamba mixers, layer pattern); a shape no preset
+// has is built from the record's fields and the config keys its notes quote
+// (moe_record_model.hpp).
 Result<ModelSpec> map_moe_model(const PublishedRun& run, const Catalog& catalog,
                                 std::vector<ChosenField>& notes) {
   const PublishedModel& m = run.model;
@@ -369,16 +371,12 @@ Result<ModelSpec> map_moe_model(const PublishedRun& run, const Catalog& catalog,
       break;
     }
   }
-  if (preset == nullptr) {
-    return Status::not_found(
-        "no MoE model preset has the record's shape (" + std::to_string(*m.layers) +
-        " layers, hidden " + std::to_string(*m.hidden) + ", " + std::to_string(*m.heads) +
-        " heads, " + std::to_string(*m.experts) + " experts top-" + std::to_string(*m.top_k) +
-        " of ffn " + std::to_string(*m.expert_ffn_hidden) + ", shared ffn " +
-        std::to_string(shared_ffn) +
-        "): the record's fields do not describe an MoE layer fully (planner model list)");
+  ModelSpec out;
+  if (preset != nullptr) {
+    out = *preset;
+  } else {
+    PLANNER_ASSIGN_OR_RETURN(out, moe_model_from_record(run, catalog, notes));
   }
-  ModelSpec out = *preset;
   out.max_seq_len = std::max(out.max_seq_len, *m.seq_len);
   if (out.mtp_layers > 0) {
     // Multi-token prediction is a training option (Megatron's --mtp-num-layers): NVIDIA's tables
@@ -391,9 +389,12 @@ Result<ModelSpec> map_moe_model(const PublishedRun& run, const Catalog& catalog,
     } else if (text.find("w/ mtp") == std::string::npos &&
                text.find("mtp depth") == std::string::npos) {
       notes.push_back({"/model/mtp_layers", std::to_string(out.mtp_layers),
-                       "not stated: the model's MTP module as " + preset->name + " defines it"});
+                       "not stated: the model's MTP module as " +
+                           (preset != nullptr ? preset->name + " defines it"
+                                              : std::string("the record's notes give it"))});
     }
   }
+  if (preset == nullptr) return out;
   std::string what = "experts, top-k, expert and shared-expert FFN";
   if (out.moe->first_dense_layers > 0) what += ", first dense layers";
   if (out.mla) what += ", multi-head latent attention";

@@ -29,7 +29,11 @@
 //             stated, experts, top_k, expert_ffn_hidden, shared_experts × expert_ffn_hidden as the
 //             shared FFN): dense first layers, MLA, Mamba-2 mixers and layer pattern, router;
 //             its MTP module unless the notes say "w/o MTP" / "no MTP". No preset of the shape:
-//             skipped (the record's fields cannot describe an MoE layer).
+//             built from the record's fields and the config keys its notes quote (head_dim, MLA
+//             ranks, first_k_dense_replace, hybrid_override_pattern, ...; moe_record_model.hpp),
+//             the common MoE transformer's structure where they say nothing; a field neither
+//             gives (a vocabulary without a preset of the family, a dense width for dense
+//             layers) skips the record, naming it.
 //   training  global batch and sequence length from the record; precision from its text (fp8,
 //             bf16, fp16, tf32, fp32; the FP8 recipe it names first, MXFP8, blockwise,
 //             per-tensor current or delayed scaling, else delayed: the plan's fp8_recipe, which
