@@ -126,6 +126,77 @@ std::string gpu_family(const std::string& name) {
   return tail.ends_with("gb") ? lower(name.substr(0, dash)) : lower(name);
 }
 
+// Words of a GPU's description that name no part: vendors, product lines, form factors.
+constexpr std::string_view kGpuFillerWords[] = {"nvidia", "amd",         "instinct", "tesla", "gpu",
+                                                "gpus",   "accelerator", "tensor",   "core"};
+
+// A GPU named in free text ("NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X", "GB200 NVL72", "H100
+// 80GB HBM3"): the presets one of its words names (a preset's name or alias, or the start of its
+// name: "a100" for A100-SXM4-40GB and -80GB), vendor words dropped; a memory size among the words
+// ("40GB") picks that variant, else the smallest of one part's variants.
+Result<const GpuSpec*> gpu_from_words(const std::string& text, const std::string& base,
+                                      const Catalog& catalog, std::vector<ChosenField>& notes) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (char c : lower(base) + " ") {
+    if (c == ' ' || c == ',' || c == '/' || c == ';') {
+      if (!cur.empty()) words.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  std::vector<const GpuSpec*> named;
+  std::optional<long> memory_gb;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (std::find(std::begin(kGpuFillerWords), std::end(kGpuFillerWords), w) !=
+        std::end(kGpuFillerWords)) {
+      continue;
+    }
+    char* end = nullptr;
+    const long size = std::strtol(w.c_str(), &end, 10);
+    if (end != w.c_str() && size > 0 &&
+        (std::string_view(end) == "gb" ||
+         (*end == '\0' && i + 1 < words.size() && words[i + 1] == "gb"))) {
+      memory_gb = size;
+      continue;
+    }
+    for (const GpuSpec& g : catalog.gpus()) {
+      if (!g.matches(w) && !lower(g.name).starts_with(w + "-")) continue;
+      if (std::find(named.begin(), named.end(), &g) == named.end()) named.push_back(&g);
+    }
+  }
+  if (memory_gb) {
+    std::vector<const GpuSpec*> sized;
+    const std::string tag = "-" + std::to_string(*memory_gb) + "gb";
+    for (const GpuSpec* g : named) {
+      if (lower(g->name).find(tag) != std::string::npos) sized.push_back(g);
+    }
+    if (!sized.empty()) named = sized;
+  }
+  if (named.empty()) {
+    return Status::not_found("no GPU preset matches \"" + text + "\" (planner gpu list)");
+  }
+  const std::string family = gpu_family(named.front()->name);
+  for (const GpuSpec* g : named) {
+    if (gpu_family(g->name) != family) {
+      return Status::not_found("\"" + text + "\" names more than one GPU preset (" +
+                               named.front()->name + ", " + g->name + "; planner gpu list)");
+    }
+  }
+  const GpuSpec* best =
+      *std::min_element(named.begin(), named.end(),
+                        [](const GpuSpec* a, const GpuSpec* b) { return a->hbm < b->hbm; });
+  notes.push_back(
+      {"gpu", best->name,
+       "the record's \"" + text + "\"" +
+           (named.size() > 1 ? ": the smallest of the " + std::to_string(named.size()) +
+                                   " variants it names, which every published batch fits"
+                             : std::string())});
+  return best;
+}
+
 Result<const GpuSpec*> map_gpu(const std::string& text, const Catalog& catalog,
                                std::vector<ChosenField>& notes) {
   const std::string low = lower(text);
@@ -178,9 +249,7 @@ Result<const GpuSpec*> map_gpu(const std::string& text, const Catalog& catalog,
     ++variants;
     if (best == nullptr || g.hbm < best->hbm) best = &g;
   }
-  if (best == nullptr) {
-    return Status::not_found("no GPU preset matches \"" + text + "\" (planner gpu list)");
-  }
+  if (best == nullptr) return gpu_from_words(text, base, catalog, notes);
   notes.push_back({"gpu", best->name,
                    "\"" + text + "\" does not state the memory size: the smallest of the " +
                        std::to_string(variants) + " " + base +

@@ -258,6 +258,36 @@ TEST(MapPublishedRun, ARemarkNamingAGpuVariantSelectsIt) {
   EXPECT_EQ(a100->plan.gpu.name, "A100-SXM4-40GB");
 }
 
+// A GPU named in free text: vendor words dropped, a preset's name, alias or the start of its name
+// among the words, a memory size picking the variant; words naming two parts are refused.
+TEST(MapPublishedRun, GpuNamedInFreeText) {
+  PublishedRun run = vtrain_row("8,8,8,1024,16,12,1024,8,1,1,100");
+  const std::pair<const char*, const char*> cases[] = {
+      {"NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"},
+      {"NVIDIA A100 40GB", "A100-SXM4-40GB"},
+      {"A100 (80 GB)", "A100-SXM4-80GB"},
+      {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"},
+      {"AMD Instinct MI300X", "MI300X"},
+      {"NVIDIA Tesla V100-SXM2-32GB", "V100-SXM2-32GB"},
+  };
+  for (const auto& [text, want] : cases) {
+    run.hardware.gpu = text;
+    auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+    ASSERT_TRUE(s) << text << ": " << s.status().message();
+    EXPECT_EQ(s->plan.gpu.name, want) << text;
+  }
+  run.hardware.gpu = "H100 or A100";
+  auto two = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.status().message().find("more than one GPU preset"), std::string::npos)
+      << two.status().message();
+  run.hardware.gpu = "Acme X1000";
+  auto none = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.status().message().find("no GPU preset matches"), std::string::npos)
+      << none.status().message();
+}
+
 // A record that publishes only a rate and no global batch (a paper's single-GPU baseline) is
 // simulated with 8 sequences per data-parallel replica where pp is 1, and says so; a step time
 // without its batch, or a rate with pp > 1 (the bubble depends on the micro-batch count), is not
