@@ -414,8 +414,16 @@ constexpr Family kGptFamily{
 // and shared experts, dense first layers, MLA, Mamba mixers, layer pattern); a shape no preset
 // has is built from the record's fields and the config keys its notes quote
 // (moe_record_model.hpp).
-Result<ModelSpec> map_moe_model(const PublishedRun& run, const Catalog& catalog,
+Result<ModelSpec> map_moe_model(const PublishedRun& published, const Catalog& catalog,
                                 std::vector<ChosenField>& notes) {
+  PublishedRun run = published;
+  if (!run.model.expert_ffn_hidden && run.model.ffn_hidden) {
+    // Mixtral's and DBRX's experts are each a whole FFN (their configs' intermediate_size).
+    run.model.expert_ffn_hidden = run.model.ffn_hidden;
+    notes.push_back({"/model/expert_ffn_hidden", std::to_string(*run.model.ffn_hidden),
+                     "not published: each expert as wide as the FFN (ffn_hidden), as Mixtral's "
+                     "and DBRX's are"});
+  }
   const PublishedModel& m = run.model;
   const std::pair<const char*, bool> required[] = {
       {"layers", m.layers.has_value()},   {"hidden", m.hidden.has_value()},

@@ -187,6 +187,15 @@ TEST(MapMoeRun, NullAndImpossibleExpertFields) {
     tried.push_back(c.ep);
   EXPECT_NE(std::find(tried.begin(), tried.end(), 8), tried.end());
 
+  // No expert width but the FFN's: Mixtral's experts are whole FFNs.
+  run = by_id(runs, "mz_h100_mixtral_8x22b_128g_dropless");
+  run.model.ffn_hidden = *run.model.expert_ffn_hidden;
+  run.model.expert_ffn_hidden.reset();
+  auto whole = map(run);
+  ASSERT_TRUE(whole) << whole.status().message();
+  EXPECT_EQ(assumption(*whole, "model structure")->value, "mixtral-8x22b");
+  EXPECT_EQ(assumption(*whole, "/model/expert_ffn_hidden")->value, "16384");
+
   run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
   run.parallel.pp = 8;
   run.parallel.dp = 32;  // 32 ranks per stage cannot hold ep 64
