@@ -649,6 +649,14 @@ std::pair<SoftwareStack, std::string> infer_stack(const PublishedRun& run) {
   if (auto w = names({"megatron-deepspeed", "megatron deepspeed"}); !w.empty()) {
     return {SoftwareStack::kMegatronDeepSpeed, "the record's text names " + w};
   }
+  // "DeepSpeed + Megatron", "Megatron-LM and DeepSpeed" (MT-NLG, BLOOM): Megatron's model code
+  // on DeepSpeed's engine.
+  if (!names({"deepspeed"}).empty() && !names({"megatron"}).empty() &&
+      names({"megatron-core", "megatron core", "megatron-bridge", "nemo"}).empty()) {
+    return {SoftwareStack::kMegatronDeepSpeed,
+            "the record's text names both DeepSpeed and Megatron: Megatron's model code on "
+            "DeepSpeed's engine"};
+  }
   if (auto w = names({"automodel"}); !w.empty()) {
     return {SoftwareStack::kFsdp, "the record's text names " + w +
                                       " (NeMo AutoModel: PyTorch-native FSDP2, not Megatron-core)"};

@@ -90,6 +90,12 @@ TEST(ResolveSoftware, TwoDigitYearsDateASource) {
   other.notes = "Megatron-DeepSpeed fork";
   EXPECT_EQ(resolve_software(other).stack, SoftwareStack::kMegatronDeepSpeed);
   EXPECT_EQ(resolve_software(other).overlap.grad_reduce, false);
+  // Both named apart (MT-NLG's "DeepSpeed and Megatron"): Megatron's model on DeepSpeed's engine;
+  // DeepSpeed alone is its ZeRO engine.
+  other.notes = "trained with DeepSpeed and Megatron-LM (3D parallelism)";
+  EXPECT_EQ(resolve_software(other).stack, SoftwareStack::kMegatronDeepSpeed);
+  other.notes = "DeepSpeed ZeRO-3";
+  EXPECT_EQ(resolve_software(other).stack, SoftwareStack::kDeepSpeed);
 }
 
 TEST(ResolveSoftware, MegatronFsdpIsMegatronCore) {
