@@ -448,9 +448,36 @@ Result<ModelSpec> map_moe_model(const PublishedRun& published, const Catalog& ca
       break;
     }
   }
+  // The experts, attention and depth of a preset with another dense FFN width, vocabulary or
+  // shared-expert count: the same model described differently (Llama 4's intermediate_size is
+  // its experts' width, intermediate_size_mlp its dense layers'; a padded vocabulary).
+  std::string differs;
+  if (preset == nullptr) {
+    for (const ModelSpec& p : catalog.models()) {
+      if (!p.is_moe() || p.num_layers != *m.layers || p.hidden != *m.hidden ||
+          p.heads != *m.heads || (m.kv_heads && p.kv_heads != *m.kv_heads) ||
+          p.moe->num_experts != *m.experts || p.moe->top_k != *m.top_k ||
+          p.moe->expert_ffn_hidden != *m.expert_ffn_hidden) {
+        continue;
+      }
+      preset = &p;
+      auto note = [&](std::string_view field, std::int64_t record, std::int64_t kept) {
+        differs += (differs.empty() ? "" : ", ") + std::string(field) + " " +
+                   std::to_string(record) + " (the preset's " + std::to_string(kept) + ")";
+      };
+      if (m.ffn_hidden && p.ffn_hidden != *m.ffn_hidden)
+        note("ffn_hidden", *m.ffn_hidden, p.ffn_hidden);
+      if (m.shared_experts && p.moe->shared_ffn() != shared_ffn) {
+        note("shared expert FFN", shared_ffn, p.moe->shared_ffn());
+      }
+      if (m.vocab && p.vocab != *m.vocab) note("vocab", *m.vocab, p.vocab);
+      break;
+    }
+  }
   ModelSpec out;
   if (preset != nullptr) {
     out = *preset;
+    if (m.vocab) out.vocab = *m.vocab;
   } else {
     PLANNER_ASSIGN_OR_RETURN(out, moe_model_from_record(run, catalog, notes));
   }
@@ -480,7 +507,13 @@ Result<ModelSpec> map_moe_model(const PublishedRun& published, const Catalog& ca
   what += ", MLP, norm, positions, embeddings";
   if (!m.vocab) what += ", vocabulary";
   notes.push_back(
-      {"model structure", preset->name, "the MoE model preset of the same shape (" + what + ")"});
+      {"model structure", preset->name,
+       differs.empty()
+           ? "the MoE model preset of the same shape (" + what + ")"
+           : "the MoE model preset of the same layers, attention and experts (" + what +
+                 "); the record's " + differs +
+                 " describe the same model otherwise: the preset's structure kept" +
+                 (m.vocab && *m.vocab != preset->vocab ? ", the record's vocabulary taken" : "")});
   return out;
 }
 

@@ -196,6 +196,29 @@ TEST(MapMoeRun, NullAndImpossibleExpertFields) {
   EXPECT_EQ(assumption(*whole, "model structure")->value, "mixtral-8x22b");
   EXPECT_EQ(assumption(*whole, "/model/expert_ffn_hidden")->value, "16384");
 
+  // Llama 4 Maverick with its experts' width as ffn_hidden (its config's intermediate_size) and a
+  // padded vocabulary: the preset's alternating dense and MoE layers, the record's vocabulary.
+  run = by_id(runs, "mz_h100_mixtral_8x22b_128g_dropless");
+  run.model.name = "Llama 4 Maverick";
+  run.model.layers = 48;
+  run.model.hidden = 5120;
+  run.model.heads = 40;
+  run.model.kv_heads = 8;
+  run.model.ffn_hidden = 8192;
+  run.model.experts = 128;
+  run.model.top_k = 1;
+  run.model.shared_experts = 1;
+  run.model.expert_ffn_hidden = 8192;
+  run.model.vocab = 202112;
+  auto maverick = map(run);
+  ASSERT_TRUE(maverick) << maverick.status().message();
+  EXPECT_EQ(assumption(*maverick, "model structure")->value, "llama4-maverick");
+  EXPECT_NE(assumption(*maverick, "model structure")->reason.find("ffn_hidden 8192"),
+            std::string::npos);
+  EXPECT_EQ(maverick->plan.model.moe->layer_freq, 2);
+  EXPECT_EQ(maverick->plan.model.ffn_hidden, 16384);
+  EXPECT_EQ(maverick->plan.model.vocab, 202112);
+
   run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
   run.parallel.pp = 8;
   run.parallel.dp = 32;  // 32 ranks per stage cannot hold ep 64

@@ -28,7 +28,10 @@
 //             preset of its shape (layers, hidden, heads, kv_heads, ffn_hidden and vocab when
 //             stated, experts, top_k, expert_ffn_hidden, shared_experts × expert_ffn_hidden as the
 //             shared FFN): dense first layers, MLA, Mamba-2 mixers and layer pattern, router;
-//             its MTP module unless the notes say "w/o MTP" / "no MTP". No preset of the shape:
+//             its MTP module unless the notes say "w/o MTP" / "no MTP". A preset of the same
+//             layers, attention and experts whose dense FFN width, vocabulary or shared experts
+//             differ from the record's is the same model described differently: its structure,
+//             the record's vocabulary, the differences noted. No preset of the shape:
 //             built from the record's fields and the config keys its notes quote (head_dim, MLA
 //             ranks, first_k_dense_replace, hybrid_override_pattern, ...; moe_record_model.hpp),
 //             the common MoE transformer's structure where they say nothing; a field neither
