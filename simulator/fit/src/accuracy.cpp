@@ -342,7 +342,13 @@ Result<topo::TopologySpec> map_topology(const PublishedRun& run, const GpuSpec& 
     if (tg == nullptr) continue;
     const bool exact = tg->name == gpu.name;
     if (!exact && (gpu_family(tg->name) != gpu_family(gpu.name) || tg->arch != gpu.arch)) continue;
-    if (run.hardware.gpus_per_node && *run.hardware.gpus_per_node != t.gpus_per_node()) continue;
+    // A rack-scale NVLink domain's GPUs stated as the node's (72 for a GB200 NVL72 of 4-GPU
+    // trays) name the same machine.
+    const int domain = t.nvlink_domain ? t.gpus_per_node() * t.nvlink_domain->nodes : 0;
+    if (run.hardware.gpus_per_node && *run.hardware.gpus_per_node != t.gpus_per_node() &&
+        *run.hardware.gpus_per_node != domain) {
+      continue;
+    }
     int score = 0;
     std::string why;
     const std::string_view tech = link_tech_word(t.fabric.host_link.kind);
@@ -380,6 +386,11 @@ Result<topo::TopologySpec> map_topology(const PublishedRun& run, const GpuSpec& 
   std::string reason = best_why.empty() ? "the preset with the record's GPU (the interconnect text "
                                           "names nothing more specific)"
                                         : "the hardware text names " + best_why;
+  if (run.hardware.gpus_per_node && *run.hardware.gpus_per_node != spec.gpus_per_node()) {
+    reason += "; the record's " + std::to_string(*run.hardware.gpus_per_node) +
+              " GPUs per node are its NVLink domain's, whose nodes hold " +
+              std::to_string(spec.gpus_per_node());
+  }
   if (spec.gpu != gpu.name) {
     reason += "; its " + spec.gpu + " replaced by the record's " + gpu.name + " (same node layout)";
     spec.gpu = gpu.name;

@@ -63,6 +63,15 @@ TEST(MapMoeRun, DeepSeekV3OnGb200) {
   EXPECT_EQ(s->topology.name, "gb200-nvl72");
   EXPECT_EQ(s->topology.gpus_per_node(), 4);
   EXPECT_EQ(s->nodes, 64);
+  // The NVLink domain's 72 GPUs written as the node's: the same rack of 4-GPU trays.
+  PublishedRun rack = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
+  rack.hardware.gpus_per_node = 72;
+  auto r = map(rack);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(r->topology.name, "gb200-nvl72");
+  EXPECT_EQ(r->nodes, 64);
+  rack.hardware.gpus_per_node = 8;
+  EXPECT_FALSE(map(rack));
   EXPECT_EQ(s->plan.parallel.ep, 64);
   EXPECT_EQ(s->plan.parallel.etp, 1);
   EXPECT_EQ(s->plan.training.precision, Precision::kFp8);
