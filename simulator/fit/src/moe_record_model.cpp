@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -12,6 +13,10 @@
 
 namespace planner::fit {
 namespace {
+
+// How far the built model's parameter count may stray from the record's nominal one before the
+// note says the notes may be incomplete.
+constexpr double kParamsTolerance = 0.1;
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -390,9 +395,17 @@ Result<ModelSpec> moe_model_from_record(const PublishedRun& run, const Catalog& 
   std::snprintf(count, sizeof count, "; %.1f B parameters (%.1f B active)", billions,
                 static_cast<double>(out.active_params()) / 1e9);
   why += count;
-  if (r.params_billion) {
+  if (r.params_billion && *r.params_billion > 0) {
     std::snprintf(count, sizeof count, ", the record says %.4g B", *r.params_billion);
     why += count;
+    // Nominal counts ("30B") round; a model off by more than a tenth is not the one the record
+    // names: the notes leave out part of its structure (dense layers, interleaving, a head width).
+    const double off = billions / *r.params_billion - 1;
+    if (std::abs(off) > kParamsTolerance) {
+      std::snprintf(count, sizeof count,
+                    " (%+.0f %%: the notes may leave out part of the structure)", 100 * off);
+      why += count;
+    }
   }
   notes.push_back({"model structure", "from the record", why});
   return out;

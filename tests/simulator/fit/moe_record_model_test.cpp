@@ -206,6 +206,24 @@ TEST(MoeRecordModel, MissingFieldsAreErrorsThatNameThem) {
   scattered.model.arch_notes = "mlp_only_layers [0, 5]";
   fails_with(scattered, "mlp_only_layers");
 
+  // A structure the notes leave out shows in the parameter count: Llama 4 Maverick without its
+  // interleaving is twice its 400 B.
+  PublishedRun maverick = record("Llama-4-Maverick-Untold", 48, 5120, 40, 8, 16384, 128, 1, 1, 8192,
+                                 202048, "head_dim 128");
+  maverick.model.params_billion = 400;
+  notes.clear();
+  auto untold = moe_model_from_record(maverick, builtin_catalog(), notes);
+  ASSERT_TRUE(untold) << untold.status().message();
+  ASSERT_NE(note(notes, "model structure"), nullptr);
+  EXPECT_NE(note(notes, "model structure")->reason.find("may leave out part of the structure"),
+            std::string::npos)
+      << note(notes, "model structure")->reason;
+  maverick.model.arch_notes = "head_dim 128; interleave_moe_layer_step 2";
+  notes.clear();
+  ASSERT_TRUE(moe_model_from_record(maverick, builtin_catalog(), notes));
+  EXPECT_EQ(note(notes, "model structure")->reason.find("may leave out"), std::string::npos)
+      << note(notes, "model structure")->reason;
+
   // The family's vocabulary, noted, where the record gives none.
   PublishedRun mixtral =
       record("Mixtral-8x7B-Instruct", 32, 4096, 32, 8, std::nullopt, 8, 2, 0, 14336, 0, "");
