@@ -410,13 +410,29 @@ struct Family {
   bool bias;
 };
 
+// The families by a word of the model's name, as their Hugging Face configs and papers describe
+// them: Llama's layout (DeepSeek LLM, InternLM, Baichuan 7B, Granite, OLMo with a LayerNorm),
+// Gemma's GeGLU, MPT's and BLOOM's ALiBi, Falcon's and GPT-NeoX's (Pythia's) rotary GeLU models,
+// OPT's learned positions (its ReLU MLP costs what a GeLU one does), Nemotron-4's squared ReLU.
 constexpr Family kFamilies[] = {
     {"llama", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
     {"mistral", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
     {"mixtral", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
     {"qwen", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
+    {"deepseek", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
+    {"internlm", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
+    {"baichuan", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
+    {"granite", MlpKind::kSwiglu, NormKind::kRmsNorm, PositionEmbedding::kRope, false, false},
+    {"olmo", MlpKind::kSwiglu, NormKind::kLayerNorm, PositionEmbedding::kRope, false, false},
     {"gemma", MlpKind::kGeglu, NormKind::kRmsNorm, PositionEmbedding::kRope, true, false},
     {"mpt", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kAlibi, true, false},
+    {"bloom", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kAlibi, true, true},
+    {"falcon", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kRope, true, false},
+    {"pythia", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kRope, false, true},
+    {"neox", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kRope, false, true},
+    {"opt", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kLearned, true, true},
+    {"nemotron", MlpKind::kSquaredRelu, NormKind::kLayerNorm, PositionEmbedding::kRope, false,
+     false},
 };
 constexpr Family kGptFamily{
     "gpt", MlpKind::kGelu, NormKind::kLayerNorm, PositionEmbedding::kLearned, true, true};
@@ -589,7 +605,11 @@ Result<ModelSpec> map_model(const PublishedRun& run, const Catalog& catalog,
     const std::string name = lower(m.name);
     Family f = kGptFamily;
     for (const Family& candidate : kFamilies) {
-      if (name.find(candidate.keyword) != std::string::npos) {
+      // Short keywords ("opt", "mpt") only as words of their own ("OPT-175B", not "adopted").
+      const bool named = candidate.keyword.size() <= kMinToken
+                             ? has_word(name, candidate.keyword)
+                             : name.find(candidate.keyword) != std::string::npos;
+      if (named) {
         f = candidate;
         break;
       }

@@ -294,6 +294,37 @@ TEST(MapPublishedRun, GpuNamedInFreeText) {
       << none.status().message();
 }
 
+// A dense model no preset has takes its family's structure from a word of its name: DeepSeek LLM
+// and InternLM are Llama's layout (SwiGLU: three FFN matrices), BLOOM and Falcon GeLU models,
+// Nemotron-4 squared ReLU; a short keyword only as a word ("OPT-175B", not "Adopted GPT").
+TEST(MapPublishedRun, DenseFamiliesFromTheName) {
+  PublishedRun run = vtrain_row("8,8,8,1024,16,12,1024,8,1,1,100");
+  const std::pair<const char*, MlpKind> cases[] = {
+      {"DeepSeek LLM 67B", MlpKind::kSwiglu},
+      {"InternLM-20B", MlpKind::kSwiglu},
+      {"BLOOM", MlpKind::kGelu},
+      {"Falcon-180B", MlpKind::kGelu},
+      {"Nemotron-4 15B", MlpKind::kSquaredRelu},
+      {"OPT-175B", MlpKind::kGelu},
+      {"Adopted GPT", MlpKind::kGelu},
+  };
+  for (const auto& [name, mlp] : cases) {
+    run.model.name = name;
+    auto s = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+    ASSERT_TRUE(s) << name << ": " << s.status().message();
+    EXPECT_EQ(s->plan.model.mlp, mlp) << name;
+  }
+  run.model.name = "BLOOM";
+  auto bloom = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(bloom);
+  EXPECT_EQ(bloom->plan.model.position_embedding, PositionEmbedding::kAlibi);
+  run.model.name = "Adopted GPT";
+  auto gpt = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(gpt);
+  EXPECT_EQ(gpt->plan.model.position_embedding, PositionEmbedding::kLearned);
+  EXPECT_TRUE(gpt->plan.model.bias);
+}
+
 // A record that publishes only a rate and no global batch (a paper's single-GPU baseline) is
 // simulated with 8 sequences per data-parallel replica where pp is 1, and says so; a step time
 // without its batch, or a rate with pp > 1 (the bubble depends on the micro-batch count), is not

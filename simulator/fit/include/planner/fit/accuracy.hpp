@@ -20,10 +20,13 @@
 //   model     layers, hidden, heads, kv_heads (null: multi-head), ffn_hidden, seq_len and vocab
 //             from the record; the structure (MLP, norm, position embedding, tied embeddings,
 //             biases; vocab when null) from a model preset of the same shape when there is one,
-//             else from the name's family (Llama, Mistral, Mixtral, Qwen, Gemma: SwiGLU, RMSNorm,
-//             RoPE, untied, no biases; MPT: GeLU, LayerNorm, ALiBi, tied, no biases; otherwise
-//             GPT: GeLU, LayerNorm, learned positions, tied, biases). A vocabulary tp does not
-//             divide is padded to a multiple of 128·tp as Megatron-LM does.
+//             else from the name's family (Llama, Mistral, Mixtral, Qwen, DeepSeek, InternLM,
+//             Baichuan, Granite: SwiGLU, RMSNorm, RoPE, untied, no biases; OLMo the same with
+//             LayerNorm; Gemma: GeGLU; MPT: GeLU, LayerNorm, ALiBi, tied, no biases; BLOOM the
+//             same with biases; Falcon: GeLU, LayerNorm, RoPE, tied; Pythia, NeoX: GeLU, RoPE,
+//             untied, biases; OPT: learned positions, tied, biases; Nemotron: squared ReLU;
+//             otherwise GPT: GeLU, LayerNorm, learned positions, tied, biases). A vocabulary tp
+//             does not divide is padded to a multiple of 128·tp as Megatron-LM does.
 //             A mixture-of-experts record (experts > 1) takes the whole structure of the MoE
 //             preset of its shape (layers, hidden, heads, kv_heads, ffn_hidden and vocab when
 //             stated, experts, top_k, expert_ffn_hidden, shared_experts × expert_ffn_hidden as the
