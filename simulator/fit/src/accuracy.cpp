@@ -556,10 +556,11 @@ Result<ModelSpec> map_model(const PublishedRun& run, const Catalog& catalog,
   for (const auto& [name, present] : required) {
     if (!present) return Status::invalid_input(std::string("model.") + name + " is not published");
   }
-  if (*m.hidden % *m.heads != 0) {
+  const std::optional<int> noted_head_dim = head_dim_from_notes(m.arch_notes);
+  if (!noted_head_dim && *m.hidden % *m.heads != 0) {
     return Status::invalid_input("model.heads (" + std::to_string(*m.heads) +
                                  ") does not divide model.hidden (" + std::to_string(*m.hidden) +
-                                 ")");
+                                 ") and model.arch_notes give no head_dim");
   }
   ModelSpec out;
   out.name = m.name.empty() ? run.id : m.name;
@@ -569,7 +570,11 @@ Result<ModelSpec> map_model(const PublishedRun& run, const Catalog& catalog,
   out.hidden = *m.hidden;
   out.heads = *m.heads;
   out.kv_heads = m.kv_heads.value_or(*m.heads);
-  out.head_dim = static_cast<int>(*m.hidden / *m.heads);
+  out.head_dim = noted_head_dim.value_or(static_cast<int>(*m.hidden / *m.heads));
+  if (noted_head_dim && *noted_head_dim * *m.heads != *m.hidden) {
+    notes.push_back({"/model/head_dim", std::to_string(*noted_head_dim),
+                     "from the record's notes: heads narrower or wider than hidden / heads"});
+  }
   out.ffn_hidden = *m.ffn_hidden;
   out.max_seq_len = *m.seq_len;
   if (!m.kv_heads) {

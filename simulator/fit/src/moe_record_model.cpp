@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "planner/core/limits.hpp"
 #include "planner/core/loaders.hpp"
 
 namespace planner::fit {
@@ -157,6 +158,13 @@ std::string str(std::int64_t v) {
 }
 
 }  // namespace
+
+std::optional<int> head_dim_from_notes(std::string_view arch_notes) {
+  const Notes text(arch_notes);
+  const auto hd = text.integer_of({"head_dim", "kv_channels"});
+  if (!hd || *hd <= 0 || *hd > limits::kMaxModelDim) return std::nullopt;
+  return static_cast<int>(*hd);
+}
 
 Result<ModelSpec> moe_model_from_record(const PublishedRun& run, const Catalog& catalog,
                                         std::vector<ChosenField>& notes) {

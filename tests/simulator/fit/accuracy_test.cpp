@@ -323,6 +323,25 @@ TEST(MapPublishedRun, DenseFamiliesFromTheName) {
   ASSERT_TRUE(gpt);
   EXPECT_EQ(gpt->plan.model.position_embedding, PositionEmbedding::kLearned);
   EXPECT_TRUE(gpt->plan.model.bias);
+
+  // Heads of another width than hidden / heads, as the notes quote it (Qwen3-32B: 64 heads of 128
+  // on a hidden of 5120); without the notes such a shape is refused.
+  run.model.name = "Qwen3-32B";
+  run.model.hidden = 5120;
+  run.model.heads = 64;
+  run.model.kv_heads = 8;
+  run.model.ffn_hidden = 25600;
+  run.model.arch_notes = "head_dim 128; tie_word_embeddings false";
+  auto qwen = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(qwen) << qwen.status().message();
+  EXPECT_EQ(qwen->plan.model.head_dim, 128);
+  run.model.heads = 48;
+  run.model.kv_heads = 8;
+  run.model.arch_notes.clear();
+  auto refused = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("give no head_dim"), std::string::npos)
+      << refused.status().message();
 }
 
 // A record that publishes only a rate and no global batch (a paper's single-GPU baseline) is

@@ -33,6 +33,8 @@
 // result is validated as a model document; every value taken from the notes or assumed is noted.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "planner/core/catalog.hpp"
@@ -46,5 +48,9 @@ namespace planner::fit {
 // the notes contradict the fields.
 Result<ModelSpec> moe_model_from_record(const PublishedRun& run, const Catalog& catalog,
                                         std::vector<ChosenField>& notes);
+
+// The attention head width a record's model.arch_notes quote ("head_dim 128", "kv_channels 128"),
+// for models whose heads are not hidden / heads wide (Qwen3-32B, Mistral NeMo), dense ones too.
+std::optional<int> head_dim_from_notes(std::string_view arch_notes);
 
 }  // namespace planner::fit
