@@ -27,6 +27,10 @@ namespace {
 // FlashAttention's first release: Dao et al., "FlashAttention: Fast and Memory-Efficient Exact
 // Attention with IO-Awareness", arXiv:2205.14135 (May 2022).
 constexpr int kFlashAttentionYear = 2022;
+// Megatron-LM's fused scale-mask-softmax kernels (megatron/fused_kernels) came with its 2020
+// releases; Megatron-LM v1 (Shoeybi et al., arXiv:1909.08053, September 2019) ran PyTorch's softmax
+// and dropout on the materialised scores.
+constexpr int kMegatronFusedSoftmaxYear = 2020;
 // Megatron-core's --overlap-grad-reduce / --overlap-param-gather (Megatron-LM, 2023); earlier
 // Megatron-LM reduced gradients after the backward pass.
 constexpr int kMegatronCoreYear = 2023;
@@ -766,6 +770,13 @@ std::pair<AttentionImpl, std::string> infer_attention(const PublishedRun& run,
     }
   }
   if (stack == SoftwareStack::kMegatronLm || stack == SoftwareStack::kMegatronDeepSpeed) {
+    if (const std::optional<int> year = run_year(run); year && *year < kMegatronFusedSoftmaxYear) {
+      return {AttentionImpl::kUnfused,
+              "dated " + std::to_string(*year) +
+                  ", before Megatron-LM's fused scale-mask-softmax kernels (" +
+                  std::to_string(kMegatronFusedSoftmaxYear) +
+                  "): PyTorch's softmax on the materialised scores, as Megatron-LM v1 ran it"};
+    }
     return {AttentionImpl::kFusedSoftmax,
             stack_text(stack) +
                 " runs Megatron's fused scale-mask-softmax attention (flash "

@@ -90,6 +90,11 @@ TEST(ResolveSoftware, TwoDigitYearsDateASource) {
   other.notes = "Megatron-DeepSpeed fork";
   EXPECT_EQ(resolve_software(other).stack, SoftwareStack::kMegatronDeepSpeed);
   EXPECT_EQ(resolve_software(other).overlap.grad_reduce, false);
+  // Megatron-LM before its fused softmax kernels (2019): PyTorch's softmax, unfused.
+  PublishedRun v1;
+  v1.source = "Shoeybi et al., Megatron-LM (arXiv:1909.08053), September 2019";
+  EXPECT_EQ(resolve_software(v1).stack, SoftwareStack::kMegatronLm);
+  EXPECT_EQ(resolve_software(v1).attention, AttentionImpl::kUnfused);
   // Both named apart (MT-NLG's "DeepSpeed and Megatron"): Megatron's model on DeepSpeed's engine;
   // DeepSpeed alone is its ZeRO engine.
   other.notes = "trained with DeepSpeed and Megatron-LM (3D parallelism)";
