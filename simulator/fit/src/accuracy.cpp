@@ -744,7 +744,9 @@ std::pair<SoftwareStack, std::string> infer_stack(const PublishedRun& run) {
   if (auto w = names({"megatron-core", "megatron core", "megatron-fsdp"}); !w.empty()) {
     return {SoftwareStack::kMegatronCore, "the record's text names " + w};
   }
-  if (auto w = names({"fsdp", "torchtitan", "composer", "llm-foundry"}); !w.empty()) {
+  if (auto w =
+          names({"fsdp", "fully sharded data parallel", "torchtitan", "composer", "llm-foundry"});
+      !w.empty()) {
     return {SoftwareStack::kFsdp, "the record's text names " + w};
   }
   if (text.find("megatron") != std::string::npos) {

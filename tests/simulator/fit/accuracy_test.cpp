@@ -116,6 +116,8 @@ TEST(ResolveSoftware, MegatronFsdpIsMegatronCore) {
   run.source = "A lab's blog";
   run.notes = "PyTorch FSDP2, bf16";
   EXPECT_EQ(resolve_software(run).stack, SoftwareStack::kFsdp);
+  run.notes = "PyTorch Fully Sharded Data Parallel (OPT-175B)";
+  EXPECT_EQ(resolve_software(run).stack, SoftwareStack::kFsdp);
 }
 
 Plan llama_like_plan() {
