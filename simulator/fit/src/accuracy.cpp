@@ -886,14 +886,19 @@ Result<PublishedStep> published_step(const PublishedRun& run, const Plan& plan,
   if (!tflops && !mfu) {
     return Status::invalid_input("publishes no step time, tokens/s, TFLOP/s per GPU or MFU");
   }
+  // MFU without a named convention is MFU as PaLM defined the term (Chowdhery et al. 2022, App. B:
+  // 6N + the attention's FLOPs per token, no recompute); a bare TFLOP/s could count either way.
+  const bool mfu_as_defined = convention == FlopConvention::kUnknown && mfu.has_value();
+  if (mfu_as_defined) convention = FlopConvention::kPalm;
   const std::optional<Flops> flops = published_step_flops(convention, plan);
   if (!flops) {
     return Status::invalid_input(
         "no step time or tokens/s, and " + std::string(tflops ? "TFLOP/s" : "MFU") +
         " under an unknown FLOP convention (\"" + run.flops_convention + "\")");
   }
-  const std::string conv(to_string(convention));
-  if (tflops) {
+  std::string conv(to_string(convention));
+  if (mfu_as_defined) conv += " (no convention named: MFU as PaLM defined it)";
+  if (tflops && !mfu_as_defined) {
     return PublishedStep{step_seconds_from_rate(*flops, FlopRate(*tflops * 1e12), gpus),
                          PublishedBasis::kTflopsPerGpu,
                          conv + " FLOPs per step / (" + fmt_value(*tflops) + " TFLOP/s × " +

@@ -175,11 +175,18 @@ TEST(PublishedStep, FromStepTimeTokensTflopsOrMfu) {
   EXPECT_NEAR(s->seconds, flops / (0.4 * peak * 64), 1e-9);
   EXPECT_NE(s->how.find("MFU 0.4"), std::string::npos) << s->how;
 
-  // MFU under an unknown convention cannot be turned into a step time.
+  // MFU under no named convention is MFU as PaLM defined it, saying so; a bare TFLOP/s could
+  // count recompute or not, and cannot be turned into a step time.
+  auto unnamed = published_step(run, plan, FlopConvention::kUnknown);
+  ASSERT_TRUE(unnamed) << unnamed.status().message();
+  EXPECT_NEAR(unnamed->seconds, s->seconds, 1e-12);
+  EXPECT_NE(unnamed->how.find("no convention named"), std::string::npos) << unnamed->how;
+  run.measured.mfu.reset();
+  run.measured.tflops_per_gpu = 400;
   auto unknown = published_step(run, plan, FlopConvention::kUnknown);
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.status().message().find("unknown FLOP convention"), std::string::npos);
-  run.measured.mfu.reset();
+  run.measured.tflops_per_gpu.reset();
   EXPECT_FALSE(published_step(run, plan, FlopConvention::kPalm));
 }
 

@@ -114,8 +114,9 @@
 //             or tokens/s per GPU × GPUs); else the record's FLOPs per step under its convention
 //             (core/flops.hpp: Megatron eq. (3), Megatron / NeMo model FLOPs, MosaicML, PaLM)
 //             over TFLOP/s per GPU × GPUs; else those FLOPs over MFU × the GPU's dense 16-bit peak
-//             (the peak MFU conventions quote, also for FP8 runs) × GPUs. A record with none of
-//             these, or only rates under an unknown convention, is skipped.
+//             (the peak MFU conventions quote, also for FP8 runs) × GPUs; MFU whose record names
+//             no convention is MFU as PaLM defined it (6N + attention per token), and says so. A
+//             record with none of these, or only TFLOP/s under an unknown convention, is skipped.
 // Error = (predicted − published) / published step time; MAPE = mean |error| over the modelled
 // records, overall and per GPU type (the GPU preset); bias = mean signed error. Records of one
 // configuration measured more than once bound the MAPE any prediction can reach on them
