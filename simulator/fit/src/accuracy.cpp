@@ -182,6 +182,16 @@ Result<const GpuSpec*> gpu_from_words(const std::string& text, const std::string
   if (named.empty()) {
     return Status::not_found("no GPU preset matches \"" + text + "\" (planner gpu list)");
   }
+  // A PCIe card is another part than the SXM module of the same name (lower clocks and power, no
+  // NVLink switch): only a preset of that form stands for it.
+  if (std::find(words.begin(), words.end(), "pcie") != words.end()) {
+    std::erase_if(
+        named, [](const GpuSpec* g) { return lower(g->name).find("pcie") == std::string::npos; });
+    if (named.empty()) {
+      return Status::not_found("\"" + text +
+                               "\" names a PCIe card, and no GPU preset is one (planner gpu list)");
+    }
+  }
   const std::string family = gpu_family(named.front()->name);
   for (const GpuSpec* g : named) {
     if (gpu_family(g->name) != family) {

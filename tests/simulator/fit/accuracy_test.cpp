@@ -301,6 +301,11 @@ TEST(MapPublishedRun, GpuNamedInFreeText) {
   ASSERT_FALSE(two);
   EXPECT_NE(two.status().message().find("more than one GPU preset"), std::string::npos)
       << two.status().message();
+  run.hardware.gpu = "NVIDIA H100 PCIe";
+  auto pcie = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_FALSE(pcie);
+  EXPECT_NE(pcie.status().message().find("PCIe card"), std::string::npos)
+      << pcie.status().message();
   run.hardware.gpu = "Acme X1000";
   auto none = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
   ASSERT_FALSE(none);
