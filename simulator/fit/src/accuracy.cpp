@@ -342,6 +342,65 @@ Result<topo::TopologySpec> topology_of_numbers(const PublishedRun& run, const Gp
   return spec;
 }
 
+// A node's scale-out network as free text states it: "8x 200 Gb/s HDR InfiniBand", "4 × 100
+// Gbps Omni-Path", "8x50 GB/s" (bytes): NICs, Gb/s each and the link kind its words name
+// (InfiniBand of that rate when none).
+struct TextNetwork {
+  int nics = 0;
+  double gbps = 0;
+  std::string kind;
+};
+
+std::optional<TextNetwork> network_in_text(std::string_view text) {
+  const std::string t = lower(text);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(t[i])) == 0 ||
+        (i > 0 && (std::isalnum(static_cast<unsigned char>(t[i - 1])) != 0 || t[i - 1] == '.'))) {
+      continue;
+    }
+    char* end = nullptr;
+    const long nics = std::strtol(t.c_str() + i, &end, 10);
+    std::size_t at = static_cast<std::size_t>(end - t.c_str());
+    while (at < t.size() && t[at] == ' ')
+      ++at;
+    if (t.compare(at, 1, "x") == 0) {
+      at += 1;
+    } else if (t.compare(at, 2, "\u00d7") == 0) {
+      at += 2;
+    } else {
+      continue;
+    }
+    while (at < t.size() && t[at] == ' ')
+      ++at;
+    const double gbps = std::strtod(t.c_str() + at, &end);
+    at = static_cast<std::size_t>(end - t.c_str());
+    while (at < t.size() && t[at] == ' ')
+      ++at;
+    const bool unit = t.compare(at, 4, "gb/s") == 0 || t.compare(at, 4, "gbps") == 0 ||
+                      t.compare(at, 5, "gbit/") == 0 || t.compare(at, 1, "g ") == 0;
+    if (nics < 1 || nics > 64 || gbps <= 0 || gbps > 1e4 || !unit) continue;
+    // "GB/s" (a capital B) is bytes: the Megatron MoE zoo's "InfiniBand 8x50 GB/s" is 400 Gb/s.
+    const bool bytes = at + 1 < text.size() && text[at + 1] == 'B';
+    TextNetwork n;
+    n.nics = static_cast<int>(nics);
+    n.gbps = bytes ? 8 * gbps : gbps;
+    for (const auto& [word, kind] : {std::pair<std::string_view, std::string_view>{"ndr", "ib-ndr"},
+                                     {"hdr", "ib-hdr"},
+                                     {"edr", "ib-edr"},
+                                     {"xdr", "ib-xdr"},
+                                     {"roce", "roce"},
+                                     {"efa", "efa"},
+                                     {"ethernet", "ethernet"}}) {
+      if (has_word(t, word)) {
+        n.kind = kind;
+        break;
+      }
+    }
+    return n;
+  }
+  return std::nullopt;
+}
+
 Result<topo::TopologySpec> map_topology(const PublishedRun& run, const GpuSpec& gpu,
                                         const Catalog& catalog,
                                         const topo::TopologyCatalog& topologies,
@@ -1508,6 +1567,28 @@ Result<RunSetup> map_published_run(const PublishedRun& run, const Catalog& catal
   } else {
     PLANNER_ASSIGN_OR_RETURN(s.topology,
                              map_topology(run, *gpu, catalog, topologies, s.assumptions));
+    // A network the text states in numbers that the preset's nodes do not have (BLOOM's 4 x 100
+    // Gb/s Omni-Path is not a DGX SuperPOD's 8 x 200 Gb/s): a topology of those numbers.
+    if (auto stated = network_in_text(run.hardware.inter_node)) {
+      const int nics = s.topology.node.count(topo::DeviceKind::kNic);
+      const double gbps = to_GBps(s.topology.fabric.host_link.bandwidth) * 8;
+      if (nics > 0 && (stated->nics != nics || std::abs(stated->gbps - gbps) > 0.05 * gbps)) {
+        PublishedRun numbered = run;
+        numbered.hardware.gpus_per_node =
+            run.hardware.gpus_per_node.value_or(s.topology.gpus_per_node());
+        numbered.hardware.nics_per_node = stated->nics;
+        numbered.hardware.nic_Gbps = stated->gbps;
+        numbered.hardware.nic_kind = stated->kind;
+        s.assumptions.push_back(
+            {"/hardware/nics_per_node", std::to_string(stated->nics),
+             "the record's inter_node text states " + std::to_string(stated->nics) + " x " +
+                 fmt_value(stated->gbps) + " Gb/s per node, unlike " + s.topology.name + "'s " +
+                 std::to_string(nics) + " x " + fmt_value(gbps) + " Gb/s"});
+        PLANNER_ASSIGN_OR_RETURN(
+            s.topology,
+            topology_of_numbers(numbered, *gpu, s.plan.parallel.world_size(), s.assumptions));
+      }
+    }
   }
   const int per_node = s.topology.gpus_per_node();
   s.nodes = static_cast<int>((s.plan.parallel.world_size() + per_node - 1) / per_node);

@@ -244,6 +244,24 @@ TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.status().message().find("nics_per_node"), std::string::npos)
       << missing.status().message();
+
+  // The same network in the inter-node text only: the numbers win over the preset the GPU
+  // picks; a text that agrees with the preset keeps it.
+  run.hardware.nvlink_GBps.reset();
+  run.hardware.gpus_per_node = 8;
+  run.hardware.inter_node = "4 \u00d7 100 Gb/s Omni-Path per node";
+  auto text = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(text) << text.status().message();
+  EXPECT_EQ(text->topology.node.count(topo::DeviceKind::kNic), 4);
+  EXPECT_NE(text->topology.name.find("4 x 100 Gb/s"), std::string::npos) << text->topology.name;
+  run.hardware.inter_node = "InfiniBand 8x25 GB/s per node";  // bytes: 8 x 200 Gb/s
+  auto bytes = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(bytes) << bytes.status().message();
+  EXPECT_EQ(bytes->topology.name, "dgx-a100-superpod");
+  run.hardware.inter_node = "8x 200Gb/s HDR InfiniBand per node";
+  auto preset = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(preset) << preset.status().message();
+  EXPECT_EQ(preset->topology.name, "dgx-a100-superpod");
 }
 
 // "V100-SXM3-32GB (DGX-2H)": the remark names the DGX-2H's higher-clocked module, which runs on

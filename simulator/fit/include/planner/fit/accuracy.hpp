@@ -4,7 +4,9 @@
 // Per record (map_published_run):
 //   GPU       the record's hardware.gpu text up to its parenthesised remark, as a GPU preset name
 //             or alias; a bare family name ("A100-SXM4", no memory size) takes the family's variant
-//             with the least HBM (every published batch fits it), and the report says so. Texts
+//             with the least HBM (every published batch fits it), and the report says so; else the
+//             presets its words name, vendor words dropped ("NVIDIA A100 40GB": a memory size picks
+//             the variant; a PCIe card only a PCIe preset). Texts
 //             naming a part no preset describes (TPUs, V100-SXM3 in DGX-2H servers, which run it
 //             at 450 W and higher clocks) are skipped with the reason. "B200 in GB200 NVL72" is the
 //             GPU as a system holds it: the GPU preset named after the system (GB200) when it
@@ -15,8 +17,11 @@
 //             per node; scored by the scale-out link technology the text names (HDR, NDR, EDR,
 //             RoCE, EFA: +2) and the preset's name and alias tokens it contains (+1 each, "dgx",
 //             "selene"); ties go to the preset with the record's exact GPU, then catalogue order.
-//             Nodes = ⌈num_gpus / GPUs per node⌉. The profile is the first of
-//             AccuracyOptions::profiles that describes the GPU, else the built-in one.
+//             A rack's NVLink domain stated as its GPUs per node (72) is that rack. Where the
+//             inter-node text states the network in numbers ("4 x 100 Gb/s Omni-Path") that the
+//             preset's nodes do not have, a topology of those numbers instead (as the hardware
+//             number fields build one). Nodes = ⌈num_gpus / GPUs per node⌉. The profile is the
+//             first of AccuracyOptions::profiles that describes the GPU, else the built-in one.
 //   model     layers, hidden, heads, kv_heads (null: multi-head), ffn_hidden, seq_len and vocab
 //             from the record; the structure (MLP, norm, position embedding, tied embeddings,
 //             biases; vocab when null) from a model preset of the same shape when there is one,
