@@ -377,7 +377,7 @@ std::optional<TextNetwork> network_in_text(std::string_view text) {
     while (at < t.size() && t[at] == ' ')
       ++at;
     const bool unit = t.compare(at, 4, "gb/s") == 0 || t.compare(at, 4, "gbps") == 0 ||
-                      t.compare(at, 5, "gbit/") == 0 || t.compare(at, 1, "g ") == 0;
+                      t.compare(at, 5, "gbit/") == 0 || t.compare(at, 2, "g ") == 0;
     if (nics < 1 || nics > 64 || gbps <= 0 || gbps > 1e4 || !unit) continue;
     // "GB/s" (a capital B) is bytes: the Megatron MoE zoo's "InfiniBand 8x50 GB/s" is 400 Gb/s.
     const bool bytes = at + 1 < text.size() && text[at + 1] == 'B';

@@ -254,6 +254,10 @@ TEST(MapPublishedRun, ClusterInNumbersBuildsItsOwnTopology) {
   ASSERT_TRUE(text) << text.status().message();
   EXPECT_EQ(text->topology.node.count(topo::DeviceKind::kNic), 4);
   EXPECT_NE(text->topology.name.find("4 x 100 Gb/s"), std::string::npos) << text->topology.name;
+  run.hardware.inter_node = "4x 100G Omni-Path NICs";
+  auto short_unit = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
+  ASSERT_TRUE(short_unit) << short_unit.status().message();
+  EXPECT_EQ(short_unit->topology.node.count(topo::DeviceKind::kNic), 4);
   run.hardware.inter_node = "InfiniBand 8x25 GB/s per node";  // bytes: 8 x 200 Gb/s
   auto bytes = map_published_run(run, builtin_catalog(), topo::builtin_topologies());
   ASSERT_TRUE(bytes) << bytes.status().message();
