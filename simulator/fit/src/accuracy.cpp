@@ -533,46 +533,40 @@ Result<ModelSpec> map_moe_model(const PublishedRun& published, const Catalog& ca
     if (!present) return Status::invalid_input(std::string("model.") + name + " is not published");
   }
   const std::int64_t shared_ffn = m.shared_experts.value_or(0) * *m.expert_ffn_hidden;
-  auto same_shape = [&](const ModelSpec& p) {
+  // The layers, attention and experts of a preset; its dense FFN width, shared experts and
+  // vocabulary may be written differently for the same model (Llama 4's intermediate_size is its
+  // experts' width, intermediate_size_mlp its dense layers'; a padded vocabulary).
+  auto same_experts = [&](const ModelSpec& p) {
     return p.is_moe() && p.num_layers == *m.layers && p.hidden == *m.hidden &&
            p.heads == *m.heads && (!m.kv_heads || p.kv_heads == *m.kv_heads) &&
-           (!m.ffn_hidden || p.ffn_hidden == *m.ffn_hidden) && p.moe->num_experts == *m.experts &&
-           p.moe->top_k == *m.top_k && p.moe->expert_ffn_hidden == *m.expert_ffn_hidden &&
-           (!m.shared_experts || p.moe->shared_ffn() == shared_ffn) &&
-           (!m.vocab || p.vocab == *m.vocab);
+           p.moe->num_experts == *m.experts && p.moe->top_k == *m.top_k &&
+           p.moe->expert_ffn_hidden == *m.expert_ffn_hidden;
   };
+  auto differences = [&](const ModelSpec& p) {
+    std::string out;
+    auto note = [&](std::string_view field, std::int64_t record, std::int64_t kept) {
+      out += (out.empty() ? "" : ", ") + std::string(field) + " " + std::to_string(record) +
+             " (the preset's " + std::to_string(kept) + ")";
+    };
+    if (m.ffn_hidden && p.ffn_hidden != *m.ffn_hidden)
+      note("ffn_hidden", *m.ffn_hidden, p.ffn_hidden);
+    if (m.shared_experts && p.moe->shared_ffn() != shared_ffn) {
+      note("shared expert FFN", shared_ffn, p.moe->shared_ffn());
+    }
+    if (m.vocab && p.vocab != *m.vocab) note("vocab", *m.vocab, p.vocab);
+    return out;
+  };
+  // The preset of the same shape, else the first with the same experts.
   const ModelSpec* preset = nullptr;
-  for (const ModelSpec& p : catalog.models()) {
-    if (same_shape(p)) {
-      preset = &p;
-      break;
-    }
-  }
-  // The experts, attention and depth of a preset with another dense FFN width, vocabulary or
-  // shared-expert count: the same model described differently (Llama 4's intermediate_size is
-  // its experts' width, intermediate_size_mlp its dense layers'; a padded vocabulary).
   std::string differs;
-  if (preset == nullptr) {
-    for (const ModelSpec& p : catalog.models()) {
-      if (!p.is_moe() || p.num_layers != *m.layers || p.hidden != *m.hidden ||
-          p.heads != *m.heads || (m.kv_heads && p.kv_heads != *m.kv_heads) ||
-          p.moe->num_experts != *m.experts || p.moe->top_k != *m.top_k ||
-          p.moe->expert_ffn_hidden != *m.expert_ffn_hidden) {
-        continue;
-      }
+  for (const ModelSpec& p : catalog.models()) {
+    if (!same_experts(p)) continue;
+    std::string d = differences(p);
+    if (preset == nullptr || (d.empty() && !differs.empty())) {
       preset = &p;
-      auto note = [&](std::string_view field, std::int64_t record, std::int64_t kept) {
-        differs += (differs.empty() ? "" : ", ") + std::string(field) + " " +
-                   std::to_string(record) + " (the preset's " + std::to_string(kept) + ")";
-      };
-      if (m.ffn_hidden && p.ffn_hidden != *m.ffn_hidden)
-        note("ffn_hidden", *m.ffn_hidden, p.ffn_hidden);
-      if (m.shared_experts && p.moe->shared_ffn() != shared_ffn) {
-        note("shared expert FFN", shared_ffn, p.moe->shared_ffn());
-      }
-      if (m.vocab && p.vocab != *m.vocab) note("vocab", *m.vocab, p.vocab);
-      break;
+      differs = std::move(d);
     }
+    if (differs.empty()) break;
   }
   ModelSpec out;
   if (preset != nullptr) {

@@ -228,17 +228,16 @@ Result<ModelSpec> moe_model_from_record(const PublishedRun& run, const Catalog& 
     if (!r.kv_heads) {
       notes.push_back({"/model/kv_heads", str(m.kv_heads), "not published: multi-head attention"});
     }
-    std::string_view key;
-    if (auto hd = text.integer_of({"head_dim", "kv_channels"}, &key); hd && *hd > 0) {
-      m.head_dim = static_cast<int>(*hd);
-      took(std::string(key) + " " + str(*hd));
+    if (const auto hd = head_dim_from_notes(r.arch_notes)) {
+      m.head_dim = *hd;
+      took("head_dim " + str(*hd));
     } else if (m.heads > 0 && m.hidden % m.heads == 0) {
       m.head_dim = static_cast<int>(m.hidden / m.heads);
     } else {
       return missing("head_dim", " (the notes give no head_dim and heads do not divide hidden)");
     }
   }
-  if (text.says("attention_bias") && text.value("attention_bias") == "true") {
+  if (text.value("attention_bias") == "true") {
     m.bias = true;
     took("attention_bias");
   }
