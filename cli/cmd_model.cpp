@@ -53,9 +53,11 @@ void print_model(std::ostream& out, const ModelSpec& m) {
   kv.add("layers", std::to_string(m.num_layers));
   kv.add("hidden", std::to_string(m.hidden));
   if (m.is_hybrid()) {
+    const bool delta = m.mamba && m.mamba->delta();
     kv.add("layer pattern", m.layer_pattern + " (" + std::to_string(m.mamba_layers()) +
-                                " Mamba-2, " + std::to_string(m.attention_layers()) +
-                                " attention, " + std::to_string(m.moe_layers()) + " MoE)");
+                                (delta ? " Gated DeltaNet, " : " Mamba-2, ") +
+                                std::to_string(m.attention_layers()) + " attention, " +
+                                std::to_string(m.moe_layers()) + " MoE)");
   }
   if (m.mla) {
     kv.add("attention", "multi-head latent, " + std::to_string(m.heads) + " heads, q latent " +
@@ -65,7 +67,8 @@ void print_model(std::ostream& out, const ModelSpec& m) {
                             std::to_string(m.mla->qk_rope_head_dim) + ", v " +
                             std::to_string(m.mla->v_head_dim));
   } else {
-    kv.add("heads (q/kv)", heads_label(m) + ", head_dim " + std::to_string(m.head_dim));
+    kv.add("heads (q/kv)", heads_label(m) + ", head_dim " + std::to_string(m.head_dim) +
+                               (m.attention_output_gate ? ", sigmoid output gate" : ""));
   }
   if (m.sliding_window > 0) {
     kv.add("local attention",
@@ -74,7 +77,13 @@ void print_model(std::ostream& out, const ModelSpec& m) {
                     ? ", full attention every " + std::to_string(m.full_attention_every) + " layers"
                     : " in every layer"));
   }
-  if (m.mamba) {
+  if (m.mamba && m.mamba->delta()) {
+    kv.add("gated deltanet",
+           std::to_string(m.mamba->heads) + " value heads x " + std::to_string(m.mamba->head_dim) +
+               ", " + std::to_string(m.mamba->groups) + " key heads x " +
+               std::to_string(m.mamba->state_dim) + ", conv " +
+               std::to_string(m.mamba->conv_kernel) + ", chunk " + std::to_string(m.mamba->chunk));
+  } else if (m.mamba) {
     kv.add("mamba-2",
            std::to_string(m.mamba->heads) + " heads x " + std::to_string(m.mamba->head_dim) +
                ", state " + std::to_string(m.mamba->state_dim) + ", " +

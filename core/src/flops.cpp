@@ -29,7 +29,8 @@ std::int64_t mixer_gemm_params(const ModelSpec& m, Mixer mixer) {
         return q + h * (kvl + m.mla->qk_rope_head_dim) +
                kvl * H * (m.mla->qk_nope_head_dim + m.mla->v_head_dim) + m.v_dim() * h;
       }
-      return m.hidden * (m.q_dim() + 2 * m.kv_dim()) + m.q_dim() * m.hidden;
+      return m.hidden * ((m.attention_output_gate ? 2 : 1) * m.q_dim() + 2 * m.kv_dim()) +
+             m.q_dim() * m.hidden;
     case Mixer::kMamba:
       return m.hidden * m.mamba->in_proj_dim() + m.mamba->d_inner() * m.hidden;
     case Mixer::kNone:
@@ -103,15 +104,28 @@ double attention_core_flops_per_token(const ModelSpec& m, std::int64_t seq, Atte
   return total;
 }
 
-double mamba_core_flops_per_token(const ModelSpec& m, std::int64_t seq) {
-  if (!m.mamba) return 0;
-  const MambaSpec& s = *m.mamba;
+namespace {
+
+// One recurrent mixer layer's chunked-scan forward FLOPs per token.
+double scan_flops_per_token(const MambaSpec& s, std::int64_t seq) {
   const double q = static_cast<double>(std::min<std::int64_t>(s.chunk, seq));
   const double n = s.state_dim, p = s.head_dim, heads = s.heads, groups = s.groups;
   // SSD per chunk of q tokens (Dao & Gu 2024 §6): C·Bᵀ per group (2·q²·N), its masked product
   // with X per head (2·q²·P), the chunk states Bᵀ·X and the output C·state per head (2·q·N·P
   // each); per token divide by q.
-  const double per_layer = 2.0 * q * n * groups + 2.0 * q * p * heads + 4.0 * n * p * heads;
+  // The chunked gated delta rule (Yang et al. 2024 §3.3, the fla kernels) per value head, its
+  // queries and keys repeated to every value head: K·Kᵀ, the triangular inverse T (counted as a
+  // q×q×q product), W = T·K and U = T·V, the state's correction W·S, its update Kᵀ·(U − W·S),
+  // Q·Kᵀ and the output Q·S + (Q·Kᵀ)·(U − W·S): 2·(3·q·N + q² + 2·q·P + 3·N·P) per token.
+  return s.delta() ? 2.0 * heads * (3.0 * q * n + q * q + 2.0 * q * p + 3.0 * n * p)
+                   : 2.0 * q * n * groups + 2.0 * q * p * heads + 4.0 * n * p * heads;
+}
+
+}  // namespace
+
+double mamba_core_flops_per_token(const ModelSpec& m, std::int64_t seq) {
+  if (!m.mamba) return 0;
+  const double per_layer = scan_flops_per_token(*m.mamba, seq);
   int layers = m.mamba_layers();
   if (m.mtp_layers > 0 && m.layer_kind(m.num_layers).mixer == Mixer::kMamba) {
     layers += m.mtp_layers;
@@ -218,8 +232,15 @@ MegatronTerms megatron_terms(const ModelSpec& m, std::int64_t batch, std::int64_
                    2.0;
       t.attention_core_forward += 2.0 * b * s * s * H * (qk + v);
     } else if (kind.mixer == Mixer::kAttention) {
-      per_token += h * q * (1.0 + group_ratio) + s * q * core;
+      per_token += h * q * ((m.attention_output_gate ? 1.5 : 1.0) + group_ratio) + s * q * core;
       t.attention_core_forward += 4.0 * b * s * s * q;
+    } else if (kind.mixer == Mixer::kMamba && m.mamba->delta()) {
+      // No Megatron formula for Gated DeltaNet: its projections and planner's chunked-scan count
+      // (mamba_core_flops_per_token), forward.
+      const double d_in = static_cast<double>(m.mamba->d_inner());
+      const double in = static_cast<double>(m.mamba->in_proj_dim());
+      const double scan = scan_flops_per_token(*m.mamba, static_cast<std::int64_t>(s));
+      per_token += (2.0 * h * in + scan + 2.0 * d_in * h) * 3.0 / 12.0;
     } else if (kind.mixer == Mixer::kMamba) {
       // mamba_layer_flops(): in_proj, the scan (7·d_inner·N) and out_proj, forward.
       const double d_in = static_cast<double>(m.mamba->d_inner());

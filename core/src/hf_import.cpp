@@ -1,5 +1,6 @@
 #include "planner/core/hf_import.hpp"
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <filesystem>
@@ -25,6 +26,7 @@ enum class Style {
   kDbrx,
   kOlmoe,
   kNemotronH,
+  kQwen3Next,
   kGemma,
   kGpt2,
   kNeoX,
@@ -42,7 +44,7 @@ struct Architecture {
   std::string_view family;
 };
 
-constexpr std::array<Architecture, 31> kArchitectures{{
+constexpr std::array<Architecture, 32> kArchitectures{{
     {"LlamaForCausalLM", "llama", Style::kLlama, "llama"},
     {"MistralForCausalLM", "mistral", Style::kLlama, "mistral"},
     {"Qwen2ForCausalLM", "qwen2", Style::kLlama, "qwen2"},
@@ -59,6 +61,7 @@ constexpr std::array<Architecture, 31> kArchitectures{{
     {"DbrxForCausalLM", "dbrx", Style::kDbrx, "dbrx"},
     {"OlmoeForCausalLM", "olmoe", Style::kOlmoe, "olmoe"},
     {"NemotronHForCausalLM", "nemotron_h", Style::kNemotronH, "nemotron-h"},
+    {"Qwen3NextForCausalLM", "qwen3_next", Style::kQwen3Next, "qwen3-next"},
     {"GemmaForCausalLM", "gemma", Style::kGemma, "gemma"},
     {"Gemma2ForCausalLM", "gemma2", Style::kGemma, "gemma2"},
     {"GPT2LMHeadModel", "gpt2", Style::kGpt2, "gpt2"},
@@ -609,6 +612,74 @@ void read_nemotron_h(HfReader& r, ModelSpec& m) {
   m.tied_embeddings = r.boolean("tie_word_embeddings", false);
 }
 
+// Qwen3-Next (Qwen3NextForCausalLM): every layer a mixer and an MoE MLP, the mixer Gated DeltaNet
+// (linear_attention) except every full_attention_interval-th layer (or as layer_types says), which
+// is gated attention (the query projection also yields the output's sigmoid gate). planner's
+// layer pattern has one block per mixer and per MLP: "GEGEGE*E" for 4 layers. The MoE block is
+// Qwen2-MoE's: routed experts of moe_intermediate_size, one shared expert behind a sigmoid gate;
+// mlp_only_layers and decoder_sparse_step place dense MLPs of intermediate_size.
+void read_qwen3_next(HfReader& r, ModelSpec& m) {
+  read_llama_like(r, m);
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+  m.attention_output_gate = true;
+  const int layers = m.num_layers;
+  std::vector<bool> linear(static_cast<std::size_t>(std::max(layers, 0)), false);
+  if (auto types = r.strings("layer_types"); types && !types->empty()) {
+    if (static_cast<int>(types->size()) != layers) {
+      r.fail("layer_types", "must name one type per layer (" + std::to_string(layers) + "), got " +
+                                std::to_string(types->size()));
+      return;
+    }
+    for (std::size_t i = 0; i < types->size(); ++i) {
+      const std::string& t = (*types)[i];
+      if (t != "linear_attention" && t != "full_attention") {
+        r.fail("layer_types", "layer " + std::to_string(i) + " is \"" + t +
+                                  "\"; expected \"linear_attention\" or \"full_attention\"");
+        return;
+      }
+      linear[i] = t == "linear_attention";
+    }
+  } else {
+    const std::int64_t every = r.integer("full_attention_interval", 4, false);
+    for (int l = 0; l < layers && every > 0; ++l)
+      linear[static_cast<std::size_t>(l)] = (l + 1) % every != 0;
+  }
+  MambaSpec gdn;
+  gdn.kind = RecurrentMixer::kGatedDeltaNet;
+  gdn.groups = as_int(r.integer("linear_num_key_heads", 0, true));
+  gdn.state_dim = as_int(r.integer("linear_key_head_dim", 0, true));
+  gdn.heads = as_int(r.integer("linear_num_value_heads", 0, true));
+  gdn.head_dim = as_int(r.integer("linear_value_head_dim", 0, true));
+  gdn.conv_kernel = as_int(r.integer("linear_conv_kernel_dim", 4, false));
+  gdn.chunk = 64;  // fla's chunk_gated_delta_rule
+  if (gdn.groups > 0 && gdn.heads % gdn.groups != 0) {
+    r.fail("linear_num_key_heads", "must divide linear_num_value_heads (" +
+                                       std::to_string(gdn.heads) + "), got " +
+                                       std::to_string(gdn.groups));
+  }
+  m.mamba = gdn;
+  MoeSpec moe = read_moe(r, m, {"num_experts", "num_experts_per_tok", "moe_intermediate_size"});
+  const std::int64_t shared = r.count("shared_expert_intermediate_size", 0);
+  if (shared > 0) {
+    moe.shared_experts = 1;
+    moe.shared_expert_ffn_hidden = shared;
+    moe.shared_expert_gate = true;
+  }
+  const std::int64_t step = r.integer("decoder_sparse_step", 1, false);
+  std::vector<std::int64_t> dense_layers;
+  if (auto dense = r.integers("mlp_only_layers")) dense_layers = *dense;
+  m.layer_pattern.clear();
+  for (int l = 0; l < layers; ++l) {
+    const bool sparse =
+        moe.num_experts > 0 && step > 0 && (l + 1) % step == 0 &&
+        std::find(dense_layers.begin(), dense_layers.end(), l) == dense_layers.end();
+    m.layer_pattern += linear[static_cast<std::size_t>(l)] ? kPatternDeltaNet : kPatternAttention;
+    m.layer_pattern += sparse ? kPatternMoe : kPatternDense;
+  }
+  m.num_layers = static_cast<int>(m.layer_pattern.size());
+  m.moe = moe;
+}
+
 }  // namespace
 
 std::string supported_hf_architectures() {
@@ -715,6 +786,9 @@ Result<ModelSpec> import_hf_config(std::string_view text, std::string_view sourc
       break;
     case Style::kNemotronH:
       read_nemotron_h(r, m);
+      break;
+    case Style::kQwen3Next:
+      read_qwen3_next(r, m);
       break;
     case Style::kGemma:
       read_gemma(r, m, arch->family);

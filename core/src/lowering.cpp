@@ -21,7 +21,7 @@ namespace {
 constexpr std::uint32_t kNoOp = 0xffffffffu;
 // A dependency on a deferred weight-gradient op: its index in the pending list of the pass.
 constexpr std::uint32_t kPendingBit = 0x80000000u;
-constexpr int kVariants = 8;
+constexpr int kVariants = 16;
 constexpr int kRoles = static_cast<int>(EnumTraits<OpRole>::kNames.size());
 constexpr int kPhases = static_cast<int>(EnumTraits<Phase>::kNames.size());
 
@@ -37,9 +37,14 @@ constexpr std::int64_t kLastStageBatchBytesPerToken = kInt64 + kFp32;
 constexpr std::int64_t kLossMaxValues = 1;
 constexpr std::int64_t kLossSumValues = 2;
 
-// The SSD scan's matmuls per Mamba-2 layer: forward, and their input gradients in backward.
+// The chunked scan's matmuls per layer (Lowerer::scan_gemm): forward, and their input gradients
+// in backward. Mamba-2's SSD: 4 and 8; Gated DeltaNet's delta rule: 8 and 16.
 constexpr int kScanForwardGemms = 4;
-constexpr int kScanBackwardGemms = 8;
+constexpr int kDeltaForwardGemms = 8;
+int scan_gemms(const MambaSpec& s, Phase ph) {
+  const int forward = s.delta() ? kDeltaForwardGemms : kScanForwardGemms;
+  return ph == Phase::kBackwardInput ? 2 * forward : forward;
+}
 
 // ZeRO-3 gather slots (see program.hpp, OpRole::kDpParamGather).
 constexpr int kSlotLayerDense = 0;
@@ -492,6 +497,7 @@ class Lowerer {
   Precision act_prec_ = Precision::kBf16;
   std::int64_t b_ = 1, sl_ = 0, T_ = 0, Ts_ = 0, h_ = 0, hd_ = 0, heads_l_ = 0, kv_heads_l_ = 0;
   std::int64_t q_l_ = 0, kv_l_ = 0, f_l_ = 0, V_l_ = 0;
+  std::int64_t qkv_l_ = 0;  // the QKV projection's output: queries (and their gate), keys, values
   std::int64_t experts_ = 0, experts_l_ = 0, fe_l_ = 0, per_expert_ = 0, routed_ = 0, fs_l_ = 0;
   std::int64_t v_l_ = 0, kv_up_l_ = 0, kv_ring_bytes_ = 0;
   std::int64_t mamba_in_l_ = 0, mamba_conv_l_ = 0, mamba_inner_l_ = 0;
@@ -530,6 +536,7 @@ void Lowerer::setup_sizes() {
   kv_heads_l_ = m_.kv_heads / tp_;
   q_l_ = heads_l_ * hd_;
   kv_l_ = kv_heads_l_ * hd_;
+  qkv_l_ = (m_.attention_output_gate ? 2 : 1) * q_l_ + 2 * kv_l_;
   f_l_ = m_.ffn_hidden / tp_;
   V_l_ = m_.vocab / tp_;
   etp_ = p_.expert_tp();
@@ -1071,6 +1078,31 @@ std::uint32_t Lowerer::scan_gemm(Phase ph, int slot) {
     const std::int64_t n = s.state_dim, p = s.head_dim;
     const std::int64_t heads = b_ * chunks * (s.heads / tp_);
     const std::int64_t groups = b_ * chunks * (s.groups / tp_);
+    if (s.delta()) {
+      // The chunked gated delta rule per value head (flops.cpp, mamba_core_flops_per_token):
+      // K·Kᵀ, T from the triangular solve, W = T·K, U = T·V, W·S, the state update Kᵀ·V', Q·Kᵀ
+      // and the output [Q | Q·Kᵀ]·[S ; V'] as one product. Backward: both input gradients of
+      // each, in reverse (dA = dC·Bᵀ, then dB = Aᵀ·dC).
+      struct Shape {
+        std::int64_t m, n, k;
+        std::uint8_t flags;
+      };
+      const std::array<Shape, kDeltaForwardGemms> fwd{{{q, q, n, kTransB},
+                                                       {q, q, q, 0},
+                                                       {q, n, q, 0},
+                                                       {q, p, q, 0},
+                                                       {q, p, n, 0},
+                                                       {n, p, q, kTransA},
+                                                       {q, q, n, kTransB},
+                                                       {q, p, n + q, 0}}};
+      if (ph != Phase::kBackwardInput) {
+        const Shape& f = fwd[static_cast<std::size_t>(slot)];
+        return gemm(f.m, f.n, f.k, heads, f.flags);
+      }
+      const Shape& f = fwd[static_cast<std::size_t>(kDeltaForwardGemms - 1 - slot / 2)];
+      return slot % 2 == 0 ? gemm(f.m, f.k, f.n, heads, kTransB)
+                           : gemm(f.k, f.n, f.m, heads, kTransA);
+    }
     if (ph != Phase::kBackwardInput) {
       switch (slot) {
         case 0:
@@ -1298,8 +1330,7 @@ std::uint32_t Lowerer::layer_fwd(RankState& r, int layer, int mb, Phase ph, std:
       std::uint32_t in = n1;
       if (sp_) in = sp_gather(r, id(OpRole::kSpGatherAttn), n1);
       const std::uint32_t qkv =
-          add(r, id(OpRole::kAttnQkv), linear(OpRole::kAttnQkv, ph, T_, h_, q_l_ + 2 * kv_l_),
-              {in, gather});
+          add(r, id(OpRole::kAttnQkv), linear(OpRole::kAttnQkv, ph, T_, h_, qkv_l_), {in, gather});
       const std::uint32_t attn = attention_fwd(r, layer, mb, ph, qkv);
       out = add(r, id(OpRole::kAttnOut), linear(OpRole::kAttnOut, ph, T_, q_l_, h_), {attn});
       if (sp_) {
@@ -1536,7 +1567,7 @@ std::uint32_t Lowerer::mamba_fwd(RankState& r, int layer, int mb, Phase ph, std:
                  }),
           {proj});
   std::uint32_t scan = conv;
-  for (int slot = 0; slot < kScanForwardGemms; ++slot) {
+  for (int slot = 0; slot < scan_gemms(*m_.mamba, ph); ++slot) {
     scan = add(r, id(OpRole::kMambaScan, slot), scan_gemm(ph, slot), {scan, conv});
   }
   const std::uint32_t norm =
@@ -1877,7 +1908,7 @@ std::uint32_t Lowerer::attention_block_bwd(RankState& r, int layer, int mb, std:
     x_full = add_w(r, mb, id(OpRole::kSpGatherAttn, W),
                    tp_collective(OpRole::kSpGatherAttn, W, OpKind::kAllGather, T_), {dres}, r.g_tp);
   }
-  const std::int64_t qkv_out = q_l_ + 2 * kv_l_;
+  const std::int64_t qkv_out = qkv_l_;
   const std::uint32_t qd = add(r, id(OpRole::kAttnQkv, B),
                                linear(OpRole::kAttnQkv, B, T_, h_, qkv_out), {attn.dq, attn.dkv});
   const std::uint32_t dw =
@@ -2015,7 +2046,7 @@ std::uint32_t Lowerer::mamba_bwd(RankState& r, int layer, int mb, std::uint32_t 
   grad_ready(r, tensor(OpRole::kMambaNorm), norm, mb);
   grads.dense.push_back(norm);
   std::uint32_t scan = norm;
-  for (int slot = 0; slot < kScanBackwardGemms; ++slot) {
+  for (int slot = 0; slot < scan_gemms(*m_.mamba, B); ++slot) {
     scan = add(r, id(OpRole::kMambaScan, B, slot), scan_gemm(B, slot), {scan});
   }
   grad_ready(r, tensor(OpRole::kMambaScan), scan, mb);  // A_log, D and dt_bias

@@ -83,9 +83,12 @@ Activations layer_terms(const ModelSpec& m, double s, double b, double e, LayerK
     // Attention: QKV input, dropout mask | Q, K, V, output-projection input.
     a.unsplit += e * s * b * h + kMaskBytes * s * b * h;
     a.split += e * s * b * (q + kv + kv + q);
+    if (m.attention_output_gate) a.split += e * s * b * q;  // the gate, for sigmoid's backward
   } else if (kind.mixer == Mixer::kMamba) {
     // Mamba-2: in_proj input | its output (z, x, B, C, dt), the convolved x | B | C, the scan
     // output and the gated norm's output (out_proj input), and the fp32 state of every chunk.
+    // Gated DeltaNet keeps the same tensors (q | k | v | z | beta | a, the convolved q | k | v,
+    // the scan output, the gated norm's output) and the chunk states of heads × N × P.
     const MambaSpec& mb = *m.mamba;
     a.unsplit += e * s * b * h;
     a.split += e * s * b * static_cast<double>(mb.in_proj_dim() + mb.conv_dim() + 2 * mb.d_inner());

@@ -311,7 +311,7 @@ void ModelPartition::layer_params(int layer, std::vector<ParamTensor>& out) cons
     add(OpRole::kMlaKvUp, a.kv_lora_rank * kv_up / t + bias * kv_up / t, 0);
     add(OpRole::kAttnOut, m.v_dim() / t * h, bias * h);
   } else if (kind.mixer == Mixer::kAttention) {
-    const std::int64_t qkv = m.q_dim() + 2 * m.kv_dim();
+    const std::int64_t qkv = (m.attention_output_gate ? 2 : 1) * m.q_dim() + 2 * m.kv_dim();
     add(OpRole::kAttnNorm, 0, norm);
     add(OpRole::kAttnQkv, h * qkv / t + bias * qkv / t, 0);
     add(OpRole::kAttnOut, m.q_dim() / t * h, bias * h);
@@ -319,9 +319,13 @@ void ModelPartition::layer_params(int layer, std::vector<ParamTensor>& out) cons
     const MambaSpec& s = *m.mamba;
     add(OpRole::kAttnNorm, 0, norm);
     add(OpRole::kMambaInProj, h * s.in_proj_dim() / t + bias * s.in_proj_dim() / t, 0);
-    add(OpRole::kMambaConv, s.conv_dim() / t * (s.conv_kernel + 1), 0);
-    add(OpRole::kMambaScan, 3 * s.heads / t, 0);
-    add(OpRole::kMambaNorm, s.d_inner() / t, 0);
+    add(OpRole::kMambaConv, s.conv_dim() / t * (s.conv_kernel + (s.conv_bias() ? 1 : 0)), 0);
+    add(OpRole::kMambaScan, s.head_params() / t, 0);
+    if (s.delta()) {
+      add(OpRole::kMambaNorm, 0, s.gated_norm_params());  // one head's weight, shared
+    } else {
+      add(OpRole::kMambaNorm, s.gated_norm_params() / t, 0);
+    }
     add(OpRole::kMambaOut, s.d_inner() / t * h, bias * h);
   }
   if (kind.ffn == FfnKind::kMoe) {

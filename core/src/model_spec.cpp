@@ -24,6 +24,7 @@ LayerKind ModelSpec::layer_kind(int layer) const {
                        : kPatternDense;
     switch (c) {
       case kPatternMamba:
+      case kPatternDeltaNet:
         return {Mixer::kMamba, FfnKind::kNone};
       case kPatternAttention:
         return {Mixer::kAttention, FfnKind::kNone};
@@ -111,7 +112,8 @@ std::int64_t ModelSpec::attention_params() const {
     const std::int64_t out = v_dim() * h + b * h;
     return q + kv + out + norm_params();
   }
-  const std::int64_t qkv = hidden * (q_dim() + 2 * kv_dim()) + (bias ? q_dim() + 2 * kv_dim() : 0);
+  const std::int64_t q_out = (attention_output_gate ? 2 : 1) * q_dim();  // queries (and gate)
+  const std::int64_t qkv = hidden * (q_out + 2 * kv_dim()) + (bias ? q_out + 2 * kv_dim() : 0);
   const std::int64_t out = q_dim() * hidden + (bias ? hidden : 0);
   return qkv + out + norm_params();
 }
@@ -121,11 +123,9 @@ std::int64_t ModelSpec::mamba_params() const {
   const MambaSpec& s = *mamba;
   const std::int64_t b = bias ? 1 : 0;
   const std::int64_t in_proj = hidden * s.in_proj_dim() + b * s.in_proj_dim();
-  const std::int64_t conv = s.conv_dim() * s.conv_kernel + s.conv_dim();
-  const std::int64_t heads_params = 3 * static_cast<std::int64_t>(s.heads);  // A_log, D, dt_bias
-  const std::int64_t gated_norm = s.d_inner();
+  const std::int64_t conv = s.conv_dim() * s.conv_kernel + (s.conv_bias() ? s.conv_dim() : 0);
   const std::int64_t out_proj = s.d_inner() * hidden + b * hidden;
-  return in_proj + conv + heads_params + gated_norm + out_proj + norm_params();
+  return in_proj + conv + s.head_params() + s.gated_norm_params() + out_proj + norm_params();
 }
 
 std::int64_t ModelSpec::dense_mlp_params() const {

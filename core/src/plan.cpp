@@ -99,8 +99,12 @@ void check_parallel(const ModelSpec& m, const TrainingSpec& t, const ParallelCon
                                  str(m.moe->shared_ffn()) + "), got " + str(p.tp));
   }
   if (m.mamba && (m.mamba->heads % p.tp != 0 || m.mamba->groups % p.tp != 0)) {
-    diag.add("/parallel/tp", "must divide the Mamba-2 heads (" + str(m.mamba->heads) +
-                                 ") and groups (" + str(m.mamba->groups) + "), got " + str(p.tp));
+    diag.add("/parallel/tp",
+             m.mamba->delta()
+                 ? "must divide the Gated DeltaNet value heads (" + str(m.mamba->heads) +
+                       ") and key heads (" + str(m.mamba->groups) + "), got " + str(p.tp)
+                 : "must divide the Mamba-2 heads (" + str(m.mamba->heads) + ") and groups (" +
+                       str(m.mamba->groups) + "), got " + str(p.tp));
   }
   if (m.vocab % p.tp != 0) {
     diag.add("/parallel/tp", "must divide vocab (" + str(m.vocab) +

@@ -118,15 +118,21 @@ void check_pattern(JsonObject& obj, const ModelSpec& m) {
   }
   for (std::size_t i = 0; i < p.size(); ++i) {
     const char c = p[i];
-    if (c != kPatternMamba && c != kPatternAttention && c != kPatternDense && c != kPatternMoe) {
+    if (c != kPatternMamba && c != kPatternDeltaNet && c != kPatternAttention &&
+        c != kPatternDense && c != kPatternMoe) {
       obj.error("layer_pattern", "character " + str(static_cast<std::int64_t>(i)) + " is '" +
                                      std::string(1, c) +
-                                     "'; expected M (Mamba-2), * (attention), - (MLP) or E (MoE)");
+                                     "'; expected M (Mamba-2), G (Gated DeltaNet), * (attention), "
+                                     "- (MLP) or E (MoE)");
       return;
     }
   }
-  if (p.find(kPatternMamba) != std::string::npos && !m.mamba) {
+  if (p.find(kPatternMamba) != std::string::npos && (!m.mamba || m.mamba->delta())) {
     obj.error("layer_pattern", "has Mamba-2 layers (M) but the model gives no \"mamba\" object");
+  }
+  if (p.find(kPatternDeltaNet) != std::string::npos && (!m.mamba || !m.mamba->delta())) {
+    obj.error("layer_pattern",
+              "has Gated DeltaNet layers (G) but the model gives no \"gated_deltanet\" object");
   }
   if (p.find(kPatternMoe) != std::string::npos && !m.moe) {
     obj.error("layer_pattern", "has MoE layers (E) but the model gives no \"moe\" object");
@@ -275,6 +281,35 @@ bool read_model_fields(JsonObject& obj, ModelSpec& m) {
       mo.finish();
       m.mamba = s;
     }
+  }
+  if (const Json* gdn = obj.child("gated_deltanet", Need::kOptional)) {
+    JsonObject go(*gdn, obj.pointer_of("gated_deltanet"), diag);
+    if (m.mamba) {
+      obj.error("gated_deltanet",
+                "a model has one recurrent mixer: give \"mamba\" or "
+                "\"gated_deltanet\", not both");
+    } else if (go.valid()) {
+      MambaSpec s;
+      s.kind = RecurrentMixer::kGatedDeltaNet;
+      s.chunk = 64;  // the chunk of the fla kernels (chunk_gated_delta_rule)
+      const IntRange dim{1, 1'000'000};
+      const bool have_keys = go.read("key_heads", s.groups, Need::kRequired, dim);
+      go.read("key_head_dim", s.state_dim, Need::kRequired, dim);
+      const bool have_values = go.read("value_heads", s.heads, Need::kRequired, dim);
+      go.read("value_head_dim", s.head_dim, Need::kRequired, dim);
+      go.read("conv_kernel", s.conv_kernel, Need::kOptional, {1, 1024});
+      go.read("chunk", s.chunk, Need::kOptional, {1, 1'000'000});
+      if (have_keys && have_values && s.heads % s.groups != 0) {
+        go.error("key_heads",
+                 "must divide value_heads (" + str(s.heads) + "), got " + str(s.groups));
+      }
+      go.finish();
+      m.mamba = s;
+    }
+  }
+  obj.read("attention_output_gate", m.attention_output_gate, Need::kOptional);
+  if (m.attention_output_gate && obj.has("mla")) {
+    obj.error("attention_output_gate", "is not defined for multi-head latent attention (mla)");
   }
   if (obj.read("layer_pattern", m.layer_pattern, Need::kOptional)) check_pattern(obj, m);
   obj.read("sliding_window", m.sliding_window, Need::kOptional, {1, 1'000'000'000});
@@ -611,7 +646,12 @@ Json to_json(const ModelSpec& m) {
                 {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
                 {"v_head_dim", m.mla->v_head_dim}};
   }
-  if (m.mamba) {
+  if (m.mamba && m.mamba->delta()) {
+    j["gated_deltanet"] = {
+        {"key_heads", m.mamba->groups},        {"key_head_dim", m.mamba->state_dim},
+        {"value_heads", m.mamba->heads},       {"value_head_dim", m.mamba->head_dim},
+        {"conv_kernel", m.mamba->conv_kernel}, {"chunk", m.mamba->chunk}};
+  } else if (m.mamba) {
     j["mamba"] = {{"heads", m.mamba->heads},
                   {"head_dim", m.mamba->head_dim},
                   {"state_dim", m.mamba->state_dim},
@@ -625,6 +665,7 @@ Json to_json(const ModelSpec& m) {
     if (m.full_attention_every > 0) j["full_attention_every"] = m.full_attention_every;
   }
   if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
+  if (m.attention_output_gate) j["attention_output_gate"] = true;
   return j;
 }
 

@@ -145,7 +145,14 @@ Status check_runnable(const Plan& plan) {
     diag.add("/model/mlp", not_yet + "squared-ReLU MLPs (no relu2 kernel)");
   }
   if (m.mla) diag.add("/model/mla", not_yet + "multi-head latent attention yet");
-  if (m.mamba || m.is_hybrid()) diag.add("/model/mamba", not_yet + "Mamba-2 mixers yet");
+  if (m.mamba && m.mamba->delta()) {
+    diag.add("/model/gated_deltanet", not_yet + "Gated DeltaNet mixers yet");
+  } else if (m.mamba || m.is_hybrid()) {
+    diag.add("/model/mamba", not_yet + "Mamba-2 mixers yet");
+  }
+  if (m.attention_output_gate) {
+    diag.add("/model/attention_output_gate", not_yet + "gated attention yet");
+  }
   if (m.sliding_window > 0) {
     diag.add("/model/sliding_window", not_yet + "local attention (no windowed attention kernel)");
   }

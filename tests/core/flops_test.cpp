@@ -234,6 +234,15 @@ TEST(Flops, MoeMlaMambaAndMtpByHand) {
                    2.0 * 64 * 32 * 2 + 2.0 * 64 * 16 * 8 + 4.0 * 32 * 16 * 8);
   EXPECT_EQ(gemm_params_per_token(h), 100 * 64 + 64 * 392 + 128 * 64 + 2 * 64 * 128);
   EXPECT_DOUBLE_EQ(attention_core_flops_per_token(h, 256, AttentionMask::kCausal), 0.0);
+  // Gated DeltaNet of 8 value heads of 16 and 2 key heads of 32 (chunk 64), and gated attention:
+  // per value head and token 2·(3·q·N + q² + 2·q·P + 3·N·P); the gate widens the QKV GEMM.
+  h.mamba->kind = RecurrentMixer::kGatedDeltaNet;
+  h.layer_pattern = "G*";
+  h.attention_output_gate = true;
+  EXPECT_DOUBLE_EQ(mamba_core_flops_per_token(h, 256),
+                   8 * 2.0 * (3 * 64 * 32 + 64 * 64 + 2 * 64 * 16 + 3 * 32 * 16));
+  EXPECT_EQ(gemm_params_per_token(h),
+            100 * 64 + 64 * 400 + 128 * 64 + 64 * (2 * 64 + 2 * 64) + 64 * 64);
 }
 
 }  // namespace

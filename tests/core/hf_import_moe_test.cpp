@@ -116,6 +116,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "zai-org/GLM-4.5 model card: 355 billion total parameters, 32 billion active"},
         Published{"glm-4.5-air.config.json", 106e9, 12e9, Active::kWithoutEmbeddingAndHead, 1e9, 0,
                   "zai-org/GLM-4.5 model card: GLM-4.5-Air, 106 billion total, 12 billion active"},
+        // Qwen3-Next's card rounds to the billion and states no convention: 3.25B without the
+        // embedding table and output layer (3.87B with them, as Qwen3-30B-A3B's 3.3B counts).
+        Published{"qwen3-next-80b-a3b.config.json", 80e9, 3e9, Active::kWithoutEmbeddingAndHead,
+                  1e9, 0, "Qwen/Qwen3-Next-80B-A3B model card: 80B in total and 3B activated"},
         Published{"nemotron-3-nano-30b-a3b.config.json", 31.6e9, 3.2e9, Active::kWithoutEmbedding,
                   0.1e9, 0,
                   "NVIDIA Nemotron 3 Nano model card: 31.6B total, 3.2B active (3.6B with "
@@ -258,6 +262,80 @@ TEST(HfImportMoeDetails, NemotronHIsAHybridOfMambaAttentionAndMoe) {
   EXPECT_EQ(m->mamba->d_inner(), 4096);
   EXPECT_EQ(m->mamba->in_proj_dim(), 2 * 4096 + 2 * 8 * 128 + 64);
   EXPECT_EQ(m->moe->shared_ffn(), 3712);
+}
+
+// Qwen3-Next: Gated DeltaNet in three of every four layers, gated attention in the fourth, each
+// followed by the MoE; planner's pattern has a block per mixer and per MLP. Module shapes as in
+// transformers' Qwen3NextGatedDeltaNet and Qwen3NextAttention.
+TEST(HfImportMoeDetails, Qwen3NextIsAHybridOfGatedDeltaNetAndGatedAttention) {
+  auto m = import_fixture("qwen3-next-80b-a3b.config.json");
+  ASSERT_TRUE(m) << m.status().message();
+  EXPECT_EQ(m->family, "qwen3-next");
+  EXPECT_EQ(m->num_layers, 96);
+  std::string pattern;
+  for (int i = 0; i < 12; ++i)
+    pattern += "GEGEGE*E";
+  EXPECT_EQ(m->layer_pattern, pattern);
+  EXPECT_EQ(m->mamba_layers(), 36);
+  EXPECT_EQ(m->attention_layers(), 12);
+  EXPECT_EQ(m->moe_layers(), 48);
+  EXPECT_TRUE(m->attention_output_gate);
+  ASSERT_TRUE(m->mamba);
+  EXPECT_TRUE(m->mamba->delta());
+  EXPECT_EQ(m->mamba->conv_dim(), 2 * 16 * 128 + 32 * 128);                  // q | k | v
+  EXPECT_EQ(m->mamba->in_proj_dim(), 2 * 16 * 128 + 2 * 32 * 128 + 2 * 32);  // qkvz | ba
+  // in_proj_qkvz + in_proj_ba, conv1d (no bias), A_log and dt_bias, the norm over one head,
+  // out_proj, the block's input norm.
+  EXPECT_EQ(m->mamba_params(), 2048 * 12352 + 8192 * 4 + 2 * 32 + 128 + 4096 * 2048 + 2048);
+  // q_proj with its gate (16·256·2), k and v (2·256 each), o_proj, the input norm.
+  EXPECT_EQ(m->attention_params(), 2048 * (8192 + 1024) + 4096 * 2048 + 2048);
+  EXPECT_EQ(m->moe->num_experts, 512);
+  EXPECT_EQ(m->moe->top_k, 10);
+  EXPECT_EQ(m->moe->shared_ffn(), 512);
+  EXPECT_TRUE(m->moe->shared_expert_gate);
+  // The preset is this import.
+  const ModelSpec* preset = builtin_catalog().find_model("qwen3-next-80b-a3b");
+  ASSERT_NE(preset, nullptr);
+  EXPECT_EQ(preset->total_params(), m->total_params());
+  EXPECT_EQ(preset->active_params(), m->active_params());
+  EXPECT_EQ(preset->layer_pattern, m->layer_pattern);
+  // layer_types, where a config lists them, say the same as full_attention_interval.
+  auto text =
+      testing::slurp(std::string(PLANNER_TEST_DATA_DIR) + "/hf/qwen3-next-80b-a3b.config.json");
+  std::string types = "\"layer_types\": [";
+  for (int l = 0; l < 48; ++l) {
+    types += std::string(l > 0 ? ", " : "") +
+             ((l + 1) % 4 == 0 ? "\"full_attention\"" : "\"linear_attention\"");
+  }
+  types += "],";
+  auto listed = import_hf_config(std::string(text).insert(text.find('{') + 1, types), "l.json");
+  ASSERT_TRUE(listed) << listed.status().message();
+  EXPECT_EQ(listed->layer_pattern, m->layer_pattern);
+}
+
+TEST(HfImportMoeDetails, Qwen3NextKeysAreChecked) {
+  auto r = import_hf_config(
+      R"({"architectures": ["Qwen3NextForCausalLM"], "hidden_size": 64, "num_attention_heads": 4,
+          "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "head_dim": 16,
+          "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+          "linear_num_key_heads": 3, "linear_key_head_dim": 16, "linear_num_value_heads": 4,
+          "linear_value_head_dim": 16, "layer_types": ["linear_attention", "sliding_attention"]})",
+      "n.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().exit_code(), 2);
+  EXPECT_EQ(r.status().message(),
+            "n.json: /layer_types: layer 1 is \"sliding_attention\"; expected "
+            "\"linear_attention\" or \"full_attention\"");
+  auto keys = import_hf_config(
+      R"({"architectures": ["Qwen3NextForCausalLM"], "hidden_size": 64, "num_attention_heads": 4,
+          "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "head_dim": 16,
+          "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+          "linear_num_key_heads": 3, "linear_key_head_dim": 16, "linear_num_value_heads": 4})",
+      "k.json");
+  ASSERT_FALSE(keys);
+  EXPECT_EQ(keys.status().message(),
+            "k.json: /linear_value_head_dim: missing required key\n"
+            "k.json: /linear_num_key_heads: must divide linear_num_value_heads (4), got 3");
 }
 
 TEST(HfImportMoeDetails, DbrxAndOlmoeReadTheirOwnKeys) {

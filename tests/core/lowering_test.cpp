@@ -1042,10 +1042,22 @@ ModelSpec tiny_hybrid() {
   return m;
 }
 
+// Qwen3-Next in miniature: Gated DeltaNet and gated attention blocks, each before an MoE.
+ModelSpec tiny_deltanet() {
+  ModelSpec m = tiny_hybrid();
+  m.name = "tiny-deltanet";
+  m.mlp = MlpKind::kSwiglu;
+  m.layer_pattern = "GE*E";
+  m.mamba->kind = RecurrentMixer::kGatedDeltaNet;
+  m.attention_output_gate = true;
+  m.moe->shared_expert_gate = true;
+  return m;
+}
+
 // Every new layer part lowers into programs that pass the checker and whose FLOPs add up to the
 // step's (planner's convention, flops.hpp): MLA, shared experts, the first dense layers, MTP (with
-// its own LM head), Mamba-2 scans, sliding windows, under tp with sequence parallelism, pp, ep
-// and etp, with and without recompute.
+// its own LM head), Mamba-2 and Gated DeltaNet scans, gated attention, sliding windows, under tp
+// with sequence parallelism, pp, ep and etp, with and without recompute.
 TEST(Lowering, MoeMlaMambaAndMtpFlopsAddUpToTheStep) {
   struct Case {
     ModelSpec model;
@@ -1092,6 +1104,8 @@ TEST(Lowering, MoeMlaMambaAndMtpFlopsAddUpToTheStep) {
   h.recompute_modules = module_bit(RM::kSharedExperts) | module_bit(RM::kMoeAct);
   cases.push_back({tiny_hybrid(), h});
   h.recompute = Recompute::kNone;
+  cases.push_back({tiny_deltanet(), ParallelConfig{}});
+  cases.push_back({tiny_deltanet(), h});
   ModelSpec window = tiny_moe();
   window.sliding_window = 8;
   window.full_attention_every = 2;
@@ -1122,7 +1136,7 @@ TEST(Lowering, MoeMlaMambaAndMtpFlopsAddUpToTheStep) {
 // The parameters the lowered program's tensors hold add up to the model (MTP included, with the
 // last stage's copy of the word embedding for the MTP module's lookups).
 TEST(Lowering, PartitionHoldsEveryParameter) {
-  for (const ModelSpec& m : {tiny_deepseek(), tiny_hybrid()}) {
+  for (const ModelSpec& m : {tiny_deepseek(), tiny_hybrid(), tiny_deltanet()}) {
     for (int pp : {1, 2}) {
       ParallelConfig p;
       p.tp = 2;

@@ -87,7 +87,9 @@ TEST(ModelSpec, MoePresetsMatchThePublishedTotals) {
         Case{"mixtral-8x22b", 141e9, 39e9, 1e9, Active::kAll, 0},
         Case{"nemotron-3-nano", 31.6e9, 3.2e9, 0.1e9, Active::kWithoutEmbedding, 0},
         Case{"glm-4.5", 355e9, 32e9, 1e9, Active::kWithoutEmbeddingAndHead, 0},
-        Case{"glm-4.5-air", 106e9, 12e9, 1e9, Active::kWithoutEmbeddingAndHead, 0}}) {
+        Case{"glm-4.5-air", 106e9, 12e9, 1e9, Active::kWithoutEmbeddingAndHead, 0},
+        // Qwen3-Next's "3B activated" is rounded and states no convention (3.25B here).
+        Case{"qwen3-next-80b-a3b", 80e9, 3e9, 1e9, Active::kWithoutEmbeddingAndHead, 0}}) {
     const ModelSpec& m = preset(c.name);
     const double mtp_inactive = m.mtp_layers > 0 && m.is_moe_layer(m.num_layers)
                                     ? static_cast<double>(m.mtp_layers) *
@@ -113,8 +115,8 @@ TEST(ModelSpec, MoePresetsPretrainingSequenceLength) {
   EXPECT_EQ(preset("qwen3-235b-a22b").pretrain_seq_len, 4096);
   EXPECT_EQ(preset("qwen3-30b-a3b").pretrain_seq_len, 4096);
   EXPECT_EQ(preset("glm-4.5").pretrain_seq_len, 4096);  // GLM-4.5 report: 4K, then 32K and 128K
-  for (const char* name :
-       {"gpt-oss-120b", "llama4-scout", "llama4-maverick", "mixtral-8x22b", "nemotron-3-nano"}) {
+  for (const char* name : {"gpt-oss-120b", "llama4-scout", "llama4-maverick", "mixtral-8x22b",
+                           "nemotron-3-nano", "qwen3-next-80b-a3b"}) {
     EXPECT_EQ(preset(name).pretrain_seq_len, 0) << name;
   }
 }
@@ -147,6 +149,36 @@ TEST(ModelSpec, Mamba2MixerByHand) {
   // d_inner 128, conv_dim 128 + 2·2·32 = 256, in_proj 128 + 256 + 8 = 392.
   EXPECT_EQ(m.mamba->in_proj_dim(), 392);
   EXPECT_EQ(m.mamba_params(), 64 * 392 + 256 * 5 + 3 * 8 + 128 + 128 * 64 + 64);
+}
+
+// Gated DeltaNet (Qwen3NextGatedDeltaNet) in the Mamba-2 roles: 8 value heads of 16, 2 key heads
+// of 32, conv 4. d_inner 128, conv_dim 128 + 2·2·32 = 256, in_proj q | k | v | z | beta | a =
+// 256 + 128 + 16 = 400; no conv bias, A_log and dt_bias, the gated norm over one head (16).
+TEST(ModelSpec, GatedDeltaNetMixerByHand) {
+  ModelSpec m;
+  m.hidden = 64;
+  m.norm = NormKind::kRmsNorm;
+  m.mamba = MambaSpec{8, 16, 32, 2, 4, 64, RecurrentMixer::kGatedDeltaNet};
+  EXPECT_EQ(m.mamba->in_proj_dim(), 400);
+  EXPECT_EQ(m.mamba_params(), 64 * 400 + 256 * 4 + 2 * 8 + 16 + 128 * 64 + 64);
+  m.layer_pattern = "GE*-";
+  m.num_layers = 4;
+  EXPECT_EQ(m.layer_kind(0), (LayerKind{Mixer::kMamba, FfnKind::kNone}));
+  EXPECT_EQ(m.mamba_layers(), 1);
+}
+
+// Gated attention: the query projection doubles (queries and their gate).
+TEST(ModelSpec, AttentionOutputGateByHand) {
+  ModelSpec m;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 2;
+  m.head_dim = 16;
+  m.norm = NormKind::kRmsNorm;
+  const std::int64_t plain = m.attention_params();
+  EXPECT_EQ(plain, 64 * (64 + 2 * 32) + 64 * 64 + 64);
+  m.attention_output_gate = true;
+  EXPECT_EQ(m.attention_params() - plain, 64 * 64);
 }
 
 TEST(ModelSpec, LayerKindsFromTheMoeRuleAndFromAPattern) {
@@ -197,8 +229,8 @@ TEST(ModelSpec, MoeAndHybridFieldsAreChecked) {
       "m.json: /mla/v_head_dim: missing required key\n"
       "m.json: /kv_heads: multi-head latent attention has one key/value head per query "
       "head (4), got 2\n"
-      "m.json: /layer_pattern: character 2 is 'x'; expected M (Mamba-2), * (attention), - "
-      "(MLP) or E (MoE)\n"
+      "m.json: /layer_pattern: character 2 is 'x'; expected M (Mamba-2), G (Gated DeltaNet), * "
+      "(attention), - (MLP) or E (MoE)\n"
       "m.json: /full_attention_every: only used with sliding_window");
   auto pattern = parse_model(R"({"schema_version": 1, "kind": "model", "name": "x", "layers": 3,
       "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 100, "layer_pattern": "M*"})",
@@ -214,6 +246,46 @@ TEST(ModelSpec, MoeAndHybridFieldsAreChecked) {
   EXPECT_EQ(no_mamba.status().message(),
             "n.json: /layer_pattern: has Mamba-2 layers (M) but the model gives no \"mamba\" "
             "object");
+}
+
+TEST(ModelSpec, GatedDeltaNetFieldsAreChecked) {
+  auto bad = parse_model(R"({"schema_version": 1, "kind": "model", "name": "x", "layers": 2,
+      "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 100, "layer_pattern": "G-",
+      "gated_deltanet": {"key_heads": 3, "key_head_dim": 16, "value_heads": 4,
+                         "value_head_dim": 16, "state": 2}})",
+                         "g.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().message(),
+            "g.json: /gated_deltanet/key_heads: must divide value_heads (4), got 3\n"
+            "g.json: /gated_deltanet/state: unknown key; expected one of: chunk, conv_kernel, "
+            "key_head_dim, key_heads, value_head_dim, value_heads");
+  auto missing = parse_model(R"({"schema_version": 1, "kind": "model", "name": "x", "layers": 2,
+      "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 100, "layer_pattern": "GM",
+      "mamba": {"heads": 4, "head_dim": 16, "state_dim": 16},
+      "gated_deltanet": {"key_heads": 2, "key_head_dim": 16, "value_heads": 4,
+                         "value_head_dim": 16}})",
+                             "b.json");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().message(),
+            "b.json: /gated_deltanet: a model has one recurrent mixer: give \"mamba\" or "
+            "\"gated_deltanet\", not both\n"
+            "b.json: /layer_pattern: has Gated DeltaNet layers (G) but the model gives no "
+            "\"gated_deltanet\" object");
+  auto gate = parse_model(R"({"schema_version": 1, "kind": "model", "name": "x", "layers": 2,
+      "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 100, "attention_output_gate": true,
+      "mla": {"q_lora_rank": 8, "kv_lora_rank": 8, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
+              "v_head_dim": 8}})",
+                          "a.json");
+  ASSERT_FALSE(gate);
+  EXPECT_EQ(gate.status().message(),
+            "a.json: /attention_output_gate: is not defined for multi-head latent attention (mla)");
+  // The preset round-trips through its document.
+  const ModelSpec& next = preset("qwen3-next-80b-a3b");
+  auto again = parse_model(to_json_text(next), "q.json");
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(to_json_text(*again), to_json_text(next));
+  EXPECT_TRUE(again->mamba->delta());
+  EXPECT_TRUE(again->attention_output_gate);
 }
 
 TEST(ModelSpec, DroplessRoundTrips) {

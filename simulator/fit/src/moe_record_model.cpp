@@ -343,6 +343,53 @@ Result<ModelSpec> moe_model_from_record(const PublishedRun& run, const Catalog& 
     took("hybrid_override_pattern, Mamba-2 " + str(mamba.heads) + " x " + str(mamba.head_dim) +
          " heads of state " + str(mamba.state_dim) + ", " + str(mamba.groups) + " groups");
   }
+  // A Gated DeltaNet hybrid (Qwen3-Next): the record's layers each a mixer and an MLP, the mixer
+  // Gated DeltaNet but every full_attention_interval-th, which is attention; planner's pattern has
+  // one block per mixer and per MLP (hf_import.cpp, read_qwen3_next).
+  if (const auto value_heads = text.integer("linear_num_value_heads");
+      value_heads || text.says("gated deltanet") || text.says("gated delta")) {
+    const auto key_heads = text.integer("linear_num_key_heads");
+    const auto key_dim = text.integer("linear_key_head_dim");
+    const auto value_dim = text.integer("linear_value_head_dim");
+    if (!value_heads || !key_heads || !key_dim || !value_dim || *key_heads == 0) {
+      return Status::invalid_input(
+          "model.arch_notes name Gated DeltaNet layers but not all of linear_num_key_heads, "
+          "linear_key_head_dim, linear_num_value_heads and linear_value_head_dim (as the model's "
+          "config.json does)");
+    }
+    if (!m.layer_pattern.empty()) {
+      return Status::invalid_input(
+          "model.arch_notes give both a hybrid_override_pattern and Gated DeltaNet layers: "
+          "planner models one recurrent mixer per model");
+    }
+    MambaSpec gdn;
+    gdn.kind = RecurrentMixer::kGatedDeltaNet;
+    gdn.heads = static_cast<int>(*value_heads);
+    gdn.head_dim = static_cast<int>(*value_dim);
+    gdn.groups = static_cast<int>(*key_heads);
+    gdn.state_dim = static_cast<int>(*key_dim);
+    gdn.conv_kernel = static_cast<int>(text.integer("linear_conv_kernel_dim").value_or(4));
+    gdn.chunk = 64;
+    m.mamba = gdn;
+    const std::int64_t every = text.integer("full_attention_interval").value_or(4);
+    for (int l = 0; l < *r.layers; ++l) {
+      const bool sparse = l >= moe.first_dense_layers && (l + 1) % std::max(moe.layer_freq, 1) == 0;
+      m.layer_pattern += every > 0 && (l + 1) % every == 0 ? kPatternAttention : kPatternDeltaNet;
+      m.layer_pattern += sparse ? kPatternMoe : kPatternDense;
+    }
+    m.num_layers = static_cast<int>(m.layer_pattern.size());
+    m.moe->first_dense_layers = 0;
+    m.moe->layer_freq = 1;
+    // Qwen3-Next's attention is gated, and its shared expert too (Qwen3NextSparseMoeBlock).
+    const bool qwen = family.starts_with("qwen");
+    if (qwen || text.says("gated attention") || text.value("attn_output_gate") == "true") {
+      m.attention_output_gate = true;
+    }
+    if (qwen && m.moe->shared_experts > 0) m.moe->shared_expert_gate = true;
+    took("Gated DeltaNet " + str(gdn.heads) + " x " + str(gdn.head_dim) + " value heads, " +
+         str(gdn.groups) + " x " + str(gdn.state_dim) + " key heads, full attention every " +
+         str(every) + " layers" + (m.attention_output_gate ? " (gated)" : ""));
+  }
   if (text.says("squared-relu") || text.says("squared relu") || text.says("relu2")) {
     m.mlp = MlpKind::kSquaredRelu;
     took("squared-ReLU MLPs");

@@ -161,6 +161,12 @@ TEST(MoeRecordModel, ModelsWithoutAPresetMatchTheirConfigs) {
               "head_dim 128; first_k_dense_replace 1; n_group 1, topk_group 1; sigmoid; "
               "num_nextn_predict_layers 1"),
        "glm-4.5-air.config.json"},
+      {record("Qwen3-Next-80B-A3B", 48, 2048, 16, 2, 5120, 512, 10, 1, 512, 151936,
+              "hybrid: Gated DeltaNet in three of four layers, full_attention_interval 4 (gated "
+              "attention, head_dim 256); linear_num_key_heads 16, linear_key_head_dim 128, "
+              "linear_num_value_heads 32, linear_value_head_dim 128, linear_conv_kernel_dim 4; "
+              "shared_expert_intermediate_size 512"),
+       "qwen3-next-80b-a3b.config.json"},
   };
   for (const Case& c : cases) {
     std::vector<ChosenField> notes;
@@ -202,6 +208,9 @@ TEST(MoeRecordModel, MissingFieldsAreErrorsThatNameThem) {
   PublishedRun hybrid = run;
   hybrid.model.arch_notes = "hybrid_override_pattern \"MEME*E\"";
   fails_with(hybrid, "mamba_num_heads");
+  PublishedRun deltanet = run;
+  deltanet.model.arch_notes = "Gated DeltaNet, linear_num_value_heads 32";
+  fails_with(deltanet, "linear_key_head_dim");
   PublishedRun scattered = run;
   scattered.model.arch_notes = "mlp_only_layers [0, 5]";
   fails_with(scattered, "mlp_only_layers");

@@ -403,6 +403,14 @@ TEST(Sweep, AnalyticEstimateWeighsAHybridModelsMixers) {
                         "nemotron-3-nano, 13 layers (2 attention) on 16 H100s", 2, 8.0);
 }
 
+// Qwen3-Next's mixers are Gated DeltaNet and gated attention, each before an MoE block: the
+// estimate weighs them as it does Nemotron-H's (8 of its 48 layers: 6 Gated DeltaNet, 2
+// attention).
+TEST(Sweep, AnalyticEstimateWeighsGatedDeltaNetAndAttention) {
+  expect_estimate_close(one_stage_request("qwen3-next-80b-a3b", 16, 1),
+                        "qwen3-next-80b-a3b, 8 layers (2 attention) on 16 H100s", 2, 8.0);
+}
+
 // On GB200 NVL72 racks of 18 nodes, a cluster of 37 nodes (148 GPUs: no equal blocks of racks
 // divide it, so its nodes fill the racks in order) runs 128-GPU plans on one rack and 14 nodes
 // of the next: a stage of 16 nodes (pp 2), an expert group of 4 nodes (ep 16) or a

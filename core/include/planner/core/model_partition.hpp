@@ -29,7 +29,9 @@
 //              v_dim / t × hidden
 //   Mamba-2    mamba_in_proj hidden × in_proj_dim / t, mamba_conv conv_dim / t × (kernel + 1),
 //              mamba_scan (A_log, D, dt_bias) 3·heads / t, mamba_norm d_inner / t, mamba_out
-//              d_inner / t × hidden; the block's norm is attn_norm (mlp_norm for MLP blocks)
+//              d_inner / t × hidden; the block's norm is attn_norm (mlp_norm for MLP blocks).
+//              Gated DeltaNet in the same roles: no conv bias, mamba_scan (A_log, dt_bias)
+//              2·heads / t, mamba_norm head_dim replicated (one weight shared by the heads)
 //   MTP        on the last stage after the LM head, per module: mtp_norm (two norms), mtp_proj
 //              2·hidden × hidden / t, its block (layer num_layers + i) and its final_norm; the
 //              modules share the LM head and the word embedding, of which a model with several

@@ -13,9 +13,15 @@
 //                    compression), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim}
 //   mamba           Mamba-2 mixer of hybrid models: {heads, head_dim, state_dim, groups,
 //                    conv_kernel, chunk}
+//   gated_deltanet  Gated DeltaNet mixer of hybrid models (Qwen3-Next): {key_heads, key_head_dim,
+//                    value_heads, value_head_dim, conv_kernel, chunk}; excludes `mamba`
 //   layer_pattern   hybrid models: one character per layer in Nemotron-H's alphabet
 //                    (hybrid_override_pattern): M Mamba-2 mixer, * attention, - dense MLP,
-//                    E MoE MLP; each layer is one pre-norm residual block
+//                    E MoE MLP, and G a Gated DeltaNet mixer; each layer is one pre-norm
+//                    residual block (a Qwen3-Next layer, mixer and MoE, is two: "GE")
+//   attention_output_gate
+//                   gated attention (Qwen3-Next): queries and a gate of the same width
+//                    from the query projection; output × sigmoid(gate)
 //   sliding_window, full_attention_every
 //                   local attention over the last `sliding_window` tokens in every layer except
 //                   every full_attention_every-th (GPT-OSS: 128 and 2; 0: every layer local)
@@ -27,7 +33,8 @@
 // otherwise. With a pattern each layer is a single block (mixer or MLP), as in Nemotron-H.
 //
 // Parameter counts follow the Hugging Face / Megatron-LM module structure:
-//   attention  hidden × (heads + 2 kv_heads) × head_dim (QKV) + heads × head_dim × hidden (output)
+//   attention  hidden × (heads + 2 kv_heads) × head_dim (QKV; + heads × head_dim for the output
+//               gate) + heads × head_dim × hidden (output)
 //   MLA        (q_lora_rank > 0: hidden × q_lora + q_lora (norm) + q_lora × heads × qk_head;
 //               else hidden × heads × qk_head) + hidden × (kv_lora + qk_rope) + kv_lora (norm)
 //               + kv_lora × heads × (qk_nope + v_head) + heads × v_head × hidden,
@@ -35,6 +42,9 @@
 //   Mamba-2    in_proj hidden × (2·d_inner + 2·groups·state + heads), conv1d (d_inner +
 //               2·groups·state) × (kernel + 1), A_log, D and dt_bias (heads each), gated norm
 //               d_inner, out_proj d_inner × hidden; d_inner = heads × head_dim (Mamba2Mixer)
+//   GatedDeltaNet in_proj hidden × (2·d_inner + 2·groups·state + 2·heads), conv1d (d_inner +
+//               2·groups·state) × kernel (no bias), A_log and dt_bias (heads each), gated norm
+//               head_dim, out_proj d_inner × hidden (Qwen3NextGatedDeltaNet)
 //   MLP        2 × hidden × ffn (gelu, relu2) or 3 × hidden × ffn (swiglu, geglu)
 //   MoE        router hidden × experts, experts × the expert MLP (expert_ffn_hidden), the shared
 //               experts as one MLP of shared_experts × shared_expert_ffn_hidden (+ hidden for
@@ -84,21 +94,37 @@ struct MlaSpec {
   int v_head_dim = 0;
 };
 
-// The Mamba-2 mixer (Dao & Gu 2024, arXiv:2405.21060) of hybrid models.
+// The linear-time recurrent mixer of hybrid models: Mamba-2 (Dao & Gu 2024, arXiv:2405.21060;
+// Nemotron-H) or Gated DeltaNet (Yang, Kautz & Hatamizadeh 2024, arXiv:2412.06464; Qwen3-Next).
+// Both project the input to a convolved x | B | C stream (Gated DeltaNet: v | k | q) plus a gate z
+// and per-head scalars, scan it chunk by chunk with a state of state_dim × head_dim per head, and
+// project back through a gated norm. For Gated DeltaNet: heads = value heads, head_dim = value
+// head dim, state_dim = key head dim, groups = key heads (queries and keys are shared by
+// heads / groups value heads, as B and C are by Mamba's groups).
+enum class RecurrentMixer : std::uint8_t { kMamba2, kGatedDeltaNet };
 struct MambaSpec {
   int heads = 0;
   int head_dim = 0;
   int state_dim = 0;  // N
   int groups = 1;     // B and C groups (like GQA's kv heads)
   int conv_kernel = 4;
-  int chunk = 128;  // SSD chunk length
+  int chunk = 128;  // scan chunk length
+  RecurrentMixer kind = RecurrentMixer::kMamba2;
+  bool delta() const { return kind == RecurrentMixer::kGatedDeltaNet; }
   std::int64_t d_inner() const { return static_cast<std::int64_t>(heads) * head_dim; }
   // Width of the convolved x | B | C stream.
   std::int64_t conv_dim() const {
     return d_inner() + 2 * static_cast<std::int64_t>(groups) * state_dim;
   }
-  // Output width of in_proj: z | x | B | C | dt.
-  std::int64_t in_proj_dim() const { return d_inner() + conv_dim() + heads; }
+  // Output width of in_proj: z | x | B | C | dt (Gated DeltaNet: in_proj_qkvz and in_proj_ba,
+  // q | k | v | z | beta | a).
+  std::int64_t in_proj_dim() const { return d_inner() + conv_dim() + (delta() ? 2 : 1) * heads; }
+  // Per-head parameters: Mamba-2's A_log, D and dt_bias; Gated DeltaNet's A_log and dt_bias.
+  std::int64_t head_params() const { return (delta() ? 2 : 3) * static_cast<std::int64_t>(heads); }
+  // The gated RMSNorm's weight: over d_inner (Mamba-2), over one head, shared (Gated DeltaNet).
+  std::int64_t gated_norm_params() const { return delta() ? head_dim : d_inner(); }
+  // The depthwise convolution's bias (Mamba-2 has one, Qwen3-Next's Gated DeltaNet none).
+  bool conv_bias() const { return !delta(); }
 };
 
 // The two parts of a layer.
@@ -112,6 +138,7 @@ struct LayerKind {
 
 // The characters of ModelSpec::layer_pattern.
 inline constexpr char kPatternMamba = 'M';
+inline constexpr char kPatternDeltaNet = 'G';  // Gated DeltaNet mixer (planner's letter)
 inline constexpr char kPatternAttention = '*';
 inline constexpr char kPatternDense = '-';
 inline constexpr char kPatternMoe = 'E';
@@ -145,6 +172,9 @@ struct ModelSpec {
   int sliding_window = 0;     // tokens; 0: full attention everywhere
   int full_attention_every = 0;
   int mtp_layers = 0;
+  // Gated attention (Qwen3-Next): the query projection also yields a gate, and the attention
+  // output is multiplied by its sigmoid before the output projection.
+  bool attention_output_gate = false;
 
   // True when `query` equals the name or an alias, ignoring case.
   bool matches(std::string_view query) const;
@@ -176,7 +206,7 @@ struct ModelSpec {
 
   // Parameter counts (elements).
   std::int64_t attention_params() const;      // one layer's attention (or MLA) block incl. its norm
-  std::int64_t mamba_params() const;          // one Mamba-2 block incl. its norm
+  std::int64_t mamba_params() const;          // one Mamba-2 / Gated DeltaNet block incl. its norm
   std::int64_t dense_mlp_params() const;      // one dense MLP block incl. its norm
   std::int64_t expert_params() const;         // one routed expert's MLP weights
   std::int64_t shared_expert_params() const;  // the shared experts of one MoE layer (+ gate)
