@@ -3,6 +3,7 @@
 
 #include "app.hpp"
 #include "output.hpp"
+#include "plan_args.hpp"
 #include "planner/core/hf_import.hpp"
 #include "planner/core/loaders.hpp"
 #include "planner/core/spec_json.hpp"
@@ -156,7 +157,7 @@ Status model_list(const CliContext& ctx) {
 }
 
 Status model_show(const CliContext& ctx, const std::string& name) {
-  PLANNER_ASSIGN_OR_RETURN(ModelSpec m, ctx.catalog->model(name));
+  PLANNER_ASSIGN_OR_RETURN(ModelSpec m, resolve_model(*ctx.catalog, name));
   if (ctx.json) {
     *ctx.out << as_document("model", model_summary_json(m)).dump(2) << '\n';
   } else {
@@ -201,7 +202,10 @@ void register_model_commands(CLI::App& app, CliContext& ctx) {
 
   CLI::App* show = model->add_subcommand("show", "Show one model with its parameter counts");
   auto name = std::make_shared<std::string>();
-  show->add_option("NAME", *name, "Model name or alias (e.g. llama3-70b, gpt3-175b)")->required();
+  show->add_option("NAME", *name,
+                   "Model name or alias (e.g. llama3-70b, gpt3-175b), or a model file (planner "
+                   "model import writes one)")
+      ->required();
   add_json_flag(show, ctx);
   show->callback([&ctx, name] { ctx.action = [&ctx, name] { return model_show(ctx, *name); }; });
 

@@ -79,6 +79,11 @@ TEST(Cli, ModelImportWritesALoadableDocument) {
   EXPECT_NE(r.out.find("8.03B"), std::string::npos) << r.out;
   auto v = planner({"validate", out});
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  // model show reads the written document as it reads a preset.
+  auto shown = planner({"model", "show", out, "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("\"total\": 8030261248"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("my-llama"), std::string::npos) << shown.out;
   auto bad = planner({"model", "import", data("hf/bert.config.json")});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("unsupported architecture \"BertForMaskedLM\""), std::string::npos);

@@ -536,8 +536,13 @@ Result<ModelSpec> map_moe_model(const PublishedRun& published, const Catalog& ca
   // The layers, attention and experts of a preset; its dense FFN width, shared experts and
   // vocabulary may be written differently for the same model (Llama 4's intermediate_size is its
   // experts' width, intermediate_size_mlp its dense layers'; a padded vocabulary).
+  // A record counts layers as the model's config does: Qwen3-Next's 48 are planner's 96 blocks,
+  // a Gated DeltaNet or attention mixer and an MoE each (Nemotron-H's config counts every block).
+  auto config_layers = [](const ModelSpec& p) {
+    return p.is_hybrid() && p.mamba && p.mamba->delta() ? p.num_layers / 2 : p.num_layers;
+  };
   auto same_experts = [&](const ModelSpec& p) {
-    return p.is_moe() && p.num_layers == *m.layers && p.hidden == *m.hidden &&
+    return p.is_moe() && config_layers(p) == *m.layers && p.hidden == *m.hidden &&
            p.heads == *m.heads && (!m.kv_heads || p.kv_heads == *m.kv_heads) &&
            p.moe->num_experts == *m.experts && p.moe->top_k == *m.top_k &&
            p.moe->expert_ffn_hidden == *m.expert_ffn_hidden;

@@ -228,6 +228,29 @@ TEST(MapMoeRun, NullAndImpossibleExpertFields) {
   EXPECT_EQ(maverick->plan.model.ffn_hidden, 16384);
   EXPECT_EQ(maverick->plan.model.vocab, 202112);
 
+  // Qwen3-Next as its config counts layers (48: a mixer and an MoE each, planner's 96 blocks) is
+  // its preset, Gated DeltaNet and all.
+  run = by_id(runs, "mz_h100_mixtral_8x22b_128g_dropless");
+  run.model.name = "Qwen3-Next-80B-A3B";
+  run.model.layers = 48;
+  run.model.hidden = 2048;
+  run.model.heads = 16;
+  run.model.kv_heads = 2;
+  run.model.ffn_hidden = 5120;
+  run.model.experts = 512;
+  run.model.top_k = 10;
+  run.model.shared_experts = 1;
+  run.model.expert_ffn_hidden = 512;
+  run.model.vocab = 151936;
+  run.parallel.pp = 4;  // 24 blocks a stage
+  run.parallel.dp = 16;
+  run.parallel.virtual_stages.reset();
+  auto next = map(run);
+  ASSERT_TRUE(next) << next.status().message();
+  EXPECT_EQ(assumption(*next, "model structure")->value, "qwen3-next-80b-a3b");
+  EXPECT_EQ(next->plan.model.num_layers, 96);
+  EXPECT_EQ(next->plan.model.mamba_layers(), 36);
+
   run = by_id(runs, "mb2509_gb200_deepseek_v3_fp8_256g");
   run.parallel.pp = 8;
   run.parallel.dp = 32;  // 32 ranks per stage cannot hold ep 64
