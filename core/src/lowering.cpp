@@ -536,6 +536,8 @@ void Lowerer::setup_sizes() {
   kv_heads_l_ = m_.kv_heads / tp_;
   q_l_ = heads_l_ * hd_;
   kv_l_ = kv_heads_l_ * hd_;
+  // Gated attention's query projection also yields the gate; the gate's sigmoid and product, one
+  // elementwise pass over the attention output, are not costed (under 1 % of the layer).
   qkv_l_ = (m_.attention_output_gate ? 2 : 1) * q_l_ + 2 * kv_l_;
   f_l_ = m_.ffn_hidden / tp_;
   V_l_ = m_.vocab / tp_;

@@ -100,6 +100,30 @@ TEST(Memory, RecomputeModulesDropTheirActivations) {
   EXPECT_LT(peak_moe->activations.raw(), peak_core->activations.raw());
 }
 
+// Gated attention keeps its gate (one more q-wide tensor); a Gated DeltaNet block keeps what a
+// Mamba-2 block keeps, in_proj's wider output (beta) included (Qwen3-Next, tp 1, s = 4096).
+TEST(Memory, GatedAttentionAndGatedDeltaNetActivations) {
+  ModelSpec m = *builtin_catalog().find_model("qwen3-next-80b-a3b");
+  TrainingSpec tr;
+  tr.global_batch_size = 8;
+  tr.seq_length = 4096;
+  ParallelConfig p;
+  p.dp = 8;
+  const LayerKind attention{Mixer::kAttention, FfnKind::kNone};
+  const double gated = layer_activation_bytes(m, tr, p, attention).raw();
+  m.attention_output_gate = false;
+  const double plain = layer_activation_bytes(m, tr, p, attention).raw();
+  EXPECT_DOUBLE_EQ(gated - plain, 2.0 * 4096 * m.q_dim());  // bf16
+  const LayerKind deltanet{Mixer::kMamba, FfnKind::kNone};
+  const MambaSpec& g = *m.mamba;
+  // The block norm's input and in_proj's | in_proj output (12352) | convolved q, k, v (8192) |
+  // scan and norm outputs (2 × 4096), 2 bytes each; the fp32 chunk states (64 chunks of
+  // 4096 × 128).
+  EXPECT_EQ(g.in_proj_dim(), 12352);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, tr, p, deltanet).raw(),
+                   2.0 * 4096 * (2 * 2048 + 12352 + 8192 + 2 * 4096) + 4.0 * 64 * 4096 * 128);
+}
+
 TEST(Memory, PerLayerActivationsFollowKorthikanti) {
   MemoryOptions korthikanti;  // the paper stores the s×s softmax
   korthikanti.flash_attention = false;
